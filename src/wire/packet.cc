@@ -1,0 +1,2 @@
+// placeholder until the wire module lands
+#include "wharf/status.h"
