@@ -1,0 +1,70 @@
+// homa/config.h: every tunable of the Homa-style protocol, with its default.
+// docs/protocol.md explains each; the config key is the field name under
+// `homa:` in wharfd.yaml / endpoint options (e.g. homa.unsched_bytes).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "base/clock.h"
+#include "wire/packet.h"
+
+namespace wharf::homa {
+
+struct HomaConfig {
+  // Largest message (request or response) accepted or sent. Homa's kernel
+  // module stops at 1 MB; we keep a 32-bit length on the wire.
+  uint32_t max_message_bytes = 64u << 20;
+
+  // Bytes a sender transmits before hearing any GRANT: about one
+  // bandwidth-delay product, rounded up to whole packets.
+  uint32_t unsched_bytes = 60'000;
+
+  // Receiver: how many incoming messages it grants to at once (at most one
+  // per sending peer), and the total granted-but-not-received bytes it allows
+  // across them. The per-message window is max_incoming_bytes / (N + 1) for N
+  // grantable messages (Homa's dynamic window), at least one packet.
+  int overcommit = 8;
+  uint32_t max_incoming_bytes = 400'000;
+
+  // Share of granted bytes (per mille) given to the oldest message instead of
+  // the shortest, so large messages never starve under SRPT; each FIFO grant
+  // is fifo_grant_bytes.
+  int grant_fifo_permille = 50;
+  uint32_t fifo_grant_bytes = 50'000;
+
+  // Priorities (0 lowest .. 7 highest). Unscheduled data of a message of
+  // length L goes at the highest priority p with L <= unsched_cutoffs[p];
+  // scheduled data at 0..max_sched_priority, best message highest.
+  std::array<uint32_t, wire::kNumPriorities> unsched_cutoffs = {0, 0, 0, 0, 1'000'000'000,
+                                                                15'000, 2'800, 200};
+  uint16_t cutoff_version = 1;
+  int max_sched_priority = 3;
+  // Control packets (GRANT, RESEND, ACK...) always use this priority.
+  uint8_t control_priority = 7;
+
+  // Pacer: the sender estimates the NIC queue from link_bps and keeps at most
+  // max_nic_backlog_ns of data queued below it; messages shorter than
+  // pacer_bypass_bytes skip the pacer.
+  uint64_t link_bps = 25'000'000'000;
+  DurationNs max_nic_backlog_ns = 5 * kNsPerUs;
+  uint32_t pacer_bypass_bytes = 1'000;
+
+  // Timers. The protocol timer ticks every tick_ns. A receiver that has heard
+  // nothing for resend_ticks sends RESEND, then again every
+  // resend_interval_ticks; after timeout_ticks of silence the RPC fails with
+  // kUnavailable (peer death). A server whose response is fully sent asks for
+  // an ACK after need_ack_ticks.
+  DurationNs tick_ns = 1 * kNsPerMs;
+  int resend_ticks = 5;
+  int resend_interval_ticks = 5;
+  int timeout_ticks = 100;
+  int need_ack_ticks = 2;
+
+  // Memory bound for incoming messages across all RPCs: a new incoming
+  // message that would exceed it is dropped (the sender retries later).
+  uint64_t max_incoming_buffer_bytes = 1ull << 30;
+};
+
+}  // namespace wharf::homa

@@ -1,0 +1,277 @@
+// HomaTransport packet handlers: one function per packet type. Every packet
+// is input from the network: anything unexpected is counted and dropped.
+#include <string>
+#include <variant>
+
+#include "homa/homa_transport.h"
+
+namespace wharf::homa {
+namespace {
+
+// Packets from a client carry an even id; packets from a server the odd one.
+bool FromClient(const wire::CommonHeader& common) { return (common.rpc_id & 1) == 0; }
+
+}  // namespace
+
+void HomaTransport::HandleDatagram(const transport::NetAddress& from,
+                                   std::span<const std::byte> bytes) {
+  ++stats_.packets_received;
+  Result<wire::Packet> packet = wire::Decode(bytes);
+  if (!packet.ok()) {
+    ++stats_.malformed;
+    return;
+  }
+  const wire::CommonHeader& common = packet->common;
+  if (common.dport != port_) {
+    ++stats_.wrong_port;
+    return;
+  }
+  Peer& peer = peers_.Get(from);
+  const wire::Body& body = packet->body;
+  if (const auto* data = std::get_if<wire::Data>(&body)) {
+    HandleData(peer, common, *data);
+  } else if (const auto* grant = std::get_if<wire::Grant>(&body)) {
+    HandleGrant(peer, common, *grant);
+  } else if (const auto* resend = std::get_if<wire::Resend>(&body)) {
+    HandleResend(peer, common, *resend);
+  } else if (std::holds_alternative<wire::RpcUnknown>(body)) {
+    HandleRpcUnknown(peer, common);
+  } else if (std::holds_alternative<wire::Busy>(body)) {
+    HandleBusy(peer, common);
+  } else if (const auto* cutoffs = std::get_if<wire::Cutoffs>(&body)) {
+    HandleCutoffs(peer, *cutoffs);
+  } else if (std::holds_alternative<wire::NeedAck>(body)) {
+    HandleNeedAck(peer, common);
+  } else if (const auto* acks = std::get_if<wire::AckList>(&body)) {
+    for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
+  }
+}
+
+Rpc* HomaTransport::FindRpcFor(Peer& peer, const wire::CommonHeader& common) {
+  if (FromClient(common)) {
+    auto it = server_rpcs_.find({peer.addr, common.sport, common.rpc_id});
+    return it == server_rpcs_.end() ? nullptr : it->second.get();
+  }
+  auto it = client_rpcs_.find(common.rpc_id ^ 1);
+  return it == client_rpcs_.end() ? nullptr : it->second.get();
+}
+
+void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
+                               const wire::Data& data) {
+  ++stats_.data_received;
+  // Acks and the floor ride on DATA in either direction; handle them first,
+  // they may release other RPCs.
+  if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
+  if (FromClient(common) && data.header.ack_floor != 0) {
+    AdvanceFloor(peer, common.sport, data.header.ack_floor);
+  }
+  // A sender using stale cutoffs gets ours (at most once per peer per tick).
+  if (data.header.cutoff_version != config_.cutoff_version &&
+      peer.cutoffs_sent_tick != tick_count_) {
+    peer.cutoffs_sent_tick = tick_count_;
+    wire::Cutoffs cutoffs;
+    cutoffs.unsched_cutoffs = config_.unsched_cutoffs;
+    cutoffs.version = config_.cutoff_version;
+    EmitControl(peer.addr, common.sport, common.rpc_id ^ 1, cutoffs);
+    ++stats_.cutoffs_sent;
+  }
+  if (FromClient(common)) {
+    HandleRequestData(peer, common, data);
+  } else {
+    HandleResponseData(peer, common, data);
+  }
+}
+
+void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& common,
+                                      const wire::Data& data) {
+  ServerRpcKey key{peer.addr, common.sport, common.rpc_id};
+  auto it = server_rpcs_.find(key);
+  if (it == server_rpcs_.end()) {
+    // At-most-once: a finished RPC is never re-created by a late packet.
+    if (peer.clients[common.sport].IsFinished(common.rpc_id)) {
+      ++stats_.late_duplicates;
+      return;
+    }
+    if (data.header.message_length > config_.max_message_bytes) {
+      ++stats_.oversize_dropped;
+      return;
+    }
+    if (!ReserveIncoming(data.header.message_length)) {
+      ++stats_.memory_dropped;
+      return;
+    }
+    Rpc& rpc = NewRpc(common.rpc_id ^ 1, RpcState::kServerReceiving, peer, common.sport);
+    rpc.in.emplace(data.header.message_length, data.header.incoming, clock_.NowNs());
+    it = server_rpcs_.find(key);
+  }
+  Rpc& rpc = *it->second;
+  rpc.silent_ticks = 0;
+  if (rpc.state != RpcState::kServerReceiving) {
+    ++stats_.duplicate_data;  // the request is complete; this is a copy
+    return;
+  }
+  if (data.header.message_length != rpc.in->length()) {
+    ++stats_.malformed;  // inconsistent with earlier packets of this message
+    return;
+  }
+  if (rpc.in->AddData(data.header.offset, data.payload, data.header.incoming) == 0 &&
+      data.header.message_length != 0) {
+    ++stats_.duplicate_data;
+  }
+  if (rpc.in->complete()) {
+    DeliverRequest(rpc, key);
+  } else if (rpc.in->NeedsGrants()) {
+    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns());
+    grants_dirty_ = true;
+  }
+}
+
+void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& common,
+                                       const wire::Data& data) {
+  auto it = client_rpcs_.find(common.rpc_id ^ 1);
+  if (it == client_rpcs_.end()) {
+    ++stats_.duplicate_data;  // finished or cancelled; the server gets our ack
+    return;
+  }
+  Rpc& rpc = *it->second;
+  rpc.silent_ticks = 0;
+  if (!rpc.in) {
+    if (data.header.message_length > config_.max_message_bytes) {
+      ++stats_.oversize_dropped;
+      FailClientRpc(rpc, ResourceExhaustedError(
+                             "homa: response of " + std::to_string(data.header.message_length) +
+                             " bytes from " + peer.addr.ToString() +
+                             " exceeds homa.max_message_bytes (" +
+                             std::to_string(config_.max_message_bytes) + ")"));
+      return;
+    }
+    if (!ReserveIncoming(data.header.message_length)) {
+      ++stats_.memory_dropped;
+      return;
+    }
+    rpc.in.emplace(data.header.message_length, data.header.incoming, clock_.NowNs());
+    rpc.state = RpcState::kClientReceiving;
+    // A response means the server holds the whole request: stop sending it.
+    DequeueFromSend(rpc);
+    rpc.out.reset();
+  }
+  if (data.header.message_length != rpc.in->length()) {
+    ++stats_.malformed;
+    return;
+  }
+  if (rpc.in->AddData(data.header.offset, data.payload, data.header.incoming) == 0 &&
+      data.header.message_length != 0) {
+    ++stats_.duplicate_data;
+  }
+  if (rpc.in->complete()) {
+    HomaEvent event;
+    event.kind = HomaEvent::Kind::kResponse;
+    event.client_id = rpc.id;
+    event.cookie = rpc.cookie;
+    event.message = rpc.in->TakeMessage();
+    ++stats_.responses_delivered;
+    events_.push_back(std::move(event));
+    FinishClientRpc(rpc);
+  } else if (rpc.in->NeedsGrants()) {
+    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns());
+    grants_dirty_ = true;
+  }
+}
+
+void HomaTransport::HandleGrant(Peer& peer, const wire::CommonHeader& common,
+                                const wire::Grant& grant) {
+  Rpc* rpc = FindRpcFor(peer, common);
+  if (rpc == nullptr || !rpc->out) return;
+  rpc->silent_ticks = 0;
+  if (rpc->out->HandleGrant(grant.offset, grant.priority)) QueueForSend(*rpc);
+}
+
+void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
+                                 const wire::Resend& resend) {
+  ++stats_.resends_received;
+  Rpc* rpc = FindRpcFor(peer, common);
+  if (rpc == nullptr) {
+    // A client asking about an RPC we finished is a late packet: ignore it.
+    // Otherwise we never had it (its request was lost) or already dropped it:
+    // RPC_UNKNOWN makes a client restart and a server discard.
+    if (FromClient(common) && peer.clients[common.sport].IsFinished(common.rpc_id)) return;
+    EmitControl(peer.addr, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
+    ++stats_.rpc_unknown_sent;
+    return;
+  }
+  rpc->silent_ticks = 0;
+  bool all_sent = false;
+  if (rpc->out) {
+    all_sent = rpc->out->HandleResend(resend.offset, resend.length, resend.priority);
+    QueueForSend(*rpc);
+  }
+  if (!all_sent) {
+    // Alive, but the bytes are not ready (handler still running, or held
+    // back by the pacer): keep the peer from timing us out.
+    EmitControl(peer.addr, common.sport, rpc->id, wire::Busy{});
+    ++stats_.busy_sent;
+  }
+}
+
+void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& common) {
+  Rpc* rpc = FindRpcFor(peer, common);
+  if (rpc == nullptr) return;
+  if (!rpc->is_client()) {
+    // The client no longer wants this RPC.
+    DestroyServerRpc({peer.addr, common.sport, rpc->client_id()}, /*tombstone=*/true);
+    return;
+  }
+  if (rpc->state == RpcState::kClientSending && rpc->out) {
+    // The server never got our request (or lost it): send it all again.
+    rpc->out->Restart();
+    rpc->silent_ticks = 0;
+    ++stats_.restarts;
+    QueueForSend(*rpc);
+    return;
+  }
+  FailClientRpc(*rpc, UnavailableError("homa: server " + peer.addr.ToString() +
+                                       " lost RPC " + std::to_string(rpc->id) +
+                                       " while responding (did it restart?)"));
+}
+
+void HomaTransport::HandleBusy(Peer& peer, const wire::CommonHeader& common) {
+  if (Rpc* rpc = FindRpcFor(peer, common)) rpc->silent_ticks = 0;
+}
+
+void HomaTransport::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
+  peer.cutoffs = cutoffs.unsched_cutoffs;
+  peer.cutoff_version = cutoffs.version;
+}
+
+void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) {
+  if (FromClient(common)) return;  // only servers ask for acks
+  uint64_t client_id = common.rpc_id ^ 1;
+  auto it = client_rpcs_.find(client_id);
+  if (it != client_rpcs_.end()) return;  // still in progress: we will RESEND
+  wire::AckList acks;
+  acks.count = 1;
+  acks.acks[0] = {client_id, common.sport};
+  EmitControl(peer.addr, common.sport, client_id, acks);
+  ++stats_.acks_sent;
+}
+
+void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
+  if (ack.server_port != port_) return;
+  ++stats_.acks_received;
+  DestroyServerRpc({peer.addr, client_port, ack.client_id}, /*tombstone=*/true);
+}
+
+void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor) {
+  ClientRecord& record = peer.clients[client_port];
+  if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
+  record.floor = floor;
+  record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(floor));
+  // RPCs below the floor are finished as far as the client is concerned.
+  while (!record.live.empty() && *record.live.begin() < floor) {
+    uint64_t id = *record.live.begin();
+    DestroyServerRpc({peer.addr, client_port, id}, /*tombstone=*/false);
+    record.live.erase(id);  // in case the RPC was already gone
+  }
+}
+
+}  // namespace wharf::homa

@@ -1,0 +1,444 @@
+// HomaTransport: construction, the public calls, the SRPT send pump and pacer,
+// the grant pass, and RPC lifecycle. Packet handlers are in handlers.cc and
+// the protocol timer in timer.cc.
+#include "homa/homa_transport.h"
+
+#include <algorithm>
+#include <string>
+
+namespace wharf::homa {
+namespace {
+
+constexpr size_t kTxBatch = 32;          // datagrams per Send() call
+constexpr size_t kRxBatch = 32;          // datagrams per Receive() call
+constexpr int kMaxRxBatchesPerPoll = 8;  // bound the work of one Poll
+constexpr int kMaxTxPacketsPerPump = 256;
+
+Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
+  auto bad = [](std::string key, std::string why) {
+    return InvalidArgumentError("homa." + key + ": " + why);
+  };
+  if (max_datagram <= wire::kDataHeaderBytes) {
+    return bad("mtu", "datagrams of " + std::to_string(max_datagram) +
+                          " bytes cannot carry a DATA header (" +
+                          std::to_string(wire::kDataHeaderBytes) + " bytes)");
+  }
+  if (c.overcommit < 1 || c.overcommit > 64) return bad("overcommit", "expected 1..64");
+  if (c.max_sched_priority < 0 || c.max_sched_priority >= wire::kNumPriorities) {
+    return bad("max_sched_priority", "expected 0..7");
+  }
+  if (c.control_priority >= wire::kNumPriorities) return bad("control_priority", "expected 0..7");
+  if (c.grant_fifo_permille < 0 || c.grant_fifo_permille > 1000) {
+    return bad("grant_fifo_permille", "expected 0..1000");
+  }
+  if (c.tick_ns <= 0) return bad("tick", "must be positive");
+  if (c.resend_ticks < 1 || c.resend_interval_ticks < 1 || c.need_ack_ticks < 1) {
+    return bad("resend_ticks", "resend_ticks, resend_interval_ticks and need_ack_ticks must be >= 1");
+  }
+  if (c.timeout_ticks <= c.resend_ticks) {
+    return bad("timeout_ticks", "must exceed resend_ticks (" + std::to_string(c.resend_ticks) + ")");
+  }
+  if (c.link_bps == 0) return bad("link_bps", "must be positive");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HomaTransport>> HomaTransport::Create(const HomaConfig& config,
+                                                             transport::Datagram* net,
+                                                             const Clock& clock) {
+  if (net == nullptr) return InvalidArgumentError("homa: no datagram transport");
+  WHARF_RETURN_IF_ERROR(ValidateConfig(config, net->MaxDatagramBytes()));
+  return std::unique_ptr<HomaTransport>(new HomaTransport(config, net, clock));
+}
+
+HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
+                             const Clock& clock)
+    : config_(config),
+      net_(net),
+      clock_(clock),
+      port_(net->LocalAddress().port()),
+      packet_payload_bytes_(static_cast<uint32_t>(net->MaxDatagramBytes() - wire::kDataHeaderBytes)),
+      peers_(config_),
+      grants_(config.overcommit, config.max_sched_priority),
+      pacer_(config.link_bps, config.max_nic_backlog_ns),
+      next_tick_ns_(clock.NowNs() + config.tick_ns),
+      tx_slot_bytes_(std::max(net->MaxDatagramBytes(), wire::kMaxHeaderBytes)) {
+  // Client ids start from the wall clock so that a restarted client's ids
+  // exceed every id of its previous incarnation: servers may still hold an
+  // at-most-once floor for this address and port (docs/protocol.md).
+  next_client_id_ = std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
+  tx_buffer_.resize(kTxBatch * tx_slot_bytes_);
+  tx_batch_.reserve(kTxBatch);
+  rx_batch_.resize(kRxBatch);
+}
+
+HomaTransport::~HomaTransport() = default;
+
+Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server, Buffer request,
+                                            uint64_t cookie) {
+  if (server.family() == transport::NetAddress::Family::kNone) {
+    return InvalidArgumentError("homa: request to an empty address");
+  }
+  if (request.size() > config_.max_message_bytes) {
+    return InvalidArgumentError("homa: request of " + std::to_string(request.size()) +
+                                " bytes exceeds homa.max_message_bytes (" +
+                                std::to_string(config_.max_message_bytes) + ")");
+  }
+  uint64_t id = next_client_id_;
+  next_client_id_ += 2;
+  Peer& peer = peers_.Get(server);
+  Rpc& rpc = NewRpc(id, RpcState::kClientSending, peer, server.port());
+  rpc.cookie = cookie;
+  uint32_t length = static_cast<uint32_t>(request.size());
+  rpc.out.emplace(std::move(request), config_.unsched_bytes, packet_payload_bytes_,
+                  peer.UnschedPriority(length));
+  peer.outstanding[server.port()].insert(id);
+  QueueForSend(rpc);
+  PumpSends(clock_.NowNs());
+  FlushTx();
+  return id;
+}
+
+Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
+  auto it = server_rpcs_.find(key);
+  if (it == server_rpcs_.end()) {
+    return NotFoundError("homa: RPC " + std::to_string(key.client_id) + " from " +
+                         key.client.ToString() +
+                         " is gone (the client finished, cancelled or timed out)");
+  }
+  Rpc& rpc = *it->second;
+  if (rpc.state != RpcState::kServerInService) {
+    return FailedPreconditionError("homa: RPC " + std::to_string(key.client_id) + " from " +
+                                   key.client.ToString() + " was already answered");
+  }
+  if (response.size() > config_.max_message_bytes) {
+    return InvalidArgumentError("homa: response of " + std::to_string(response.size()) +
+                                " bytes exceeds homa.max_message_bytes (" +
+                                std::to_string(config_.max_message_bytes) + ")");
+  }
+  uint32_t length = static_cast<uint32_t>(response.size());
+  rpc.out.emplace(std::move(response), config_.unsched_bytes, packet_payload_bytes_,
+                  rpc.peer->UnschedPriority(length));
+  rpc.state = RpcState::kServerSending;
+  rpc.silent_ticks = 0;
+  QueueForSend(rpc);
+  PumpSends(clock_.NowNs());
+  FlushTx();
+  return OkStatus();
+}
+
+bool HomaTransport::Cancel(uint64_t client_id) {
+  auto it = client_rpcs_.find(client_id);
+  if (it == client_rpcs_.end()) return false;
+  FinishClientRpc(*it->second);
+  return true;
+}
+
+PollResult HomaTransport::Poll() {
+  PollResult result;
+  TimeNs now = clock_.NowNs();
+  for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
+    Result<size_t> got = net_->Receive(rx_batch_);
+    if (!got.ok() || *got == 0) break;
+    for (size_t i = 0; i < *got; ++i) HandleDatagram(rx_batch_[i].from, rx_batch_[i].bytes);
+    result.work += static_cast<int>(*got);
+    if (*got < rx_batch_.size()) break;
+  }
+  if (grants_dirty_) RunGrantPass();
+  if (now >= next_tick_ns_) {
+    Tick();
+    next_tick_ns_ = now + config_.tick_ns;
+    ++result.work;
+  }
+  result.work += PumpSends(now);
+  FlushTx();
+
+  result.next_deadline = next_tick_ns_;
+  if (!events_.empty()) result.next_deadline = now;
+  if (!send_queue_.empty()) {
+    result.next_deadline = std::min(result.next_deadline, std::max(now, pacer_.NextSendTime()));
+  }
+  return result;
+}
+
+bool HomaTransport::PopEvent(HomaEvent* out) {
+  if (events_.empty()) return false;
+  *out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+// ---------------------------------------------------------------- sending
+
+void HomaTransport::QueueForSend(Rpc& rpc) {
+  if (!rpc.out || !rpc.out->HasPacketReady()) return;
+  uint32_t key = rpc.out->bytes_remaining();
+  if (rpc.in_send_queue) {
+    if (rpc.send_queue_key == key) return;
+    send_queue_.erase({rpc.send_queue_key, rpc.handle});
+  }
+  send_queue_.emplace(key, rpc.handle);
+  rpc.in_send_queue = true;
+  rpc.send_queue_key = key;
+}
+
+void HomaTransport::DequeueFromSend(Rpc& rpc) {
+  if (!rpc.in_send_queue) return;
+  send_queue_.erase({rpc.send_queue_key, rpc.handle});
+  rpc.in_send_queue = false;
+}
+
+int HomaTransport::PumpSends(TimeNs now) {
+  int produced = 0;
+  while (!send_queue_.empty() && produced < kMaxTxPacketsPerPump) {
+    Rpc& rpc = *by_handle_.at(send_queue_.begin()->second);
+    if (!rpc.out || !rpc.out->HasPacketReady()) {
+      DequeueFromSend(rpc);
+      continue;
+    }
+    // SRPT: the queue head is the message closest to done. Short messages
+    // bypass the pacer; everything else waits for the NIC queue to drain.
+    if (rpc.out->length() >= config_.pacer_bypass_bytes && !pacer_.CanSend(now)) break;
+    EmitData(rpc, now);
+    ++produced;
+    if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
+      rpc.state = RpcState::kServerAwaitAck;
+      rpc.silent_ticks = 0;
+    }
+    DequeueFromSend(rpc);
+    QueueForSend(rpc);
+  }
+  return produced;
+}
+
+std::span<std::byte> HomaTransport::NextTxSlot() {
+  if (tx_batch_.size() == kTxBatch) FlushTx();
+  return {tx_buffer_.data() + tx_batch_.size() * tx_slot_bytes_, tx_slot_bytes_};
+}
+
+void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
+  DataSlice slice = rpc.out->NextPacket();
+  wire::CommonHeader common;
+  common.type = wire::PacketType::kData;
+  common.flags = slice.retransmit ? wire::kFlagRetransmit : 0;
+  common.sport = port_;
+  common.dport = rpc.peer_port;
+  common.rpc_id = rpc.id;
+  wire::DataHeader data;
+  data.message_length = rpc.out->length();
+  data.offset = slice.offset;
+  data.incoming = rpc.out->granted();
+  data.cutoff_version = rpc.peer->cutoff_version;
+  if (!rpc.peer->pending_acks.empty()) {
+    data.ack = rpc.peer->pending_acks.back();
+    rpc.peer->pending_acks.pop_back();
+  }
+  if (rpc.is_client()) data.ack_floor = ClientFloor(*rpc.peer, rpc.peer_port);
+
+  std::span<std::byte> slot = NextTxSlot();
+  // The slot is sized for the largest datagram, so these cannot fail.
+  (void)wire::EncodeDataHeader(common, data, slot);
+  std::copy_n(rpc.out->bytes().data() + slice.offset, slice.length,
+              slot.data() + wire::kDataHeaderBytes);
+  size_t size = wire::kDataHeaderBytes + slice.length;
+  tx_batch_.push_back({rpc.peer_addr, slot.first(size), slice.priority});
+  pacer_.OnSent(now, size);
+  ++stats_.data_sent;
+  if (slice.retransmit) ++stats_.data_retransmitted;
+}
+
+void HomaTransport::EmitControl(const transport::NetAddress& to, uint16_t dport, uint64_t rpc_id,
+                                const wire::Body& body, uint8_t flags) {
+  static constexpr wire::PacketType kTypes[] = {
+      wire::PacketType::kData,    wire::PacketType::kGrant,   wire::PacketType::kResend,
+      wire::PacketType::kRpcUnknown, wire::PacketType::kBusy, wire::PacketType::kCutoffs,
+      wire::PacketType::kNeedAck, wire::PacketType::kAck};
+  wire::Packet packet;
+  packet.common.type = kTypes[body.index()];
+  packet.common.flags = flags;
+  packet.common.sport = port_;
+  packet.common.dport = dport;
+  packet.common.rpc_id = rpc_id;
+  packet.body = body;
+  std::span<std::byte> slot = NextTxSlot();
+  Result<size_t> size = wire::Encode(packet, slot);
+  if (!size.ok()) {
+    ++stats_.send_errors;
+    return;
+  }
+  tx_batch_.push_back({to, slot.first(*size), config_.control_priority});
+}
+
+void HomaTransport::FlushTx() {
+  size_t sent = 0;
+  int stalls = 0;
+  while (sent < tx_batch_.size()) {
+    Result<size_t> r = net_->Send(std::span(tx_batch_).subspan(sent));
+    if (!r.ok()) {
+      // A datagram the socket refuses outright: drop it; the protocol's
+      // resend machinery recovers as from any loss.
+      ++stats_.send_errors;
+      ++stats_.tx_dropped;
+      ++sent;
+      continue;
+    }
+    if (*r == 0 && ++stalls > 3) {
+      stats_.tx_dropped += tx_batch_.size() - sent;
+      break;
+    }
+    sent += *r;
+  }
+  stats_.packets_sent += std::min(sent, tx_batch_.size());
+  tx_batch_.clear();
+}
+
+// ----------------------------------------------------------------- grants
+
+void HomaTransport::RunGrantPass() {
+  grants_dirty_ = false;
+  std::vector<GrantScheduler::Ranked> active = grants_.ActiveSet();
+  if (active.empty()) return;
+  // Homa's dynamic window: share max_incoming among the active messages.
+  uint64_t window = std::max<uint64_t>(packet_payload_bytes_,
+                                       config_.max_incoming_bytes / (active.size() + 1));
+  for (const auto& ranked : active) {
+    Rpc& rpc = *by_handle_.at(ranked.id);
+    IncomingMessage& in = *rpc.in;
+    uint64_t target = std::min<uint64_t>(in.length(), in.received_bytes() + window);
+    if (target <= in.granted()) continue;
+    // Grant in whole packets (or the tail) so the sender never sends runts.
+    if (target - in.granted() < packet_payload_bytes_ && target != in.length()) continue;
+    srpt_granted_since_fifo_ += target - in.granted();
+    SendGrant(rpc, static_cast<uint32_t>(target), ranked.priority);
+  }
+  // FIFO share: every fifo_grant_bytes / fraction SRPT bytes, one grant of
+  // fifo_grant_bytes to the oldest message.
+  if (config_.grant_fifo_permille > 0) {
+    uint64_t period = uint64_t{config_.fifo_grant_bytes} * 1000 / config_.grant_fifo_permille;
+    if (srpt_granted_since_fifo_ >= period) {
+      srpt_granted_since_fifo_ = 0;
+      if (auto oldest = grants_.Oldest()) {
+        Rpc& rpc = *by_handle_.at(*oldest);
+        uint64_t target =
+            std::min<uint64_t>(rpc.in->length(), uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes);
+        if (target > rpc.in->granted()) {
+          ++stats_.fifo_grants;
+          SendGrant(rpc, static_cast<uint32_t>(target),
+                    static_cast<uint8_t>(config_.max_sched_priority));
+        }
+      }
+    }
+  }
+}
+
+void HomaTransport::SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority) {
+  rpc.in->Grant(offset);
+  EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, wire::Grant{offset, priority, 0});
+  ++stats_.grants_sent;
+  if (!rpc.in->NeedsGrants()) StopGranting(rpc);
+}
+
+void HomaTransport::StopGranting(Rpc& rpc) {
+  if (!grants_.Contains(rpc.handle)) return;
+  grants_.Remove(rpc.handle);
+  // A slot in the active set opened: the next message may now be granted.
+  grants_dirty_ = true;
+}
+
+// -------------------------------------------------------------- lifecycle
+
+Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t peer_port) {
+  auto rpc = std::make_unique<Rpc>();
+  rpc->id = id;
+  rpc->handle = next_handle_++;
+  rpc->state = state;
+  rpc->peer = &peer;
+  rpc->peer_addr = peer.addr;
+  rpc->peer_port = peer_port;
+  Rpc& ref = *rpc;
+  by_handle_[ref.handle] = &ref;
+  if (ref.is_client()) {
+    client_rpcs_[id] = std::move(rpc);
+  } else {
+    ServerRpcKey key{peer.addr, peer_port, ref.client_id()};
+    server_key_of_[ref.handle] = key;
+    peer.clients[peer_port].live.insert(key.client_id);
+    server_rpcs_[key] = std::move(rpc);
+  }
+  return ref;
+}
+
+uint64_t HomaTransport::ClientFloor(Peer& peer, uint16_t server_port) const {
+  auto it = peer.outstanding.find(server_port);
+  if (it == peer.outstanding.end() || it->second.empty()) return next_client_id_;
+  return *it->second.begin();
+}
+
+bool HomaTransport::ReserveIncoming(uint32_t length) {
+  if (incoming_buffer_bytes_ + length > config_.max_incoming_buffer_bytes) return false;
+  incoming_buffer_bytes_ += length;
+  return true;
+}
+
+void HomaTransport::ReleaseIncoming(Rpc& rpc) {
+  if (!rpc.in) return;
+  incoming_buffer_bytes_ -= rpc.in->length();
+  StopGranting(rpc);
+  rpc.in.reset();
+}
+
+void HomaTransport::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
+  HomaEvent event;
+  event.kind = HomaEvent::Kind::kRequest;
+  event.client_id = key.client_id;
+  event.server_key = key;
+  event.message = rpc.in->TakeMessage();
+  ReleaseIncoming(rpc);
+  rpc.state = RpcState::kServerInService;
+  rpc.silent_ticks = 0;
+  ++stats_.requests_delivered;
+  events_.push_back(std::move(event));
+}
+
+void HomaTransport::FinishClientRpc(Rpc& rpc) {
+  DequeueFromSend(rpc);
+  ReleaseIncoming(rpc);
+  Peer& peer = *rpc.peer;
+  auto out = peer.outstanding.find(rpc.peer_port);
+  if (out != peer.outstanding.end()) {
+    out->second.erase(rpc.id);
+    if (out->second.empty()) peer.outstanding.erase(out);
+  }
+  // Tell the server it may forget the RPC (piggybacked or in the next ACK).
+  peer.pending_acks.push_back({rpc.id, rpc.peer_port});
+  by_handle_.erase(rpc.handle);
+  client_rpcs_.erase(rpc.id);  // destroys rpc
+}
+
+void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
+  HomaEvent event;
+  event.kind = HomaEvent::Kind::kFailed;
+  event.client_id = rpc.id;
+  event.cookie = rpc.cookie;
+  event.status = std::move(status);
+  events_.push_back(std::move(event));
+  FinishClientRpc(rpc);
+}
+
+void HomaTransport::DestroyServerRpc(const ServerRpcKey& key, bool tombstone) {
+  auto it = server_rpcs_.find(key);
+  Peer& peer = peers_.Get(key.client);
+  ClientRecord& record = peer.clients[key.client_port];
+  if (tombstone && key.client_id >= record.floor) record.tombstones.insert(key.client_id);
+  if (it == server_rpcs_.end()) return;
+  Rpc& rpc = *it->second;
+  DequeueFromSend(rpc);
+  ReleaseIncoming(rpc);
+  record.live.erase(key.client_id);
+  by_handle_.erase(rpc.handle);
+  server_key_of_.erase(rpc.handle);
+  server_rpcs_.erase(it);
+}
+
+}  // namespace wharf::homa

@@ -1,0 +1,59 @@
+// homa/rpc.h: Rpc, the state of one request/response exchange on either side.
+// Owned by HomaTransport (in its client or server table); everything else
+// borrows it. Single-threaded (the engine's).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "homa/incoming.h"
+#include "homa/outgoing.h"
+#include "transport/net_address.h"
+
+namespace wharf::homa {
+
+struct Peer;
+
+// State machine. Client: kClientSending -> kClientReceiving -> (deleted once
+// the response is complete, failed or cancelled). Server: kServerReceiving ->
+// kServerInService (request handed to the application) -> kServerSending ->
+// kServerAwaitAck -> (deleted when the client acknowledges; a tombstone keeps
+// late duplicates from re-creating it).
+enum class RpcState : uint8_t {
+  kClientSending,    // request going out; no response byte yet
+  kClientReceiving,  // response arriving
+  kServerReceiving,  // request arriving
+  kServerInService,  // request delivered; waiting for SendResponse
+  kServerSending,    // response going out
+  kServerAwaitAck,   // response fully sent; kept until the client acks
+};
+
+const char* RpcStateName(RpcState state);
+
+struct Rpc {
+  // Our id: even on the client; client id ^ 1 on the server. Packets we send
+  // carry it; packets from the peer carry id ^ 1.
+  uint64_t id = 0;
+  // Engine-wide unique handle for the grant and send queues.
+  uint64_t handle = 0;
+  RpcState state = RpcState::kClientSending;
+  transport::NetAddress peer_addr;
+  uint16_t peer_port = 0;
+  Peer* peer = nullptr;  // borrowed from the peer table, which outlives RPCs
+  // Opaque to the protocol; returned in completion events (client side).
+  uint64_t cookie = 0;
+
+  std::optional<OutgoingMessage> out;
+  std::optional<IncomingMessage> in;
+
+  // Timer ticks since the peer last sent anything for this RPC.
+  int silent_ticks = 0;
+  // Position in the SRPT send queue, when queued.
+  bool in_send_queue = false;
+  uint32_t send_queue_key = 0;
+
+  bool is_client() const { return (id & 1) == 0; }
+  uint64_t client_id() const { return id & ~uint64_t{1}; }
+};
+
+}  // namespace wharf::homa

@@ -1,0 +1,40 @@
+// homa/stats.h: HomaStats, counters of one HomaTransport. Monotonic; read by
+// the engine for /metrics and by tests to assert on protocol behaviour.
+#pragma once
+
+#include <cstdint>
+
+namespace wharf::homa {
+
+struct HomaStats {
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t data_sent = 0;
+  uint64_t data_retransmitted = 0;
+  uint64_t data_received = 0;
+  uint64_t duplicate_data = 0;       // DATA whose bytes had all arrived already
+  uint64_t grants_sent = 0;
+  uint64_t fifo_grants = 0;
+  uint64_t resends_sent = 0;
+  uint64_t resends_received = 0;
+  uint64_t busy_sent = 0;
+  uint64_t rpc_unknown_sent = 0;
+  uint64_t restarts = 0;             // client requests restarted after RPC_UNKNOWN
+  uint64_t cutoffs_sent = 0;
+  uint64_t need_acks_sent = 0;
+  uint64_t acks_sent = 0;            // explicit ACK packets
+  uint64_t acks_received = 0;        // individual acks (piggybacked or not)
+  uint64_t requests_delivered = 0;
+  uint64_t responses_delivered = 0;
+  uint64_t late_duplicates = 0;      // request packets of finished RPCs dropped
+  uint64_t client_timeouts = 0;
+  uint64_t server_timeouts = 0;
+  uint64_t malformed = 0;            // undecodable datagrams
+  uint64_t wrong_port = 0;           // addressed to another homa port
+  uint64_t oversize_dropped = 0;     // message_length above max_message_bytes
+  uint64_t memory_dropped = 0;       // over max_incoming_buffer_bytes
+  uint64_t tx_dropped = 0;           // datagrams the socket did not take
+  uint64_t send_errors = 0;
+};
+
+}  // namespace wharf::homa
