@@ -1,0 +1,412 @@
+// UdpDatagram: opening the socket, batched GSO sends, batched GRO receives.
+#include "transport/udp/udp_datagram.h"
+
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace wharf::transport {
+namespace {
+
+constexpr size_t kUdpHeaderBytes = 8;
+constexpr size_t kMaxUdpPayloadBytes = 65507;  // 65535 - 20 (IPv4) - 8 (UDP)
+// A GRO buffer never exceeds one maximal UDP datagram.
+constexpr size_t kGroSlotBytes = 65536;
+// UIO_MAXIOV: the kernel caps a sendmmsg/recvmmsg vector at this many.
+constexpr size_t kMaxBatch = 1024;
+constexpr uint8_t kMaxPriority = 7;
+// Each ECONNREFUSED consumes one pending ICMP report; more in a row than
+// this means reports keep arriving faster than we send, so the datagram at
+// the front is dropped rather than spinning.
+constexpr int kMaxRefusedInRow = 8;
+// Kernel reads per Receive call when everything read is dropped, so that a
+// flood of oversized datagrams cannot keep Receive from returning.
+constexpr int kMaxEmptyReads = 16;
+
+bool IsV4Mapped(const std::array<uint8_t, 16>& ip) {
+  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(ip.data(), kPrefix, sizeof(kPrefix)) == 0;
+}
+
+// Writes `to` as the kernel wants it for a socket of the given family;
+// returns the address length. `ipv4_header` says whether the packet leaves
+// with an IPv4 header, which decides the TOS cmsg's level.
+socklen_t ToKernelAddress(const NetAddress& to, bool ipv6_socket, sockaddr_storage* out,
+                          bool* ipv4_header) {
+  if (ipv6_socket && to.is_v4()) {
+    std::array<uint8_t, 16> mapped{};
+    mapped[10] = 0xff;
+    mapped[11] = 0xff;
+    std::memcpy(&mapped[12], to.ip_bytes().data(), 4);
+    *ipv4_header = true;
+    return static_cast<socklen_t>(NetAddress::Ipv6(mapped, to.port()).ToSockaddr(out));
+  }
+  *ipv4_header = to.is_v4() || IsV4Mapped(to.ip_bytes());
+  return static_cast<socklen_t>(to.ToSockaddr(out));
+}
+
+// The reverse: IPv4 peers of a dual-stack socket come back as plain IPv4.
+Result<NetAddress> FromKernelAddress(const sockaddr_storage& from, socklen_t len) {
+  WHARF_ASSIGN_OR_RETURN(NetAddress address,
+                         NetAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&from), len));
+  if (address.is_v6() && IsV4Mapped(address.ip_bytes())) {
+    uint32_t be = 0;
+    std::memcpy(&be, &address.ip_bytes()[12], 4);
+    return NetAddress::Ipv4(ntohl(be), address.port());
+  }
+  return address;
+}
+
+bool IsFullSocket(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS; }
+
+// Errors that concern the destination of the message that met them, not the
+// socket: the datagram is undeliverable, so it is dropped like a lost packet
+// and the rest of the batch goes on.
+bool IsDestinationError(int err) {
+  return err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN || err == ENETDOWN ||
+         err == EPERM || err == EACCES;
+}
+
+// What a kernel or device without working UDP GSO answers to a GSO send
+// (EIO: no checksum offload on the route; EINVAL: segment larger than the
+// path MTU, or checksums off; EMSGSIZE: the coalesced size).
+bool IsGsoRejection(int err) { return err == EIO || err == EINVAL || err == EMSGSIZE; }
+
+}  // namespace
+
+UdpDatagram::UdpDatagram(int fd, const UdpOptions& options)
+    : fd_(fd),
+      syscalls_(options.syscalls != nullptr ? options.syscalls : &udp::UdpSyscalls::Kernel()),
+      batch_(options.batch),
+      mtu_(options.mtu),
+      ipv6_(options.bind.is_v6()),
+      dual_stack_(options.bind.is_v6() && !options.ipv6_only),
+      gso_limits_() {}
+
+UdpDatagram::~UdpDatagram() { close(fd_); }
+
+Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
+  const NetAddress& bind_address = options.bind;
+  const std::string where = "UDP socket on " + bind_address.ToString();
+  if (bind_address.family() == NetAddress::Family::kNone) {
+    return InvalidArgumentError("UDP socket: no bind address given (UdpOptions::bind)");
+  }
+  const bool v6 = bind_address.is_v6();
+  const size_t min_mtu = v6 ? 1280 : 68;
+  if (options.mtu < min_mtu || options.mtu > 65535) {
+    return InvalidArgumentError(where + ": mtu " + std::to_string(options.mtu) + " is outside " +
+                                std::to_string(min_mtu) + "..65535");
+  }
+  if (options.batch == 0 || options.batch > kMaxBatch) {
+    return InvalidArgumentError(where + ": batch " + std::to_string(options.batch) +
+                                " is outside 1.." + std::to_string(kMaxBatch));
+  }
+  if (options.recv_buffer_bytes < 0 || options.send_buffer_bytes < 0) {
+    return InvalidArgumentError(where + ": socket buffer sizes must not be negative");
+  }
+
+  const int fd =
+      socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (fd < 0) return ErrnoToStatus(errno, "socket for " + bind_address.ToString());
+  // From here the object owns fd, so every early return closes it.
+  std::unique_ptr<UdpDatagram> self(new UdpDatagram(fd, options));
+  WHARF_RETURN_IF_ERROR(self->Configure(options));
+  return self;
+}
+
+Status UdpDatagram::Configure(const UdpOptions& options) {
+  const NetAddress& bind_address = options.bind;
+  const std::string where = "UDP socket on " + bind_address.ToString();
+  if (ipv6_) {
+    // Set explicitly: the default follows net.ipv6.bindv6only, which varies.
+    const int only = dual_stack_ ? 0 : 1;
+    if (setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof(only)) != 0) {
+      return ErrnoToStatus(errno, where + ": setsockopt IPV6_V6ONLY");
+    }
+  }
+  if (options.recv_buffer_bytes > 0) {
+    Result<int> size =
+        udp::SetBufferBytes(fd_, udp::BufferKind::kReceive, options.recv_buffer_bytes);
+    if (!size.ok()) return size.status().WithContext(where);
+    recv_buffer_bytes_ = *size;
+  }
+  if (options.send_buffer_bytes > 0) {
+    Result<int> size = udp::SetBufferBytes(fd_, udp::BufferKind::kSend, options.send_buffer_bytes);
+    if (!size.ok()) return size.status().WithContext(where);
+    send_buffer_bytes_ = *size;
+  }
+
+  sockaddr_storage address;
+  const auto address_len = static_cast<socklen_t>(bind_address.ToSockaddr(&address));
+  if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), address_len) != 0) {
+    return ErrnoToStatus(errno, "bind " + bind_address.ToString());
+  }
+  socklen_t bound_len = sizeof(address);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &bound_len) != 0) {
+    return ErrnoToStatus(errno, where + ": getsockname");
+  }
+  WHARF_ASSIGN_OR_RETURN(local_, FromKernelAddress(address, bound_len));
+
+  const size_t ip_header_bytes = ipv6_ ? 40 : 20;
+  max_datagram_bytes_ =
+      std::min(options.mtu - ip_header_bytes - kUdpHeaderBytes, kMaxUdpPayloadBytes);
+  gso_ = options.enable_gso && udp::ProbeGso(fd_);
+  gro_ = options.enable_gro && udp::EnableGro(fd_);
+
+  send_msgs_.resize(batch_);
+  send_iovs_.resize(batch_ * gso_limits_.max_segments);
+  send_addrs_.resize(batch_);
+  send_controls_.resize(batch_);
+  send_runs_.resize(batch_);
+
+  // Without GRO a datagram one byte over the limit must show up as
+  // MSG_TRUNC, so the slot is exactly the limit.
+  slot_bytes_ = gro_ ? kGroSlotBytes : max_datagram_bytes_;
+  recv_buffers_.resize(batch_ * slot_bytes_);
+  recv_msgs_.resize(batch_);
+  recv_iovs_.resize(batch_);
+  recv_addrs_.resize(batch_);
+  recv_controls_.resize(batch_);
+  return OkStatus();
+}
+
+Status UdpDatagram::CheckBatch(std::span<const OutDatagram> batch) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const OutDatagram& d = batch[i];
+    if (d.bytes.size() > max_datagram_bytes_) {
+      return InvalidArgumentError("datagram " + std::to_string(i) + " to " + d.to.ToString() +
+                                  " is " + std::to_string(d.bytes.size()) + " bytes, over the " +
+                                  std::to_string(max_datagram_bytes_) + "-byte limit (mtu " +
+                                  std::to_string(mtu_) + ") of " + local_.ToString());
+    }
+    if (d.priority > kMaxPriority) {
+      return InvalidArgumentError("datagram " + std::to_string(i) + " to " + d.to.ToString() +
+                                  ": priority " + std::to_string(d.priority) + " is outside 0..7");
+    }
+    const bool family_ok = ipv6_ ? (d.to.is_v6() || (dual_stack_ && d.to.is_v4())) : d.to.is_v4();
+    if (!family_ok) {
+      return InvalidArgumentError("datagram " + std::to_string(i) + ": cannot send to " +
+                                  d.to.ToString() + " from " + (dual_stack_ ? "dual-stack " : "") +
+                                  "socket " + local_.ToString());
+    }
+    if (d.to.port() == 0) {
+      return InvalidArgumentError("datagram " + std::to_string(i) + ": destination " +
+                                  d.to.ToString() + " has port 0");
+    }
+  }
+  return OkStatus();
+}
+
+size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
+  const bool gso = gso_ && !retry_plain_;
+  size_t messages = 0;
+  size_t index = 0;
+  while (index < rest.size() && messages < batch_) {
+    const size_t run = udp::NextGsoRun(rest.subspan(index), gso, gso_limits_);
+    const OutDatagram& first = rest[index];
+    iovec* iovs = &send_iovs_[messages * gso_limits_.max_segments];
+    for (size_t j = 0; j < run; ++j) {
+      const std::span<const std::byte> bytes = rest[index + j].bytes;
+      // The kernel only reads through iov_base; the cast is its C signature.
+      iovs[j].iov_base = const_cast<std::byte*>(bytes.data());
+      iovs[j].iov_len = bytes.size();
+    }
+    msghdr& hdr = send_msgs_[messages].msg_hdr;
+    hdr = msghdr{};
+    bool ipv4_header = false;
+    hdr.msg_namelen = ToKernelAddress(first.to, ipv6_, &send_addrs_[messages], &ipv4_header);
+    hdr.msg_name = &send_addrs_[messages];
+    hdr.msg_iov = iovs;
+    hdr.msg_iovlen = run;
+    const auto gso_size = static_cast<uint16_t>(run > 1 ? first.bytes.size() : 0);
+    // Class-selector DSCP: priority in the top three bits of the TOS byte.
+    const auto tos = static_cast<uint8_t>(first.priority << 5);
+    const size_t control_len =
+        udp::WriteSendControl(send_controls_[messages].bytes, gso_size, tos, ipv4_header);
+    if (control_len > 0) {
+      hdr.msg_control = send_controls_[messages].bytes;
+      hdr.msg_controllen = control_len;
+    }
+    send_msgs_[messages].msg_len = 0;
+    send_runs_[messages] = run;
+    index += run;
+    ++messages;
+  }
+  return messages;
+}
+
+Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
+  WHARF_RETURN_IF_ERROR(CheckBatch(batch));
+  size_t done = 0;
+  int refused_in_row = 0;
+  while (done < batch.size()) {
+    const size_t messages = PlanMessages(batch.subspan(done));
+    const int sent = syscalls_->SendMmsg(fd_, send_msgs_.data(), static_cast<unsigned>(messages));
+    if (sent > 0) {
+      if (retry_plain_) {
+        // The datagrams GSO could not send went out plain: GSO is at fault.
+        retry_plain_ = false;
+        gso_ = false;
+        ++stats_.gso_fallbacks;
+      }
+      ++stats_.send_batches;
+      for (int i = 0; i < sent; ++i) {
+        const size_t run = send_runs_[i];
+        done += run;
+        stats_.sent += run;
+        if (run > 1) ++stats_.gso_sends;
+      }
+      refused_in_row = 0;
+      // Fewer than planned means message `sent` failed and sendmmsg dropped
+      // its errno; the next round retries it and sees the error itself.
+      continue;
+    }
+    const int err = sent == 0 ? EAGAIN : errno;
+    if (err == EINTR) continue;
+    if (IsFullSocket(err)) return done;
+    const size_t run = send_runs_[0];
+    if (err == ECONNREFUSED) {
+      // A pending report about some earlier datagram, consumed by this call;
+      // the datagram at the front was not sent, so it is retried.
+      ++stats_.refused;
+      if (++refused_in_row <= kMaxRefusedInRow) continue;
+      refused_in_row = 0;
+      done += run;
+      stats_.send_dropped += run;
+      continue;
+    }
+    if (IsDestinationError(err)) {
+      done += run;
+      stats_.send_dropped += run;
+      continue;
+    }
+    if (run > 1 && IsGsoRejection(err)) {
+      retry_plain_ = true;
+      continue;
+    }
+    retry_plain_ = false;
+    // Report what is already sent; the caller's retry of the rest meets this
+    // error again at its first datagram and gets the Status then.
+    if (done > 0) return done;
+    const OutDatagram& failed = batch[done];
+    return ErrnoToStatus(err, "sendmmsg to " + failed.to.ToString() + " (" +
+                                  std::to_string(failed.bytes.size()) + " bytes) from " +
+                                  local_.ToString());
+  }
+  return done;
+}
+
+Result<size_t> UdpDatagram::ReadMessages(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    recv_iovs_[i].iov_base = &recv_buffers_[i * slot_bytes_];
+    recv_iovs_[i].iov_len = slot_bytes_;
+    msghdr& hdr = recv_msgs_[i].msg_hdr;
+    hdr = msghdr{};
+    hdr.msg_name = &recv_addrs_[i];
+    hdr.msg_namelen = sizeof(sockaddr_storage);
+    hdr.msg_iov = &recv_iovs_[i];
+    hdr.msg_iovlen = 1;
+    if (gro_) {
+      hdr.msg_control = recv_controls_[i].bytes;
+      hdr.msg_controllen = sizeof(recv_controls_[i].bytes);
+    }
+    recv_msgs_[i].msg_len = 0;
+  }
+  int refused_in_row = 0;
+  while (true) {
+    const int got = syscalls_->RecvMmsg(fd_, recv_msgs_.data(), static_cast<unsigned>(count));
+    if (got >= 0) return static_cast<size_t>(got);
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) return size_t{0};
+    // A pending ICMP report (IP_RECVERR) fails the read that meets it and is
+    // cleared by it; the datagrams behind it are still queued.
+    if (err == ECONNREFUSED && ++refused_in_row <= kMaxRefusedInRow) {
+      ++stats_.refused;
+      continue;
+    }
+    return ErrnoToStatus(err, "recvmmsg on " + local_.ToString());
+  }
+}
+
+bool UdpDatagram::OpenMessage() {
+  const mmsghdr& message = recv_msgs_[next_message_];
+  if ((message.msg_hdr.msg_flags & MSG_TRUNC) != 0) {
+    ++stats_.truncated;
+    return false;
+  }
+  const size_t len = message.msg_len;
+  size_t segment = len;
+  if (gro_) {
+    if (std::optional<size_t> gro_segment = udp::ReadGroSegmentBytes(message.msg_hdr)) {
+      segment = *gro_segment;
+    }
+  }
+  if (segment > max_datagram_bytes_) {
+    stats_.truncated += (len + segment - 1) / segment;
+    return false;
+  }
+  Result<NetAddress> from =
+      FromKernelAddress(recv_addrs_[next_message_], message.msg_hdr.msg_namelen);
+  // An AF_INET/AF_INET6 socket only reports its own families, so this is
+  // unreachable in practice; dropping is the safe answer to the impossible.
+  if (!from.ok()) return false;
+  if (segment < len) ++stats_.gro_coalesced;
+  message_from_ = *from;
+  segment_bytes_ = segment;
+  message_offset_ = 0;
+  return true;
+}
+
+size_t UdpDatagram::DrainMessages(std::span<InDatagram> out) {
+  size_t filled = 0;
+  while (filled < out.size() && next_message_ < read_messages_) {
+    if (!message_open_) {
+      if (!OpenMessage()) {
+        ++next_message_;
+        continue;
+      }
+      message_open_ = true;
+    }
+    const size_t len = recv_msgs_[next_message_].msg_len;
+    const std::byte* base = &recv_buffers_[next_message_ * slot_bytes_];
+    // do/while so that an empty datagram is still handed out once.
+    do {
+      const size_t take = std::min(segment_bytes_, len - message_offset_);
+      out[filled++] = InDatagram{message_from_, std::span(base + message_offset_, take)};
+      message_offset_ += take;
+    } while (message_offset_ < len && filled < out.size());
+    if (message_offset_ >= len) {
+      message_open_ = false;
+      ++next_message_;
+    }
+  }
+  stats_.received += filled;
+  return filled;
+}
+
+Result<size_t> UdpDatagram::Receive(std::span<InDatagram> out) {
+  if (out.empty()) return size_t{0};
+  size_t filled = 0;
+  for (int empty_reads = 0; empty_reads < kMaxEmptyReads;) {
+    if (next_message_ >= read_messages_) {
+      // Reading again would overwrite buffers `out` already points into.
+      if (filled > 0) return filled;
+      WHARF_ASSIGN_OR_RETURN(read_messages_, ReadMessages(std::min(out.size(), batch_)));
+      next_message_ = 0;
+      message_open_ = false;
+      if (read_messages_ == 0) return size_t{0};
+    }
+    const size_t drained = DrainMessages(out.subspan(filled));
+    filled += drained;
+    if (filled == out.size()) return filled;
+    if (drained == 0) ++empty_reads;
+  }
+  return filled;
+}
+
+}  // namespace wharf::transport

@@ -1,0 +1,198 @@
+// transport/udp/udp_datagram.h: UdpDatagram, the Datagram implementation over
+// a kernel UDP socket. Sends are batched with sendmmsg and, where the kernel
+// allows, coalesced with UDP GSO; receives are batched with recvmmsg and, with
+// UDP GRO, split back into datagrams here. Priority travels as DSCP. The
+// socket-option probes and cmsg encoding live in udp_socket_options.h, the
+// GSO grouping rules in udp_gso_plan.h. docs/transports.md explains the
+// choices.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "transport/datagram.h"
+#include "transport/net_address.h"
+#include "transport/udp/udp_gso_plan.h"
+#include "transport/udp/udp_socket_options.h"
+#include "transport/udp/udp_syscalls.h"
+#include "wharf/result.h"
+
+namespace wharf::transport {
+
+struct UdpOptions {
+  // Where to bind; port 0 picks an ephemeral port. The socket's family (IPv4
+  // or IPv6) is the family of this address.
+  NetAddress bind;
+  // IPv6 only. True (the default) keeps the socket to IPv6 peers, so that
+  // one socket speaks one family and addresses never change shape. False
+  // makes an IPv6 wildcard socket also serve IPv4: IPv4 peers then appear as
+  // plain IPv4 NetAddresses (never ::ffff:a.b.c.d) and Send accepts IPv4
+  // destinations.
+  bool ipv6_only = true;
+  // Requested socket buffer sizes in bytes; 0 keeps the kernel default.
+  // Large enough by default to absorb a burst of unscheduled data from many
+  // senders at once. As root the request bypasses net.core.[rw]mem_max.
+  int recv_buffer_bytes = 4 << 20;
+  int send_buffer_bytes = 4 << 20;
+  // Link MTU of the path; MaxDatagramBytes() is this minus the IP (20 or 40)
+  // and UDP (8) headers. IPv4: 68..65535, IPv6: 1280..65535.
+  size_t mtu = 1500;
+  // Use UDP GSO / GRO when the kernel supports them (probed at Open).
+  bool enable_gso = true;
+  bool enable_gro = true;
+  // Most messages per sendmmsg / recvmmsg call, 1..1024. With GRO on, each
+  // receive slot holds a 64 KiB buffer, so this also sizes that memory.
+  size_t batch = 32;
+  // Borrowed; null means the real system calls. For failure injection in
+  // tests; must outlive the UdpDatagram.
+  udp::UdpSyscalls* syscalls = nullptr;
+};
+
+// Counters since Open. Monotonic; read them with stats().
+struct UdpStats {
+  // Datagrams the kernel accepted (a GSO send counts each segment).
+  uint64_t sent = 0;
+  // sendmmsg calls that accepted at least one message.
+  uint64_t send_batches = 0;
+  // Messages that carried two or more datagrams as one GSO send.
+  uint64_t gso_sends = 0;
+  // Datagrams handed out by Receive.
+  uint64_t received = 0;
+  // Kernel receive buffers that held two or more datagrams (GRO) and were
+  // split here.
+  uint64_t gro_coalesced = 0;
+  // Datagrams dropped on receive because they were larger than
+  // MaxDatagramBytes() (MSG_TRUNC, or an oversized GRO segment).
+  uint64_t truncated = 0;
+  // ECONNREFUSED reports consumed. The kernel delivers them only when the
+  // socket asked for ICMP errors (IP_RECVERR) and always on the call after
+  // the one that provoked them, so the datagram that met the error is
+  // retried, not dropped.
+  uint64_t refused = 0;
+  // Datagrams dropped because the kernel rejected their destination
+  // (no route, host down, firewall) or a refusal repeated.
+  uint64_t send_dropped = 0;
+  // 1 once a GSO send failed where the same datagrams sent plain succeeded,
+  // which turns GSO off for this socket.
+  uint64_t gso_fallbacks = 0;
+};
+
+// Owned by whoever opened it (the engine); closes its socket on
+// destruction. Not thread-safe: one thread calls every method.
+class UdpDatagram final : public Datagram {
+ public:
+  static Result<std::unique_ptr<UdpDatagram>> Open(const UdpOptions& options);
+
+  ~UdpDatagram() override;
+  UdpDatagram(const UdpDatagram&) = delete;
+  UdpDatagram& operator=(const UdpDatagram&) = delete;
+
+  NetAddress LocalAddress() const override { return local_; }
+  size_t MaxDatagramBytes() const override { return max_datagram_bytes_; }
+  // Validates the whole batch first (size, priority 0..7, destination family
+  // and port), so an InvalidArgument means nothing was sent. Then returns
+  // how many datagrams the kernel took: fewer than batch.size() when the
+  // socket buffer is full. Datagrams dropped for an unreachable destination
+  // count as taken (see UdpStats::send_dropped).
+  Result<size_t> Send(std::span<const OutDatagram> batch) override;
+  // Returns up to out.size() datagrams. A GRO buffer holding more segments
+  // than fit in `out` is finished by the next call(s) before the socket is
+  // read again. 0 means nothing is waiting, or that 16 reads in a row found
+  // only oversized datagrams (dropped, counted); the fd then stays readable,
+  // so wait on it level-triggered.
+  Result<size_t> Receive(std::span<InDatagram> out) override;
+  int ReadableFd() const override { return fd_; }
+
+  // Whether sends currently coalesce with GSO (probed at Open; turns false
+  // if the kernel later rejects a GSO send).
+  bool gso_enabled() const { return gso_; }
+  // Whether the socket receives GRO-coalesced buffers.
+  bool gro_enabled() const { return gro_; }
+  // Buffer sizes as the kernel reports them (about twice the request, see
+  // udp::SetBufferBytes); 0 when the option asked for the default.
+  int recv_buffer_bytes() const { return recv_buffer_bytes_; }
+  int send_buffer_bytes() const { return send_buffer_bytes_; }
+  const UdpStats& stats() const { return stats_; }
+
+ private:
+  // Control-message room for one outgoing / incoming message, aligned as
+  // the kernel's cmsg walker requires.
+  struct alignas(cmsghdr) SendControl {
+    std::byte bytes[udp::kSendControlBytes];
+  };
+  struct alignas(cmsghdr) ReceiveControl {
+    std::byte bytes[udp::kReceiveControlBytes];
+  };
+
+  UdpDatagram(int fd, const UdpOptions& options);
+
+  Status Configure(const UdpOptions& options);
+  Status CheckBatch(std::span<const OutDatagram> batch) const;
+  // Fills send_msgs_ with up to batch_ messages for the front of `rest`;
+  // returns how many.
+  size_t PlanMessages(std::span<const OutDatagram> rest);
+  // Reads up to `count` kernel messages into the receive slots; returns how
+  // many (0 when the socket is empty).
+  Result<size_t> ReadMessages(size_t count);
+  // Hands out datagrams from the read messages into `out`; returns how many.
+  size_t DrainMessages(std::span<InDatagram> out);
+  // Prepares the message at next_message_ for draining; false when it is
+  // dropped (counted) instead.
+  bool OpenMessage();
+
+  const int fd_;
+  // Borrowed; see UdpOptions::syscalls.
+  udp::UdpSyscalls* const syscalls_;
+  const size_t batch_;
+  const size_t mtu_;
+  const bool ipv6_;
+  // IPv6 socket that also serves IPv4 (UdpOptions::ipv6_only false).
+  const bool dual_stack_;
+  const udp::GsoLimits gso_limits_;
+  NetAddress local_;
+  size_t max_datagram_bytes_ = 0;
+  bool gso_ = false;
+  bool gro_ = false;
+  int recv_buffer_bytes_ = 0;
+  int send_buffer_bytes_ = 0;
+  // Set after a GSO send was rejected: the next attempt goes out plain, and
+  // if that works GSO is turned off for good.
+  bool retry_plain_ = false;
+  UdpStats stats_;
+
+  // Send scratch, sized at Open so that Send never allocates. Message i uses
+  // send_iovs_[i * max_segments ...], send_addrs_[i], send_controls_[i] and
+  // carries send_runs_[i] datagrams.
+  std::vector<mmsghdr> send_msgs_;
+  std::vector<iovec> send_iovs_;
+  std::vector<sockaddr_storage> send_addrs_;
+  std::vector<SendControl> send_controls_;
+  std::vector<size_t> send_runs_;
+
+  // Receive slots, sized at Open: slot i is recv_buffers_[i * slot_bytes_]
+  // with its iovec, source address and control room.
+  size_t slot_bytes_ = 0;
+  std::vector<std::byte> recv_buffers_;
+  std::vector<mmsghdr> recv_msgs_;
+  std::vector<iovec> recv_iovs_;
+  std::vector<sockaddr_storage> recv_addrs_;
+  std::vector<ReceiveControl> recv_controls_;
+
+  // Drain cursor over the last recvmmsg result: messages [next_message_,
+  // read_messages_) are not fully handed out; within next_message_ (when
+  // message_open_) the next datagram starts at message_offset_, is at most
+  // segment_bytes_ long and came from message_from_.
+  size_t read_messages_ = 0;
+  size_t next_message_ = 0;
+  bool message_open_ = false;
+  size_t message_offset_ = 0;
+  size_t segment_bytes_ = 0;
+  NetAddress message_from_;
+};
+
+}  // namespace wharf::transport

@@ -1,0 +1,709 @@
+// Tests for UdpDatagram over real loopback sockets (127.0.0.1 and [::1]),
+// plus failure injection through UdpSyscalls for the errors loopback does
+// not produce on demand. Every wait is a poll() with a timeout.
+#include "transport/udp/udp_datagram.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace wharf::transport {
+namespace {
+
+// Long enough for a loaded 2-core CI box, short enough to fail fast.
+constexpr int kPollTimeoutMs = 3000;
+
+enum class Family { kIpv4, kIpv6 };
+
+std::string FamilyName(const testing::TestParamInfo<Family>& info) {
+  return info.param == Family::kIpv4 ? "Ipv4" : "Ipv6";
+}
+
+NetAddress Loopback(Family family, uint16_t port = 0) {
+  if (family == Family::kIpv4) return NetAddress::Ipv4(0x7F000001, port);
+  std::array<uint8_t, 16> ip{};
+  ip[15] = 1;
+  return NetAddress::Ipv6(ip, port);
+}
+
+bool Ipv6LoopbackUsable() {
+  const int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_loopback;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return ok;
+}
+
+UdpOptions OptionsFor(Family family) {
+  UdpOptions options;
+  options.bind = Loopback(family);
+  return options;
+}
+
+std::unique_ptr<UdpDatagram> MustOpen(const UdpOptions& options) {
+  Result<std::unique_ptr<UdpDatagram>> opened = UdpDatagram::Open(options);
+  EXPECT_TRUE(opened.ok()) << opened.status();
+  return opened.ok() ? std::move(opened).value() : nullptr;
+}
+
+// Payload i of a test: its index in the first four bytes (as a protocol
+// header would identify it) and a pattern after, so that a misplaced or
+// corrupted byte shows.
+std::vector<std::byte> Payload(uint32_t index, size_t size) {
+  std::vector<std::byte> bytes(size);
+  for (size_t j = 0; j < size; ++j) {
+    bytes[j] = static_cast<std::byte>((j < 4 ? (index >> (8 * j)) : (index * 131 + j * 7)) & 0xff);
+  }
+  return bytes;
+}
+
+struct Received {
+  NetAddress from;
+  std::vector<std::byte> bytes;
+};
+
+// Receives until `count` datagrams arrived or a poll waits kPollTimeoutMs in
+// vain; `out_slots` is the span size handed to Receive.
+std::vector<Received> ReceiveUpTo(UdpDatagram& receiver, size_t count, size_t out_slots = 16) {
+  std::vector<Received> got;
+  std::vector<InDatagram> out(out_slots);
+  while (got.size() < count) {
+    Result<size_t> n = receiver.Receive(out);
+    EXPECT_TRUE(n.ok()) << n.status();
+    if (!n.ok()) break;
+    for (size_t i = 0; i < *n; ++i) {
+      got.push_back(Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}});
+    }
+    if (*n > 0) continue;
+    pollfd pfd{receiver.ReadableFd(), POLLIN, 0};
+    if (poll(&pfd, 1, kPollTimeoutMs) <= 0) break;
+  }
+  return got;
+}
+
+// Whether anything arrives within `timeout_ms`.
+bool Readable(const UdpDatagram& receiver, int timeout_ms) {
+  pollfd pfd{receiver.ReadableFd(), POLLIN, 0};
+  return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN) != 0;
+}
+
+// Payloads and the OutDatagrams that borrow them.
+struct Outgoing {
+  std::vector<std::vector<std::byte>> payloads;
+  std::vector<OutDatagram> datagrams;
+};
+
+Outgoing MakeOutgoing(const NetAddress& to, const std::vector<size_t>& sizes,
+                      uint8_t priority = 0) {
+  Outgoing out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out.payloads.push_back(Payload(static_cast<uint32_t>(i), sizes[i]));
+  }
+  for (const auto& payload : out.payloads) {
+    out.datagrams.push_back(OutDatagram{to, payload, priority});
+  }
+  return out;
+}
+
+// Sends all of `batch`, retrying the remainder when the socket is full, for
+// a bounded number of rounds.
+void SendAll(UdpDatagram& sender, std::span<const OutDatagram> batch) {
+  size_t done = 0;
+  for (int round = 0; round < 1000 && done < batch.size(); ++round) {
+    Result<size_t> n = sender.Send(batch.subspan(done));
+    ASSERT_TRUE(n.ok()) << n.status();
+    done += *n;
+  }
+  ASSERT_EQ(done, batch.size());
+}
+
+void ExpectSameDatagrams(const std::vector<Received>& got, const Outgoing& sent,
+                         const NetAddress& from) {
+  ASSERT_EQ(got.size(), sent.payloads.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].from, from) << "datagram " << i;
+    EXPECT_TRUE(got[i].bytes == sent.payloads[i]) << "datagram " << i << ": " << got[i].bytes.size()
+                                                  << " bytes, expected " << sent.payloads[i].size();
+  }
+}
+
+std::vector<size_t> GsoSizes() {
+  std::vector<size_t> sizes(40, 1400);
+  sizes.push_back(321);
+  return sizes;
+}
+
+class UdpDatagramTest : public testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Family::kIpv6 && !Ipv6LoopbackUsable()) {
+      GTEST_SKIP() << "IPv6 loopback [::1] is not available on this host";
+    }
+  }
+  Family family() const { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Families, UdpDatagramTest, testing::Values(Family::kIpv4, Family::kIpv6),
+                         FamilyName);
+
+TEST_P(UdpDatagramTest, OpenBindsAnEphemeralPortAndSizesDatagramsFromTheMtu) {
+  auto socket = MustOpen(OptionsFor(family()));
+  ASSERT_NE(socket, nullptr);
+  EXPECT_NE(socket->LocalAddress().port(), 0);
+  EXPECT_EQ(socket->LocalAddress(), Loopback(family(), socket->LocalAddress().port()));
+  EXPECT_EQ(socket->MaxDatagramBytes(), family() == Family::kIpv4 ? 1472u : 1452u);
+  EXPECT_GE(socket->ReadableFd(), 0);
+  // 4 MiB requested; as root the kernel reports twice that, otherwise at
+  // least the doubled default ceiling.
+  EXPECT_GT(socket->recv_buffer_bytes(), 0);
+  EXPECT_GT(socket->send_buffer_bytes(), 0);
+
+  UdpOptions jumbo = OptionsFor(family());
+  jumbo.mtu = 9000;
+  auto big = MustOpen(jumbo);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->MaxDatagramBytes(), family() == Family::kIpv4 ? 8972u : 8952u);
+}
+
+TEST_P(UdpDatagramTest, OneDatagramArrivesByteExact) {
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && receiver);
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), {777});
+  Result<size_t> sent = sender->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 1u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 1), out, sender->LocalAddress());
+  EXPECT_EQ(sender->stats().sent, 1u);
+  EXPECT_EQ(sender->stats().send_batches, 1u);
+  EXPECT_EQ(receiver->stats().received, 1u);
+}
+
+TEST_P(UdpDatagramTest, ReadableFdBecomesReadableWhenADatagramArrives) {
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && receiver);
+  EXPECT_FALSE(Readable(*receiver, 0));
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), {10});
+  ASSERT_TRUE(sender->Send(out.datagrams).ok());
+  EXPECT_TRUE(Readable(*receiver, kPollTimeoutMs));
+  EXPECT_EQ(ReceiveUpTo(*receiver, 1).size(), 1u);
+  std::vector<InDatagram> slots(4);
+  Result<size_t> none = receiver->Receive(slots);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0u);
+}
+
+TEST_P(UdpDatagramTest, BatchOf200VariedSizesArrivesCompleteAndInOrder) {
+  for (bool gso : {false, true}) {
+    SCOPED_TRACE(gso ? "GSO allowed" : "GSO off");
+    UdpOptions options = OptionsFor(family());
+    options.enable_gso = gso;
+    auto sender = MustOpen(options);
+    auto receiver = MustOpen(OptionsFor(family()));
+    ASSERT_TRUE(sender && receiver);
+    const size_t max = sender->MaxDatagramBytes();
+    std::vector<size_t> sizes;
+    for (size_t i = 0; i < 200; ++i) sizes.push_back((i * 337) % (max + 1));
+    sizes[7] = 0;
+    sizes[8] = max;
+    Outgoing out = MakeOutgoing(receiver->LocalAddress(), sizes);
+    // Datagrams shorter than 4 bytes cannot carry their index; the content
+    // check below still compares them byte for byte.
+    SendAll(*sender, out.datagrams);
+    ExpectSameDatagrams(ReceiveUpTo(*receiver, 200), out, sender->LocalAddress());
+    EXPECT_EQ(sender->stats().sent, 200u);
+    // 200 single-datagram messages in batches of 32 take 7 sendmmsg calls;
+    // GSO pairs some (a datagram followed by a shorter one) and needs fewer.
+    if (gso) {
+      EXPECT_LE(sender->stats().send_batches, 7u);
+    } else {
+      EXPECT_EQ(sender->stats().send_batches, 7u);
+    }
+  }
+}
+
+TEST_P(UdpDatagramTest, GsoRunArrivesAsSeparateDatagrams) {
+  auto sender = MustOpen(OptionsFor(family()));
+  UdpOptions plain_receiver = OptionsFor(family());
+  plain_receiver.enable_gro = false;  // the kernel splits GSO packets for us
+  auto receiver = MustOpen(plain_receiver);
+  ASSERT_TRUE(sender && receiver);
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+  SendAll(*sender, out.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 41), out, sender->LocalAddress());
+  EXPECT_EQ(sender->stats().sent, 41u);
+  if (!sender->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; sent 41 datagrams plain";
+  EXPECT_EQ(sender->stats().gso_sends, 1u);
+  EXPECT_EQ(sender->stats().send_batches, 1u);
+}
+
+TEST_P(UdpDatagramTest, GroReceiverSplitsAGsoBatch) {
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && receiver);
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+  SendAll(*sender, out.datagrams);
+  // 7 slots: one coalesced buffer of 41 takes six calls to hand out.
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 41, /*out_slots=*/7), out, sender->LocalAddress());
+  EXPECT_EQ(receiver->stats().received, 41u);
+  if (!sender->gso_enabled() || !receiver->gro_enabled()) {
+    GTEST_SKIP() << "kernel lacks UDP GSO or GRO; datagrams arrived uncoalesced";
+  }
+  EXPECT_GE(receiver->stats().gro_coalesced, 1u);
+}
+
+TEST_P(UdpDatagramTest, GsoAndGroForcedOffStillDeliverEverything) {
+  UdpOptions options = OptionsFor(family());
+  options.enable_gso = false;
+  options.enable_gro = false;
+  auto sender = MustOpen(options);
+  auto receiver = MustOpen(options);
+  ASSERT_TRUE(sender && receiver);
+  EXPECT_FALSE(sender->gso_enabled());
+  EXPECT_FALSE(receiver->gro_enabled());
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+  SendAll(*sender, out.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 41, 7), out, sender->LocalAddress());
+  EXPECT_EQ(sender->stats().gso_sends, 0u);
+  EXPECT_EQ(sender->stats().send_batches, 2u);  // 41 messages, batch 32
+  EXPECT_EQ(receiver->stats().gro_coalesced, 0u);
+}
+
+TEST_P(UdpDatagramTest, OversizeDatagramIsRejectedAndNothingIsSent) {
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && receiver);
+  const size_t max = sender->MaxDatagramBytes();
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), {100, max + 1});
+  Result<size_t> sent = sender->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  const std::string message = sent.status().message();
+  EXPECT_NE(message.find(std::to_string(max + 1) + " bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(max) + "-byte limit"), std::string::npos) << message;
+  EXPECT_EQ(sender->stats().sent, 0u);
+}
+
+TEST_P(UdpDatagramTest, PriorityOutsideZeroToSevenIsRejected) {
+  auto sender = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender);
+  Outgoing out = MakeOutgoing(Loopback(family(), 9), {10}, /*priority=*/8);
+  Result<size_t> sent = sender->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sent.status().message().find("priority 8"), std::string::npos);
+}
+
+TEST_P(UdpDatagramTest, BindConflictNamesTheAddress) {
+  auto first = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(first);
+  UdpOptions same = OptionsFor(family());
+  same.bind = first->LocalAddress();
+  Result<std::unique_ptr<UdpDatagram>> second = UdpDatagram::Open(same);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(),
+            "bind " + first->LocalAddress().ToString() + ": Address already in use");
+}
+
+TEST_P(UdpDatagramTest, FullReceiverNeverMakesSendFail) {
+  auto sender = MustOpen(OptionsFor(family()));
+  UdpOptions tiny = OptionsFor(family());
+  tiny.recv_buffer_bytes = 1;  // the kernel rounds up to its minimum
+  auto receiver = MustOpen(tiny);
+  ASSERT_TRUE(sender && receiver);
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), std::vector<size_t>(64, 1400));
+  for (int round = 0; round < 20; ++round) {
+    Result<size_t> sent = sender->Send(out.datagrams);
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    EXPECT_LE(*sent, out.datagrams.size());
+  }
+  // Some arrived (the buffer holds a few), most were dropped by the kernel.
+  EXPECT_GE(ReceiveUpTo(*receiver, 1).size(), 1u);
+}
+
+// A plain socket that reports each datagram's TOS / traffic class, to check
+// the DSCP marking without going through UdpDatagram's receive side.
+class TosReader {
+ public:
+  explicit TosReader(Family family) {
+    const bool v6 = family == Family::kIpv6;
+    fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    sockaddr_storage address;
+    const socklen_t len = static_cast<socklen_t>(Loopback(family).ToSockaddr(&address));
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&address), len), 0);
+    socklen_t bound = sizeof(address);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &bound);
+    local_ = *NetAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&address), bound);
+    const int one = 1;
+    EXPECT_EQ(v6 ? setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one))
+                 : setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)),
+              0);
+  }
+  ~TosReader() { close(fd_); }
+  const NetAddress& local() const { return local_; }
+
+  // The TOS byte of the next datagram, or -1 after a poll timeout.
+  int NextTos() {
+    pollfd pfd{fd_, POLLIN, 0};
+    if (poll(&pfd, 1, kPollTimeoutMs) != 1) return -1;
+    std::byte buffer[2048];
+    iovec iov{buffer, sizeof(buffer)};
+    alignas(cmsghdr) std::byte control[256];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(fd_, &msg, 0) < 0) return -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        return static_cast<int>(*reinterpret_cast<uint8_t*>(CMSG_DATA(c)));
+      }
+      if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+        int tclass = 0;
+        std::memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+        return tclass;
+      }
+    }
+    return -2;  // no TOS cmsg
+  }
+
+ private:
+  int fd_ = -1;
+  NetAddress local_;
+};
+
+TEST_P(UdpDatagramTest, PriorityTravelsAsClassSelectorDscp) {
+  auto sender = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender);
+  TosReader reader(family());
+  Outgoing high = MakeOutgoing(reader.local(), {50}, /*priority=*/5);
+  Outgoing low = MakeOutgoing(reader.local(), {50}, /*priority=*/0);
+  // A GSO run carries one TOS cmsg next to the UDP_SEGMENT one; every
+  // segment must keep the marking.
+  Outgoing run = MakeOutgoing(reader.local(), {1000, 1000, 1000}, /*priority=*/3);
+  SendAll(*sender, high.datagrams);
+  SendAll(*sender, low.datagrams);
+  SendAll(*sender, run.datagrams);
+  EXPECT_EQ(reader.NextTos(), 5 << 5);
+  EXPECT_EQ(reader.NextTos(), 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(reader.NextTos(), 3 << 5) << "segment " << i;
+}
+
+TEST_P(UdpDatagramTest, TruncatedDatagramsAreDroppedAndCounted) {
+  for (bool gro : {false, true}) {
+    SCOPED_TRACE(gro ? "GRO receive buffers" : "plain receive buffers");
+    auto sender = MustOpen(OptionsFor(family()));
+    UdpOptions small = OptionsFor(family());
+    small.mtu = family() == Family::kIpv4 ? 576 : 1280;
+    small.enable_gro = gro;
+    auto receiver = MustOpen(small);
+    ASSERT_TRUE(sender && receiver);
+    const size_t limit = receiver->MaxDatagramBytes();
+    Outgoing out = MakeOutgoing(receiver->LocalAddress(), {limit + 1, limit});
+    // Separate sends so that GSO cannot coalesce the two.
+    SendAll(*sender, std::span(out.datagrams).first(1));
+    SendAll(*sender, std::span(out.datagrams).subspan(1));
+    std::vector<Received> got = ReceiveUpTo(*receiver, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(got[0].bytes == out.payloads[1]);
+    EXPECT_EQ(receiver->stats().truncated, 1u);
+  }
+}
+
+TEST(UdpDatagramOpenTest, ReceiveReturnsAfterSixteenReadsOfOversizedJunk) {
+  auto sender = MustOpen(OptionsFor(Family::kIpv4));
+  UdpOptions small = OptionsFor(Family::kIpv4);
+  small.mtu = 576;
+  small.enable_gro = false;
+  auto receiver = MustOpen(small);
+  ASSERT_TRUE(sender && receiver);
+  const size_t limit = receiver->MaxDatagramBytes();
+  std::vector<size_t> sizes(20, limit + 1);
+  sizes.push_back(10);
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), sizes);
+  // One by one, so that GSO does not fold the junk into the good datagram.
+  for (const OutDatagram& d : out.datagrams) SendAll(*sender, std::span(&d, 1));
+  ASSERT_TRUE(Readable(*receiver, kPollTimeoutMs));
+  // A one-slot span reads one message per recvmmsg: 16 of junk, then give up.
+  std::vector<InDatagram> slot(1);
+  Result<size_t> first = receiver->Receive(slot);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, 0u);
+  EXPECT_EQ(receiver->stats().truncated, 16u);
+  EXPECT_TRUE(Readable(*receiver, 0));
+  std::vector<Received> got = ReceiveUpTo(*receiver, 1, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bytes == out.payloads[20]);
+  EXPECT_EQ(receiver->stats().truncated, 20u);
+}
+
+TEST(UdpDatagramOpenTest, RejectsBadOptions) {
+  UdpOptions none;
+  EXPECT_EQ(UdpDatagram::Open(none).status().code(), StatusCode::kInvalidArgument);
+
+  UdpOptions tiny_mtu = OptionsFor(Family::kIpv4);
+  tiny_mtu.mtu = 40;
+  Result<std::unique_ptr<UdpDatagram>> opened = UdpDatagram::Open(tiny_mtu);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("mtu 40"), std::string::npos);
+
+  UdpOptions no_batch = OptionsFor(Family::kIpv4);
+  no_batch.batch = 0;
+  EXPECT_EQ(UdpDatagram::Open(no_batch).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(UdpDatagramOpenTest, SendToTheOtherFamilyIsRejected) {
+  auto v4 = MustOpen(OptionsFor(Family::kIpv4));
+  ASSERT_TRUE(v4);
+  Outgoing out = MakeOutgoing(Loopback(Family::kIpv6, 9), {10});
+  Result<size_t> sent = v4->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sent.status().message().find("[::1]:9"), std::string::npos) << sent.status();
+}
+
+TEST(UdpDatagramOpenTest, DualStackSocketServesIpv4AsPlainIpv4Addresses) {
+  if (!Ipv6LoopbackUsable()) GTEST_SKIP() << "IPv6 is not available on this host";
+  UdpOptions dual;
+  dual.bind = NetAddress::Ipv6({}, 0);  // [::]:0
+  dual.ipv6_only = false;
+  auto server = MustOpen(dual);
+  auto client = MustOpen(OptionsFor(Family::kIpv4));
+  ASSERT_TRUE(server && client);
+
+  const NetAddress server_v4 = Loopback(Family::kIpv4, server->LocalAddress().port());
+  Outgoing request = MakeOutgoing(server_v4, {64}, /*priority=*/2);
+  SendAll(*client, request.datagrams);
+  std::vector<Received> got = ReceiveUpTo(*server, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].from, client->LocalAddress());
+  EXPECT_TRUE(got[0].from.is_v4());
+
+  Outgoing reply = MakeOutgoing(got[0].from, {1400, 1400, 200}, /*priority=*/2);
+  SendAll(*server, reply.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*client, 3), reply, server_v4);
+
+  // IPv4 packets from the IPv6 socket carry their DSCP in IP_TOS.
+  TosReader reader(Family::kIpv4);
+  Outgoing marked = MakeOutgoing(reader.local(), {40}, /*priority=*/6);
+  SendAll(*server, marked.datagrams);
+  EXPECT_EQ(reader.NextTos(), 6 << 5);
+
+  UdpOptions only6 = dual;
+  only6.ipv6_only = true;
+  auto v6_only = MustOpen(only6);
+  ASSERT_TRUE(v6_only);
+  EXPECT_EQ(v6_only->Send(reply.datagrams).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(UdpDatagramOpenTest, RealIcmpRefusalDoesNotLoseTheNextDatagram) {
+  auto sender = MustOpen(OptionsFor(Family::kIpv4));
+  auto receiver = MustOpen(OptionsFor(Family::kIpv4));
+  ASSERT_TRUE(sender && receiver);
+  // A port that was just ours and is now closed.
+  uint16_t closed_port = 0;
+  {
+    auto gone = MustOpen(OptionsFor(Family::kIpv4));
+    ASSERT_TRUE(gone);
+    closed_port = gone->LocalAddress().port();
+  }
+  // Unconnected sockets hear about ICMP errors only with IP_RECVERR; ask for
+  // them so that the refusal really reaches the send path.
+  const int one = 1;
+  ASSERT_EQ(setsockopt(sender->ReadableFd(), IPPROTO_IP, IP_RECVERR, &one, sizeof(one)), 0);
+  Outgoing to_closed = MakeOutgoing(Loopback(Family::kIpv4, closed_port), {20});
+  SendAll(*sender, to_closed.datagrams);
+  Outgoing to_live = MakeOutgoing(receiver->LocalAddress(), {30, 31, 32});
+  for (const OutDatagram& d : to_live.datagrams) SendAll(*sender, std::span(&d, 1));
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 3), to_live, sender->LocalAddress());
+  // Loopback answers with the ICMP before sendmmsg returns, but do not make
+  // the test depend on that timing.
+  if (sender->stats().refused == 0) GTEST_SKIP() << "the ICMP refusal arrived after the sends";
+  EXPECT_EQ(sender->stats().send_dropped, 0u);
+}
+
+// Passes calls through to the kernel after consuming a scripted step: an
+// errno to fail with (no kernel call), or a cap on how many messages the
+// kernel may take. Also fails every GSO message with `gso_errno` when set.
+class ScriptedSyscalls final : public udp::UdpSyscalls {
+ public:
+  struct Step {
+    int fail_errno = 0;
+    unsigned max_messages = UINT_MAX;
+  };
+  std::deque<Step> send_steps;
+  std::deque<Step> recv_steps;
+  int gso_errno = 0;
+  int send_calls = 0;
+
+  int SendMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
+    ++send_calls;
+    if (gso_errno != 0 && CarriesGso(msgs[0].msg_hdr)) return Fail(gso_errno);
+    Step step = Next(send_steps);
+    if (step.fail_errno != 0) return Fail(step.fail_errno);
+    return Kernel().SendMmsg(fd, msgs, std::min(count, step.max_messages));
+  }
+  int RecvMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
+    Step step = Next(recv_steps);
+    if (step.fail_errno != 0) return Fail(step.fail_errno);
+    return Kernel().RecvMmsg(fd, msgs, std::min(count, step.max_messages));
+  }
+
+ private:
+  static Step Next(std::deque<Step>& steps) {
+    if (steps.empty()) return Step{};
+    Step step = steps.front();
+    steps.pop_front();
+    return step;
+  }
+  static int Fail(int err) {
+    errno = err;
+    return -1;
+  }
+  static bool CarriesGso(msghdr& hdr) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(&hdr, c)) {
+      if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_SEGMENT) return true;
+    }
+    return false;
+  }
+};
+
+class UdpDatagramInjectionTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    UdpOptions options = OptionsFor(Family::kIpv4);
+    options.syscalls = &syscalls_;
+    sender_ = MustOpen(options);
+    receiver_options_ = OptionsFor(Family::kIpv4);
+    receiver_options_.syscalls = &syscalls_;
+    receiver_ = MustOpen(receiver_options_);
+    ASSERT_TRUE(sender_ && receiver_);
+  }
+
+  ScriptedSyscalls syscalls_;
+  UdpOptions receiver_options_;
+  std::unique_ptr<UdpDatagram> sender_;
+  std::unique_ptr<UdpDatagram> receiver_;
+};
+
+TEST_F(UdpDatagramInjectionTest, FullSocketMidBatchReturnsTheAcceptedCount) {
+  // Ten different sizes so that every datagram is its own message.
+  Outgoing out =
+      MakeOutgoing(receiver_->LocalAddress(), {100, 101, 102, 103, 104, 105, 106, 107, 108, 109});
+  syscalls_.send_steps = {{.max_messages = 2}, {.fail_errno = EAGAIN}};
+  Result<size_t> first = sender_->Send(out.datagrams);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, 2u);
+  Result<size_t> rest = sender_->Send(std::span(out.datagrams).subspan(2));
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(*rest, 8u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 10), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, FullSocketOnTheFirstMessageReturnsZero) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100});
+  syscalls_.send_steps = {{.fail_errno = EWOULDBLOCK}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 0u);
+  EXPECT_EQ(sender_->stats().sent, 0u);
+}
+
+TEST_F(UdpDatagramInjectionTest, PendingRefusalIsCountedAndTheDatagramRetried) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200, 300});
+  syscalls_.send_steps = {{.fail_errno = ECONNREFUSED}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 3u);
+  EXPECT_EQ(sender_->stats().refused, 1u);
+  EXPECT_EQ(sender_->stats().send_dropped, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 3), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, EndlessRefusalsDropTheFrontDatagram) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200});
+  syscalls_.send_steps.assign(9, {.fail_errno = ECONNREFUSED});
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 2u);
+  EXPECT_EQ(sender_->stats().refused, 9u);
+  EXPECT_EQ(sender_->stats().send_dropped, 1u);
+  std::vector<Received> got = ReceiveUpTo(*receiver_, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bytes == out.payloads[1]);
+}
+
+TEST_F(UdpDatagramInjectionTest, UnreachableDestinationIsDroppedAndTheBatchGoesOn) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200, 300});
+  syscalls_.send_steps = {{.fail_errno = EHOSTUNREACH}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 3u);
+  EXPECT_EQ(sender_->stats().send_dropped, 1u);
+  std::vector<Received> got = ReceiveUpTo(*receiver_, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].bytes == out.payloads[1]);
+  EXPECT_TRUE(got[1].bytes == out.payloads[2]);
+}
+
+TEST_F(UdpDatagramInjectionTest, GsoRejectedByTheKernelFallsBackToPlainSends) {
+  if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; nothing to fall back from";
+  syscalls_.gso_errno = EIO;
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  SendAll(*sender_, out.datagrams);
+  EXPECT_FALSE(sender_->gso_enabled());
+  EXPECT_EQ(sender_->stats().gso_fallbacks, 1u);
+  EXPECT_EQ(sender_->stats().gso_sends, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, ErrorThatPlainSendsShareIsReportedNotBlamedOnGso) {
+  const bool had_gso = sender_->gso_enabled();
+  syscalls_.send_steps.assign(2, {.fail_errno = EINVAL});
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sent.status().message().find("sendmmsg to " + receiver_->LocalAddress().ToString()),
+            std::string::npos)
+      << sent.status();
+  EXPECT_EQ(sender_->gso_enabled(), had_gso);
+  EXPECT_EQ(sender_->stats().gso_fallbacks, 0u);
+}
+
+TEST_F(UdpDatagramInjectionTest, ReceiveRetriesAfterAPendingRefusal) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100});
+  SendAll(*sender_, out.datagrams);
+  ASSERT_TRUE(Readable(*receiver_, kPollTimeoutMs));
+  syscalls_.recv_steps = {{.fail_errno = ECONNREFUSED}};
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 1), out, sender_->LocalAddress());
+  EXPECT_EQ(receiver_->stats().refused, 1u);
+}
+
+TEST_F(UdpDatagramInjectionTest, ReceiveErrorIsReportedWithTheLocalAddress) {
+  syscalls_.recv_steps = {{.fail_errno = EBADF}};
+  std::vector<InDatagram> slots(4);
+  Result<size_t> got = receiver_->Receive(slots);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("recvmmsg on " + receiver_->LocalAddress().ToString()),
+            std::string::npos)
+      << got.status();
+}
+
+}  // namespace
+}  // namespace wharf::transport

@@ -1,0 +1,33 @@
+// transport/udp/udp_gso_plan.h: decides which consecutive outgoing datagrams
+// can share one UDP GSO send. Pure logic over OutDatagram spans, so the rules
+// are unit-tested without sockets; udp_datagram.cc turns each run into one
+// sendmmsg message.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "transport/datagram.h"
+
+namespace wharf::transport::udp {
+
+// Kernel limits on one GSO send.
+struct GsoLimits {
+  // UDP_MAX_SEGMENTS in the kernel: 64 on every kernel that has UDP GSO
+  // (newer ones allow more, but 64 works everywhere).
+  size_t max_segments = 64;
+  // The coalesced payload travels as one IP packet until segmentation, so it
+  // must fit a 16-bit IPv4 total length: 65535 - 20 (IP) - 8 (UDP).
+  size_t max_payload_bytes = 65507;
+};
+
+// How many datagrams from the front of `rest` go out as one message (>= 1
+// when rest is non-empty, 0 when it is empty). A run longer than one shares
+// the destination and priority of its first datagram, every member but the
+// last has the first one's size, and the last is no longer than that and
+// not empty (the kernel splits the payload every `size` bytes, so an empty
+// tail would vanish and a longer one would be split in two). With
+// `gso` false every run has length 1.
+size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& limits);
+
+}  // namespace wharf::transport::udp

@@ -1,0 +1,81 @@
+// Socket-option probes and cmsg encoding for UdpDatagram.
+#include "transport/udp/udp_socket_options.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace wharf::transport::udp {
+
+Result<int> SetBufferBytes(int fd, BufferKind kind, int bytes) {
+  const bool receive = kind == BufferKind::kReceive;
+  const int force_opt = receive ? SO_RCVBUFFORCE : SO_SNDBUFFORCE;
+  const int plain_opt = receive ? SO_RCVBUF : SO_SNDBUF;
+  const char* name = receive ? "SO_RCVBUF" : "SO_SNDBUF";
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)) != 0) {
+    // EPERM without CAP_NET_ADMIN is the expected case: the plain option
+    // still works, clamped to net.core.[rw]mem_max.
+    if (setsockopt(fd, SOL_SOCKET, plain_opt, &bytes, sizeof(bytes)) != 0) {
+      return ErrnoToStatus(errno, std::string("setsockopt ") + name + " " + std::to_string(bytes));
+    }
+  }
+  int actual = 0;
+  socklen_t len = sizeof(actual);
+  if (getsockopt(fd, SOL_SOCKET, plain_opt, &actual, &len) != 0) {
+    return ErrnoToStatus(errno, std::string("getsockopt ") + name);
+  }
+  return actual;
+}
+
+bool ProbeGso(int fd) {
+  int zero = 0;
+  return setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+}
+
+bool EnableGro(int fd) {
+  int one = 1;
+  return setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+}
+
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool ipv4_header) {
+  // CMSG_FIRSTHDR/NXTHDR need a msghdr to walk; a local one describing the
+  // caller's buffer is enough.
+  msghdr msg{};
+  msg.msg_control = control;
+  msg.msg_controllen = kSendControlBytes;
+  std::memset(control, 0, kSendControlBytes);
+  size_t used = 0;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (gso_size != 0) {
+    cmsg->cmsg_level = IPPROTO_UDP;
+    cmsg->cmsg_type = UDP_SEGMENT;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    std::memcpy(CMSG_DATA(cmsg), &gso_size, sizeof(gso_size));
+    used += CMSG_SPACE(sizeof(uint16_t));
+    cmsg = CMSG_NXTHDR(&msg, cmsg);
+  }
+  if (tos != 0) {
+    const int value = tos;
+    cmsg->cmsg_level = ipv4_header ? IPPROTO_IP : IPPROTO_IPV6;
+    cmsg->cmsg_type = ipv4_header ? IP_TOS : IPV6_TCLASS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &value, sizeof(value));
+    used += CMSG_SPACE(sizeof(int));
+  }
+  return used;
+}
+
+std::optional<size_t> ReadGroSegmentBytes(const msghdr& msg) {
+  for (const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
+       cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(cmsg))) {
+    if (cmsg->cmsg_level == IPPROTO_UDP && cmsg->cmsg_type == UDP_GRO &&
+        cmsg->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int segment = 0;
+      std::memcpy(&segment, CMSG_DATA(cmsg), sizeof(segment));
+      if (segment > 0) return static_cast<size_t>(segment);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace wharf::transport::udp

@@ -1,0 +1,71 @@
+// transport/udp/udp_socket_options.h: the socket-option probes and the
+// control-message (cmsg) encoding and decoding that UdpDatagram needs:
+// buffer sizing, UDP GSO/GRO detection, per-packet TOS/TCLASS, the GRO
+// segment size on receive. Plain functions over a file descriptor; no state
+// and no batching logic (that is udp_datagram.cc and udp_gso_plan.cc).
+#pragma once
+
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "wharf/result.h"
+
+// Older libc headers predate UDP GSO (Linux 4.18) and GRO (5.0); the values
+// are kernel ABI and never change, so we supply them rather than depend on
+// <linux/udp.h>. Whether the running kernel accepts them is probed at Open.
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+namespace wharf::transport::udp {
+
+// Which socket buffer to size.
+enum class BufferKind : uint8_t { kReceive, kSend };
+
+// Asks for `bytes` of socket buffer. Tries the *BUFFORCE option first (needs
+// CAP_NET_ADMIN; ignores net.core.[rw]mem_max) and falls back to the plain
+// option, which the kernel silently clamps to the sysctl maximum. Returns the
+// size the kernel reports afterwards (it doubles the request to account for
+// bookkeeping overhead, so this is about 2 * min(bytes, limit)).
+Result<int> SetBufferBytes(int fd, BufferKind kind, int bytes);
+
+// True when the kernel understands UDP_SEGMENT. Setting the socket-wide GSO
+// size to 0 is a no-op on kernels that have it and ENOPROTOOPT on those that
+// do not, so the probe leaves the socket unchanged either way.
+bool ProbeGso(int fd);
+
+// Turns on UDP_GRO so that the kernel may hand us several same-sized
+// datagrams from one sender in one buffer. False when the kernel refuses.
+bool EnableGro(int fd);
+
+// Room one outgoing message needs for its control messages: a UDP_SEGMENT
+// (uint16_t) and an IP_TOS or IPV6_TCLASS (int).
+inline constexpr size_t kSendControlBytes = CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int));
+// Room one incoming message needs: the UDP_GRO segment size (int), with
+// slack so that an unexpected extra cmsg sets MSG_CTRUNC instead of hiding
+// the one we want.
+inline constexpr size_t kReceiveControlBytes = CMSG_SPACE(sizeof(int)) * 4;
+
+// Writes the control messages for one outgoing message into `control`
+// (kSendControlBytes, aligned for cmsghdr) and returns the length to store
+// in msg_controllen (0 when neither is needed).
+//   gso_size: segment size for a coalesced message, 0 for a plain one.
+//   tos: the IPv4 TOS / IPv6 traffic class byte, 0 to leave the default.
+//   ipv4_header: whether the packet goes out with an IPv4 header (a v4
+//     socket, or a dual-stack v6 socket sending to a v4-mapped address,
+//     which the kernel routes through its IPv4 path and so reads IP_TOS).
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool ipv4_header);
+
+// The GRO segment size carried by a received message, or nullopt when the
+// kernel delivered a single datagram.
+std::optional<size_t> ReadGroSegmentBytes(const msghdr& msg);
+
+}  // namespace wharf::transport::udp
