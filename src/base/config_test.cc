@@ -1,0 +1,326 @@
+#include "base/config.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace wharf {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+ConfigDoc MustParse(std::string_view text) {
+  Result<ConfigDoc> doc = ConfigDoc::Parse(text, "wharfd.yaml");
+  EXPECT_TRUE(doc.ok()) << doc.status();
+  return doc.ok() ? std::move(doc).value() : *ConfigDoc::Parse("", "wharfd.yaml");
+}
+
+template <typename T>
+std::string ErrorOf(const Result<T>& r) {
+  if (r.ok()) return "ok";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  return r.status().message();
+}
+std::string ErrorOf(const Status& s) { return s.ok() ? "ok" : s.message(); }
+
+constexpr std::string_view kSample = R"(# wharfd test config
+listen: 0.0.0.0:4000
+homa:
+  unsched_bytes: 60KB
+  max_message: 64MiB
+  resend_after: 2ms
+  overcommit: 8
+  fifo_fraction: 0.05
+  gso: yes
+policy:
+  rate: 10Gbps
+  allow: [alice, bob]
+  deny:
+    - mallory
+offset: -3
+)";
+
+TEST(ConfigDocTest, TypedGettersReadValues) {
+  ConfigDoc doc = MustParse(kSample);
+  EXPECT_EQ(*doc.GetString("listen", ""), "0.0.0.0:4000");
+  EXPECT_EQ(*doc.GetBytes("homa.unsched_bytes", 0), 60'000u);
+  EXPECT_EQ(*doc.GetBytes("homa.max_message", 0), 64u << 20);
+  EXPECT_EQ(*doc.GetDuration("homa.resend_after", 0), 2 * kNsPerMs);
+  EXPECT_EQ(*doc.GetUint("homa.overcommit", 0), 8u);
+  EXPECT_DOUBLE_EQ(*doc.GetDouble("homa.fifo_fraction", 0), 0.05);
+  EXPECT_TRUE(*doc.GetBool("homa.gso", false));
+  EXPECT_EQ(*doc.GetRate("policy.rate", 0), 10'000'000'000u);
+  EXPECT_THAT(*doc.GetStringList("policy.allow", {}), ElementsAre("alice", "bob"));
+  EXPECT_THAT(*doc.GetStringList("policy.deny", {}), ElementsAre("mallory"));
+  EXPECT_EQ(*doc.GetInt("offset", 0), -3);
+  EXPECT_TRUE(doc.CheckNoUnknownKeys().ok()) << doc.CheckNoUnknownKeys();
+}
+
+TEST(ConfigDocTest, AbsentOrEmptyKeysGiveDefaults) {
+  ConfigDoc doc = MustParse("homa:\n  rto:\nempty_section:\n");
+  EXPECT_EQ(*doc.GetDuration("homa.rto", 15 * kNsPerMs), 15 * kNsPerMs);
+  EXPECT_EQ(*doc.GetInt("homa.absent", 7), 7);
+  EXPECT_EQ(*doc.GetString("empty_section.name", "dflt"), "dflt");
+  EXPECT_THAT(*doc.GetStringList("nowhere", {"x"}), ElementsAre("x"));
+  EXPECT_TRUE(*doc.GetBool("nope", true));
+  EXPECT_EQ(*doc.GetRate("policy.rate", 123), 123u);
+  EXPECT_TRUE(doc.CheckNoUnknownKeys().ok());
+}
+
+TEST(ConfigDocTest, EmptyOrCommentOnlyFileIsAllDefaults) {
+  for (std::string_view text :
+       {"", "\n\n", "# everything commented out\n# homa:\n#   rto: 5ms\n", "---\n", "~"}) {
+    Result<ConfigDoc> doc = ConfigDoc::Parse(text, "wharfd.yaml");
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    EXPECT_EQ(*doc->GetUint("homa.overcommit", 8), 8u);
+    EXPECT_FALSE(doc->Has("homa"));
+    EXPECT_TRUE(doc->CheckNoUnknownKeys().ok());
+  }
+}
+
+TEST(ConfigDocTest, ValueErrorsNameFileLineKeyExpectedAndFound) {
+  ConfigDoc doc = MustParse("a: 1\npolicy:\n  x: 1\n  rate: fast\n");
+  EXPECT_EQ(ErrorOf(doc.GetRate("policy.rate", 0)),
+            "wharfd.yaml:4: policy.rate: expected a rate like '10Gbps' (units: bps, Kbps, Mbps, "
+            "Gbps, Tbps), got 'fast'");
+}
+
+TEST(ConfigDocTest, EachGetterReportsItsOwnExpectation) {
+  ConfigDoc doc = MustParse("v: junk\n");
+  EXPECT_EQ(ErrorOf(doc.GetInt("v", 0)), "wharfd.yaml:1: v: expected an integer, got 'junk'");
+  EXPECT_EQ(ErrorOf(doc.GetUint("v", 0)),
+            "wharfd.yaml:1: v: expected a non-negative integer, got 'junk'");
+  EXPECT_EQ(ErrorOf(doc.GetBool("v", false)),
+            "wharfd.yaml:1: v: expected true or false, got 'junk'");
+  EXPECT_EQ(ErrorOf(doc.GetDouble("v", 0)), "wharfd.yaml:1: v: expected a number, got 'junk'");
+  EXPECT_THAT(ErrorOf(doc.GetDuration("v", 0)),
+              StartsWith("wharfd.yaml:1: v: expected a duration like '5ms'"));
+  EXPECT_THAT(ErrorOf(doc.GetBytes("v", 0)),
+              StartsWith("wharfd.yaml:1: v: expected a size like '64MiB'"));
+}
+
+TEST(ConfigDocTest, UnsignedKeysRejectNegativeAndOverflow) {
+  ConfigDoc doc = MustParse("neg: -5\nbig: 18446744073709551616\nport: 70000\n");
+  EXPECT_EQ(ErrorOf(doc.GetUint("neg", 0)),
+            "wharfd.yaml:1: neg: expected a non-negative integer, got '-5'");
+  EXPECT_EQ(ErrorOf(doc.GetUint("big", 0)),
+            "wharfd.yaml:2: big: expected a non-negative integer, got '18446744073709551616' "
+            "(out of 64-bit range)");
+  EXPECT_EQ(ErrorOf(doc.GetUint("port", 0, 65535)),
+            "wharfd.yaml:3: port: expected an integer in [0, 65535], got '70000'");
+  EXPECT_EQ(ErrorOf(doc.GetInt("port", 0, 1, 65535)),
+            "wharfd.yaml:3: port: expected an integer in [1, 65535], got '70000'");
+  EXPECT_THAT(ErrorOf(doc.GetBytes("neg", 0)), HasSubstr("got '-5' (negative)"));
+}
+
+TEST(ConfigDocTest, MapOrListWhereScalarExpected) {
+  ConfigDoc doc = MustParse("homa:\n  port: 1\nlist: [1, 2]\n");
+  EXPECT_EQ(ErrorOf(doc.GetUint("homa", 0)),
+            "wharfd.yaml:1: homa: expected a non-negative integer, got a map");
+  EXPECT_EQ(ErrorOf(doc.GetString("list", "")),
+            "wharfd.yaml:3: list: expected a string, got a list");
+  EXPECT_EQ(ErrorOf(doc.GetRate("homa", 0)),
+            "wharfd.yaml:1: homa: expected a rate like '10Gbps', got a map");
+}
+
+TEST(ConfigDocTest, ScalarWhereMapExpected) {
+  ConfigDoc doc = MustParse("homa: 5\n");
+  EXPECT_EQ(ErrorOf(doc.GetUint("homa.port", 0)),
+            "wharfd.yaml:1: homa: expected a map holding 'port', got '5'");
+}
+
+TEST(ConfigDocTest, StringListErrors) {
+  ConfigDoc doc = MustParse("one: alice\nmap: {a: 1}\nnested:\n  - ok\n  - {a: 1}\nholes:\n  -\n");
+  EXPECT_EQ(ErrorOf(doc.GetStringList("one", {})),
+            "wharfd.yaml:1: one: expected a list of strings, got 'alice'");
+  EXPECT_EQ(ErrorOf(doc.GetStringList("map", {})),
+            "wharfd.yaml:2: map: expected a list of strings, got a map");
+  EXPECT_EQ(ErrorOf(doc.GetStringList("nested", {})),
+            "wharfd.yaml:5: nested.1: expected a string, got a map");
+  EXPECT_THAT(ErrorOf(doc.GetStringList("holes", {})),
+              HasSubstr("holes.0: expected a string, got an empty item"));
+  EXPECT_TRUE(doc.GetStringList("empty", {}).ok());
+}
+
+TEST(ConfigDocTest, EmptyFlowListIsEmpty) {
+  ConfigDoc doc = MustParse("allow: []\n");
+  EXPECT_TRUE(doc.GetStringList("allow", {"default"})->empty());
+}
+
+TEST(ConfigDocTest, QuotedScalarsAreText) {
+  ConfigDoc doc = MustParse("name: \"42\"\nport: '4000'\n");
+  EXPECT_EQ(*doc.GetString("name", ""), "42");
+  EXPECT_EQ(*doc.GetUint("port", 0), 4000u);
+}
+
+TEST(ConfigDocTest, SyntaxErrorCarriesLineAndColumn) {
+  Result<ConfigDoc> doc = ConfigDoc::Parse("a: 1\nb: [1, 2\nc: 3\n", "wharfd.yaml");
+  EXPECT_THAT(ErrorOf(doc), MatchesRegex("wharfd\\.yaml:[0-9]+:[0-9]+: YAML syntax error: .+"));
+  Result<ConfigDoc> bad_indent = ConfigDoc::Parse("a:\n  b: 1\n c: 2\n", "wharfd.yaml");
+  EXPECT_THAT(ErrorOf(bad_indent), StartsWith("wharfd.yaml:3:"));
+  EXPECT_THAT(ErrorOf(bad_indent), HasSubstr("YAML syntax error"));
+}
+
+TEST(ConfigDocTest, TopLevelMustBeAMap) {
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("just text\n", "wharfd.yaml")),
+            "wharfd.yaml:1: expected a map of settings at the top level, got 'just text'");
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("- a\n- b\n", "wharfd.yaml")),
+            "wharfd.yaml:1: expected a map of settings at the top level, got a list");
+}
+
+TEST(ConfigDocTest, MultipleDocumentsAreAnError) {
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("a: 1\n---\nb: 2\n", "wharfd.yaml")),
+            "wharfd.yaml:3: expected one YAML document, found 2");
+}
+
+TEST(ConfigDocTest, DuplicateKeysAreAnError) {
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("homa:\n  rto: 1ms\n  rto: 2ms\n", "wharfd.yaml")),
+            "wharfd.yaml:3: homa.rto: duplicate key (first set on line 2)");
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("homa: {}\nx: 1\nhoma: {a: 1}\n", "wharfd.yaml")),
+            "wharfd.yaml:3: homa: duplicate key (first set on line 1)");
+}
+
+TEST(ConfigDocTest, BadKeyNamesAreAnError) {
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("homa.rto: 1ms\n", "wharfd.yaml")),
+            "wharfd.yaml:1: 'homa.rto': key names must not contain '.'; nest maps instead");
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("a:\n  [x, y]: 1\n", "wharfd.yaml")),
+            "wharfd.yaml:2: a: keys must be non-empty plain names");
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("\"\": 1\n", "wharfd.yaml")),
+            "wharfd.yaml:1: top level: keys must be non-empty plain names");
+}
+
+TEST(ConfigDocTest, RecursiveAndExplodingAliasesAreBounded) {
+  EXPECT_THAT(ErrorOf(ConfigDoc::Parse("a: &x [1, *x]\n", "wharfd.yaml")),
+              HasSubstr("nested deeper than 64 levels"));
+  // Ten levels of ten aliases each would flatten into 10^10 keys.
+  std::string bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 10; ++i) {
+    bomb += fmt::format("l{}: &l{} [", i, i);
+    for (int j = 0; j < 10; ++j) bomb += fmt::format("{}*l{}", j ? ", " : "", i - 1);
+    bomb += "]\n";
+  }
+  EXPECT_THAT(ErrorOf(ConfigDoc::Parse(bomb, "wharfd.yaml")), HasSubstr("more than 100000 keys"));
+}
+
+TEST(ConfigDocTest, HasDoesNotMarkKnown) {
+  ConfigDoc doc = MustParse("a: 1\nb:\n");
+  EXPECT_TRUE(doc.Has("a"));
+  EXPECT_FALSE(doc.Has("b"));  // present without a value: same as absent
+  EXPECT_FALSE(doc.Has("c"));
+  EXPECT_EQ(ErrorOf(doc.CheckNoUnknownKeys()),
+            "wharfd.yaml:1: unknown key 'a'; wharfd.yaml:2: unknown key 'b'");
+}
+
+TEST(ConfigDocTest, ChildKeysEnumeratesDataSections) {
+  ConfigDoc doc = MustParse(
+      "apps:\n  web:\n    quota: 1GiB\n  db:\n    quota: 2GiB\n    qouta: 3\n"
+      "peers:\n  - host: a\n  - host: b\nscalar: 1\n");
+  Result<std::vector<std::string>> apps = doc.ChildKeys("apps");
+  ASSERT_TRUE(apps.ok());
+  EXPECT_THAT(*apps, ElementsAre("web", "db"));
+  for (const std::string& app : *apps) EXPECT_TRUE(doc.GetBytes("apps." + app + ".quota", 0).ok());
+  EXPECT_THAT(*doc.ChildKeys("peers"), ElementsAre("0", "1"));
+  EXPECT_EQ(*doc.GetString("peers.1.host", ""), "b");
+  EXPECT_TRUE(doc.ChildKeys("absent")->empty());
+  EXPECT_EQ(ErrorOf(doc.ChildKeys("scalar")),
+            "wharfd.yaml:10: scalar: expected a map or a list, got '1'");
+  // apps.db.qouta is a typo of a key read for db; nothing in peers.0 was
+  // read, and a list index gets no spelling suggestion.
+  EXPECT_EQ(ErrorOf(doc.CheckNoUnknownKeys()),
+            "wharfd.yaml:6: unknown key 'apps.db.qouta' (did you mean 'apps.db.quota'?); "
+            "wharfd.yaml:8: unknown key 'peers.0'");
+}
+
+TEST(ConfigDocTest, UnknownKeysAreListedWithSuggestions) {
+  ConfigDoc doc = MustParse(
+      "homa:\n"
+      "  unsched_byte: 10KB\n"  // line 2: typo
+      "  rto: 5ms\n"
+      "hmoa:\n"  // line 4: misspelled section
+      "  rto: 1ms\n"
+      "  grant: 2\n"
+      "port: 4000\n"  // line 7: right name, wrong section
+      "zzz: 1\n");    // line 8: nothing close
+  EXPECT_EQ(*doc.GetDuration("homa.rto", 0), 5 * kNsPerMs);
+  EXPECT_EQ(*doc.GetBytes("homa.unsched_bytes", 60000), 60000u);
+  EXPECT_EQ(*doc.GetUint("homa.port", 4000), 4000u);
+  Status status = doc.CheckNoUnknownKeys();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "wharfd.yaml:2: unknown key 'homa.unsched_byte' (did you mean 'homa.unsched_bytes'?); "
+            "wharfd.yaml:4: unknown key 'hmoa' (did you mean 'homa'?); "
+            "wharfd.yaml:7: unknown key 'port' (did you mean 'homa.port'?); "
+            "wharfd.yaml:8: unknown key 'zzz'");
+}
+
+TEST(ConfigDocTest, KeysReadWithErrorsAreNotAlsoUnknown) {
+  ConfigDoc doc = MustParse("rate: fast\n");
+  EXPECT_FALSE(doc.GetRate("rate", 0).ok());
+  EXPECT_TRUE(doc.CheckNoUnknownKeys().ok());
+}
+
+// A directory of its own per test, removed even when the test fails.
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("wharf_config_test_" + std::to_string(::getpid()) + "_" + info->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, std::string_view text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigFileTest, LoadsAFileAndNamesItInErrors) {
+  const std::string path = Write("wharfd.yaml", "homa:\n  rto: soon\n");
+  Result<ConfigDoc> doc = ConfigDoc::LoadFile(path);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(doc->source_name(), path);
+  EXPECT_THAT(ErrorOf(doc->GetDuration("homa.rto", 0)),
+              StartsWith(path + ":2: homa.rto: expected"));
+}
+
+TEST_F(ConfigFileTest, MissingFileIsNotFound) {
+  const std::string path = (dir_ / "absent.yaml").string();
+  Result<ConfigDoc> doc = ConfigDoc::LoadFile(path);
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(doc.status().message(), HasSubstr(path));
+}
+
+TEST_F(ConfigFileTest, DirectoryIsNotAConfig) {
+  Result<ConfigDoc> doc = ConfigDoc::LoadFile(dir_.string());
+  EXPECT_EQ(ErrorOf(doc), "config file " + dir_.string() + ": not a regular file");
+}
+
+TEST_F(ConfigFileTest, SyntaxErrorNamesThePath) {
+  const std::string path = Write("bad.yaml", "a: [\n");
+  EXPECT_THAT(ErrorOf(ConfigDoc::LoadFile(path)), StartsWith(path + ":"));
+}
+
+TEST_F(ConfigFileTest, EmptyFileIsAllDefaults) {
+  Result<ConfigDoc> doc = ConfigDoc::LoadFile(Write("empty.yaml", ""));
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_TRUE(doc->CheckNoUnknownKeys().ok());
+}
+
+}  // namespace
+}  // namespace wharf
