@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "tools/check_command.h"
+#include "tools/ping_command.h"
+#include "tools/serve_command.h"
 #include "wharf/build_info.h"
 
 int main(int argc, char** argv) {
@@ -17,11 +19,23 @@ int main(int argc, char** argv) {
       "check", "Self-check: version, transports built in, and a loopback smoke test");
   wharf::tools::AddCheckFlags(*check, check_options);
 
+  wharf::tools::ServeOptions serve_options;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Run an echo server (RPC method 1, and messages on accepted connections)");
+  wharf::tools::AddServeFlags(*serve, serve_options);
+
+  wharf::tools::PingOptions ping_options;
+  CLI::App* ping =
+      app.add_subcommand("ping", "Measure RPC round trips to a `wharf serve` (RTT percentiles, loss)");
+  wharf::tools::AddPingFlags(*ping, ping_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (*check) return wharf::tools::RunCheck(check_options);
+  if (*serve) return wharf::tools::RunServe(serve_options);
+  if (*ping) return wharf::tools::RunPing(ping_options);
   return 2;
 }

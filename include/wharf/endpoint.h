@@ -1,0 +1,162 @@
+// wharf/endpoint.h: Endpoint and Connection, wharf's socket-like message API.
+// Start here.
+//
+//   auto ep = wharf::Endpoint::Open({.address = "homa://0.0.0.0:4000"});
+//   auto conn = (*ep)->Connect("homa://198.18.0.2:4000");
+//   (*conn)->Send(wharf::Buffer::Copy("hello"));
+//
+// Messages are reliable, keep their boundaries and may be any size up to
+// homa.max_message_bytes (64 MiB by default); on one connection short
+// messages may overtake long ones unless the connection is opened ordered.
+// RPCs are request/response with deadlines and at-most-once execution.
+// Errors are Status values; no exception crosses this API.
+//
+// Hosting: the endpoint runs wharf's engine inside this process (embedded
+// mode). Progress happens inside wharf calls: blocking calls, Completion
+// waits, Poll() and Run(). To fold wharf into your own epoll loop, watch fd()
+// and call Poll() when it is readable.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wharf/buffer.h"
+#include "wharf/completion.h"
+#include "wharf/result.h"
+
+namespace wharf {
+
+namespace internal {
+class EndpointCore;
+}  // namespace internal
+
+struct EndpointOptions {
+  // Where this endpoint receives: "homa://HOST:PORT" (or plain "HOST:PORT",
+  // which uses homa). HOST is a numeric IPv4/IPv6 address ([..] for IPv6) or a
+  // name resolved once at Open; port 0 picks a free port.
+  std::string address = "homa://0.0.0.0:0";
+  // A YAML file of settings (docs/configuration.md lists every key), and
+  // overrides applied after it: {"homa.unsched_bytes", "60000"}.
+  std::string config_file;
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+struct ConnectOptions {
+  // Deliver this connection's messages in the order they were sent (costs
+  // head-of-line blocking: a short message waits for a long one before it).
+  bool ordered = false;
+  std::chrono::nanoseconds timeout = std::chrono::seconds(5);
+};
+
+struct CallOptions {
+  // The call fails with kDeadlineExceeded after this long (0 = no deadline;
+  // peer death still fails it with kUnavailable).
+  std::chrono::nanoseconds deadline = std::chrono::seconds(30);
+};
+
+// What a server handler learns about the call it serves.
+struct RpcContext {
+  std::string peer;        // the client's address, "homa://1.2.3.4:5678"
+  uint32_t method = 0;     // the method id the client called
+};
+
+// Serves one method: returns the response or a Status for the client.
+// Runs on the thread driving the endpoint; it must not block on this endpoint.
+using RpcHandler = std::function<Result<Buffer>(const RpcContext&, Buffer request)>;
+
+// Method ids at or above this are reserved for wharf itself (e.g. barriers).
+inline constexpr uint32_t kFirstReservedMethod = 0xFFFF0000u;
+
+class Connection;
+
+// Owned by the application. Thread-safe: calls from several threads are
+// serialised internally. Connections and Completions may outlive it; their
+// operations then fail with kCancelled.
+class Endpoint {
+ public:
+  static Result<std::unique_ptr<Endpoint>> Open(const EndpointOptions& options = {});
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // The address peers use to reach this endpoint, e.g. "homa://127.0.0.1:4000".
+  std::string address() const;
+
+  // --- connections ---
+  Result<std::unique_ptr<Connection>> Connect(std::string_view address,
+                                              const ConnectOptions& options = {});
+  // Accept connections from now on (before Listen, connects are refused).
+  Status Listen();
+  // Waits for the next incoming connection.
+  Result<std::unique_ptr<Connection>> Accept(
+      std::chrono::nanoseconds timeout = Completion::kForever);
+
+  // --- RPCs ---
+  Result<Buffer> Call(std::string_view address, uint32_t method, Buffer request,
+                      const CallOptions& options = {});
+  Completion ICall(std::string_view address, uint32_t method, Buffer request,
+                   const CallOptions& options = {});
+  // Registers the handler for `method` (replacing any earlier one).
+  Status Serve(uint32_t method, RpcHandler handler);
+
+  // --- progress ---
+  // One non-blocking pass of the engine; returns the work it did.
+  int Poll();
+  // Drives the endpoint until `timeout` passes or Shutdown() is called from
+  // another thread (or a handler). Spins briefly when idle, then sleeps.
+  Status Run(std::chrono::nanoseconds timeout = Completion::kForever);
+  void Shutdown();
+  // Readable when Poll() has work (packets, timers, wake-ups): for epoll.
+  int fd() const;
+
+  // Counters for tools and tests ("homa.requests_delivered" -> n, ...).
+  std::vector<std::pair<std::string, uint64_t>> Stats() const;
+
+  // Internal: the shared engine host, for Connection and Group.
+  const std::shared_ptr<internal::EndpointCore>& core() const { return core_; }
+
+ private:
+  explicit Endpoint(std::shared_ptr<internal::EndpointCore> core) : core_(std::move(core)) {}
+  // Shared with Connections and Completions so they stay safe after the
+  // Endpoint is destroyed (they then fail with kCancelled).
+  std::shared_ptr<internal::EndpointCore> core_;
+};
+
+// A logical session with one peer endpoint. Owned by the application;
+// thread-safe like Endpoint.
+class Connection {
+ public:
+  ~Connection();  // disconnects if still open
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  std::string peer() const;
+
+  // Sends one message; done when the peer's endpoint holds it.
+  Status Send(Buffer message);
+  Completion ISend(Buffer message);
+  // Receives the next message (kUnavailable once the peer disconnected or
+  // died and everything queued was read).
+  Result<Buffer> Recv(std::chrono::nanoseconds timeout = Completion::kForever);
+  Completion IRecv();
+  // An RPC to the connection's peer.
+  Result<Buffer> Call(uint32_t method, Buffer request, const CallOptions& options = {});
+  Completion ICall(uint32_t method, Buffer request, const CallOptions& options = {});
+  // Tells the peer and closes; later calls fail with kFailedPrecondition.
+  Status Disconnect();
+
+ private:
+  friend class Endpoint;
+  Connection(std::shared_ptr<internal::EndpointCore> core, uint64_t local_id)
+      : core_(std::move(core)), id_(local_id) {}
+  std::shared_ptr<internal::EndpointCore> core_;
+  uint64_t id_;
+};
+
+}  // namespace wharf

@@ -1,0 +1,179 @@
+// Endpoint and Connection: the public API over an embedded EndpointCore.
+#include "wharf/endpoint.h"
+
+#include "client/endpoint_core.h"
+#include "engine/uri.h"
+
+namespace wharf {
+namespace {
+
+using internal::EndpointCore;
+using StatePtr = engine::Engine::StatePtr;
+
+Status Closed(const EndpointCore& core) {
+  return CancelledError("endpoint " + core.address() + " closed");
+}
+
+// Blocks on `state` until done or `deadline`, then returns its status.
+Status AwaitState(EndpointCore& core, const StatePtr& state, TimeNs deadline) {
+  return core.Await(*state, deadline);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Endpoint>> Endpoint::Open(const EndpointOptions& options) {
+  WHARF_ASSIGN_OR_RETURN(std::shared_ptr<EndpointCore> core, EndpointCore::Open(options));
+  return std::unique_ptr<Endpoint>(new Endpoint(std::move(core)));
+}
+
+Endpoint::~Endpoint() { core_->Close(); }
+
+std::string Endpoint::address() const { return core_->address(); }
+
+Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
+                                                      const ConnectOptions& options) {
+  if (core_->closed()) return Closed(*core_);
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address));
+  TimeNs deadline = core_->DeadlineAfter(options.timeout);
+  StatePtr state = core_->WithEngine(
+      [&](engine::Engine& e) { return e.Connect(uri.address, options.ordered, deadline); });
+  WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever).WithContext(
+      "connect to " + std::string(address)));
+  return std::unique_ptr<Connection>(new Connection(core_, state->value));
+}
+
+Status Endpoint::Listen() {
+  if (core_->closed()) return Closed(*core_);
+  core_->WithEngine([](engine::Engine& e) { e.Listen(); });
+  return OkStatus();
+}
+
+Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds timeout) {
+  if (core_->closed()) return Closed(*core_);
+  TimeNs deadline = core_->DeadlineAfter(timeout);
+  StatePtr state = core_->WithEngine([&](engine::Engine& e) { return e.Accept(deadline); });
+  WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever));
+  return std::unique_ptr<Connection>(new Connection(core_, state->value));
+}
+
+Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
+                           const CallOptions& options) {
+  Result<engine::Uri> uri = engine::ParseUri(address);
+  StatePtr state;
+  if (!uri.ok() || core_->closed()) {
+    state = std::make_shared<internal::CompletionState>();
+    (void)state->Complete(uri.ok() ? Closed(*core_) : uri.status());
+    return Completion(state);
+  }
+  TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
+  state = core_->WithEngine([&](engine::Engine& e) {
+    return e.Call(uri->address, method, std::move(request), deadline);
+  });
+  return Completion(state);
+}
+
+Result<Buffer> Endpoint::Call(std::string_view address, uint32_t method, Buffer request,
+                              const CallOptions& options) {
+  Completion c = ICall(address, method, std::move(request), options);
+  WHARF_RETURN_IF_ERROR(c.Wait());
+  return c.TakeMessage();
+}
+
+Status Endpoint::Serve(uint32_t method, RpcHandler handler) {
+  if (method >= kFirstReservedMethod) {
+    return InvalidArgumentError("method " + std::to_string(method) +
+                                " is reserved for wharf (ids from 0xFFFF0000)");
+  }
+  if (!handler) return InvalidArgumentError("empty handler");
+  core_->WithEngine([&](engine::Engine& e) { e.SetHandler(method, std::move(handler)); });
+  return OkStatus();
+}
+
+int Endpoint::Poll() { return core_->PollOnce(); }
+
+Status Endpoint::Run(std::chrono::nanoseconds timeout) {
+  return core_->RunUntil(core_->DeadlineAfter(timeout));
+}
+
+void Endpoint::Shutdown() { core_->Shutdown(); }
+
+int Endpoint::fd() const { return core_->fd(); }
+
+std::vector<std::pair<std::string, uint64_t>> Endpoint::Stats() const {
+  return core_->WithEngine([&](engine::Engine&) {
+    const homa::HomaStats& h = core_->homa_stats();
+    const transport::UdpStats& u = core_->udp_stats();
+    return std::vector<std::pair<std::string, uint64_t>>{
+        {"homa.packets_sent", h.packets_sent},
+        {"homa.packets_received", h.packets_received},
+        {"homa.data_retransmitted", h.data_retransmitted},
+        {"homa.resends_sent", h.resends_sent},
+        {"homa.requests_delivered", h.requests_delivered},
+        {"homa.responses_delivered", h.responses_delivered},
+        {"homa.late_duplicates", h.late_duplicates},
+        {"homa.client_timeouts", h.client_timeouts},
+        {"homa.malformed", h.malformed},
+        {"udp.gso_sends", u.gso_sends},
+        {"udp.gro_coalesced", u.gro_coalesced},
+    };
+  });
+}
+
+// ------------------------------------------------------------- Connection
+
+Connection::~Connection() {
+  if (core_->closed()) return;
+  core_->WithEngine([&](engine::Engine& e) {
+    Result<std::string> peer = e.PeerOf(id_);
+    if (peer.ok()) e.Disconnect(id_);  // best effort; the peer learns it is gone
+    e.Release(id_);
+  });
+}
+
+std::string Connection::peer() const {
+  return core_->WithEngine([&](engine::Engine& e) { return e.PeerOf(id_).value_or(""); });
+}
+
+Completion Connection::ISend(Buffer message) {
+  return Completion(core_->WithEngine([&](engine::Engine& e) {
+    return e.Send(id_, std::move(message));
+  }));
+}
+
+Status Connection::Send(Buffer message) { return ISend(std::move(message)).Wait(); }
+
+Completion Connection::IRecv() {
+  return Completion(core_->WithEngine([&](engine::Engine& e) { return e.Recv(id_); }));
+}
+
+Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
+  Completion c = IRecv();
+  Status s = c.Wait(timeout);
+  if (s.code() == StatusCode::kDeadlineExceeded && !c.done()) {
+    c.Cancel();  // do not let the late message vanish into a dead handle
+    if (c.done() && c.status().ok()) return c.TakeMessage();
+    return s;
+  }
+  WHARF_RETURN_IF_ERROR(s);
+  return c.TakeMessage();
+}
+
+Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
+  TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
+  return Completion(core_->WithEngine([&](engine::Engine& e) {
+    return e.CallOnConnection(id_, method, std::move(request), deadline);
+  }));
+}
+
+Result<Buffer> Connection::Call(uint32_t method, Buffer request, const CallOptions& options) {
+  Completion c = ICall(method, std::move(request), options);
+  WHARF_RETURN_IF_ERROR(c.Wait());
+  return c.TakeMessage();
+}
+
+Status Connection::Disconnect() {
+  StatePtr state = core_->WithEngine([&](engine::Engine& e) { return e.Disconnect(id_); });
+  return Completion(state).Wait();
+}
+
+}  // namespace wharf

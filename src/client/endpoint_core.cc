@@ -1,0 +1,180 @@
+// EndpointCore: opening the socket/protocol/engine stack, and the
+// spin-then-block wait loop every blocking call uses.
+#include "client/endpoint_core.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "engine/uri.h"
+
+namespace wharf::internal {
+
+thread_local const EndpointCore* EndpointCore::polling_ = nullptr;
+
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& options) {
+  std::shared_ptr<EndpointCore> core(new EndpointCore());
+  WHARF_ASSIGN_OR_RETURN(core->config_,
+                         engine::LoadEngineConfig(options.config_file, options.settings));
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(options.address));
+  transport::UdpOptions udp;
+  udp.bind = uri.address;
+  udp.mtu = core->config_.mtu;
+  udp.recv_buffer_bytes = static_cast<int>(core->config_.recv_buffer_bytes);
+  udp.send_buffer_bytes = static_cast<int>(core->config_.send_buffer_bytes);
+  udp.enable_gso = core->config_.gso;
+  udp.enable_gro = core->config_.gro;
+  WHARF_ASSIGN_OR_RETURN(core->udp_, transport::UdpDatagram::Open(udp));
+  WHARF_ASSIGN_OR_RETURN(core->homa_,
+                         homa::HomaTransport::Create(core->config_.homa, core->udp_.get(),
+                                                     core->clock_));
+  std::weak_ptr<EndpointCore> weak = core;
+  core->engine_ = std::make_unique<engine::Engine>(
+      core->homa_.get(), core->clock_, core->config_.limits,
+      std::weak_ptr<engine::ProgressDriver>(weak), [raw = core.get()] { raw->WakeSleepers(); });
+  core->address_ = engine::Engine::Uri(core->udp_->LocalAddress());
+
+  core->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  core->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (core->wake_fd_ < 0 || core->epoll_fd_ < 0) return ErrnoToStatus(errno, "endpoint: epoll setup");
+  for (int fd : {core->udp_->ReadableFd(), core->wake_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(core->epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return ErrnoToStatus(errno, "endpoint: epoll_ctl");
+    }
+  }
+  return core;
+}
+
+EndpointCore::~EndpointCore() {
+  Close();
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void EndpointCore::Close() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (closed_.exchange(true)) return;
+  if (engine_ == nullptr) return;  // Open failed part-way
+  engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
+  shutdown_ = true;
+  WakeSleepers();
+}
+
+TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
+  if (timeout == std::chrono::nanoseconds::max()) return kNever;
+  TimeNs now = clock_.NowNs();
+  if (timeout.count() > kNever - now) return kNever;
+  return now + timeout.count();
+}
+
+int EndpointCore::PollOnce() {
+  if (polling_ == this) return 0;  // a callback inside our own Poll
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (closed_) return 0;
+  polling_ = this;
+  homa::PollResult r = engine_->Poll();
+  polling_ = nullptr;
+  return r.work;
+}
+
+void EndpointCore::CancelOp(uint64_t op_id) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  engine_->Cancel(op_id);
+}
+
+void EndpointCore::WakeSleepers() {
+  if (sleepers_.load() == 0) return;
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;  // a full counter already wakes everyone
+}
+
+void EndpointCore::Sleep(TimeNs until_ns) {
+  TimeNs now = clock_.NowNs();
+  TimeNs span = until_ns == kNever ? 100 * kNsPerMs : std::max<TimeNs>(0, until_ns - now);
+  timespec ts{static_cast<time_t>(span / kNsPerSec), static_cast<long>(span % kNsPerSec)};
+  epoll_event events[4];
+  int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.fd == wake_fd_) {
+      uint64_t drained;
+      ssize_t r = read(wake_fd_, &drained, sizeof(drained));
+      (void)r;
+    }
+  }
+}
+
+bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
+  TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
+  while (true) {
+    if (done()) return true;
+    TimeNs next = kNever;
+    {
+      std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
+      if (lock.owns_lock() && !closed_) {
+        polling_ = this;
+        homa::PollResult r = engine_->Poll();
+        polling_ = nullptr;
+        next = r.next_deadline;
+        if (r.work > 0) spin_until = clock_.NowNs() + config_.spin_ns;
+      }
+    }
+    if (done()) return true;
+    TimeNs now = clock_.NowNs();
+    if (now >= deadline_ns || closed_) return done();
+    if (now < spin_until) {
+      CpuRelax();
+      continue;
+    }
+    // Nothing for a while: sleep until a packet, a wake-up or a deadline.
+    sleepers_.fetch_add(1);
+    if (!done()) Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
+    sleepers_.fetch_sub(1);
+    spin_until = clock_.NowNs() + config_.spin_ns;
+  }
+}
+
+Status EndpointCore::Await(CompletionState& state, TimeNs deadline_ns) {
+  if (polling_ == this && !state.done.load(std::memory_order_acquire)) {
+    return FailedPreconditionError(
+        "blocking wait inside a handler or callback of the same endpoint would deadlock");
+  }
+  bool finished =
+      AwaitUntil([&state] { return state.done.load(std::memory_order_acquire); }, deadline_ns);
+  if (!finished) return DeadlineExceededError("wait timed out");
+  std::lock_guard<std::mutex> lock(state.mu);
+  return state.status;
+}
+
+Status EndpointCore::RunUntil(TimeNs deadline_ns) {
+  AwaitUntil([this] { return shutdown_.load(); }, deadline_ns);
+  // A Shutdown ends this Run only; a later Run drives the endpoint again.
+  if (!closed_) shutdown_ = false;
+  return closed_ ? CancelledError("endpoint " + address_ + " closed") : OkStatus();
+}
+
+void EndpointCore::Shutdown() {
+  shutdown_ = true;
+  // The runner may be asleep in epoll: wake it regardless of the counter.
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;
+}
+
+}  // namespace wharf::internal

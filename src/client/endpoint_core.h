@@ -1,0 +1,90 @@
+// client/endpoint_core.h: EndpointCore, the host of one embedded engine: it
+// owns the UDP socket, the protocol and the engine, serialises every call into
+// them with one mutex, and implements waiting: spin for endpoint.spin, then
+// sleep in epoll on the socket, a wake-up eventfd and the next protocol
+// deadline. The public Endpoint, Connection, Completion and Group call it.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "base/clock.h"
+#include "engine/completion_state.h"
+#include "engine/engine.h"
+#include "engine/engine_config.h"
+#include "homa/homa_transport.h"
+#include "transport/udp/udp_datagram.h"
+#include "wharf/endpoint.h"
+
+namespace wharf::internal {
+
+// Shared by the Endpoint and everything that may outlive it (Connections,
+// Completions hold it weakly). Thread-safe.
+class EndpointCore final : public engine::ProgressDriver,
+                           public std::enable_shared_from_this<EndpointCore> {
+ public:
+  static Result<std::shared_ptr<EndpointCore>> Open(const EndpointOptions& options);
+  ~EndpointCore() override;
+
+  // Runs `fn(engine)` under the lock, then any completion callbacks it
+  // caused. The engine outlives Close(); its operations then fail fast.
+  template <typename Fn>
+  auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::Engine&>())) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    struct RunAfter {
+      engine::Engine& e;
+      ~RunAfter() { e.RunCallbacks(); }
+    } run_after{*engine_};
+    return fn(*engine_);
+  }
+  bool closed() const { return closed_.load(); }
+  void Close();
+
+  std::string address() const { return address_; }
+  int fd() const { return epoll_fd_; }
+  const engine::EngineConfig& config() const { return config_; }
+  const homa::HomaStats& homa_stats() const { return homa_->stats(); }
+  const transport::UdpStats& udp_stats() const { return udp_->stats(); }
+
+  // Blocks until `state` completes or `timeout` passes; the state's status, or
+  // kDeadlineExceeded for the wait itself.
+  Status Await(CompletionState& state, TimeNs deadline_ns);
+  // Drives until Shutdown() or the deadline.
+  Status RunUntil(TimeNs deadline_ns);
+  void Shutdown();
+
+  // engine::ProgressDriver
+  int PollOnce() override;
+  bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) override;
+  TimeNs NowNs() const override { return clock_.NowNs(); }
+  void CancelOp(uint64_t op_id) override;
+
+  // Deadline `timeout` from now, kNever for "forever".
+  TimeNs DeadlineAfter(std::chrono::nanoseconds timeout) const;
+
+ private:
+  EndpointCore() = default;
+  // Wakes a thread sleeping in epoll (only if one is).
+  void WakeSleepers();
+  void Sleep(TimeNs until_ns);
+
+  const Clock& clock_ = SystemClock::Get();
+  engine::EngineConfig config_;
+  std::string address_;
+  mutable std::recursive_mutex mu_;
+  std::unique_ptr<transport::UdpDatagram> udp_;
+  std::unique_ptr<homa::HomaTransport> homa_;
+  std::unique_ptr<engine::Engine> engine_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> shutdown_{false};
+  std::atomic<bool> closed_{false};
+  // Set on the thread inside Engine::Poll, so a callback that tries to block
+  // on this endpoint fails instead of deadlocking.
+  static thread_local const EndpointCore* polling_;
+};
+
+}  // namespace wharf::internal

@@ -1,0 +1,259 @@
+// The public API in embedded mode, two endpoints on real loopback sockets in
+// one process (a server thread runs one of them).
+#include "wharf/endpoint.h"
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "wharf/group.h"
+
+namespace wharf {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<Endpoint> OpenLoopback() {
+  auto ep = Endpoint::Open({.address = "homa://127.0.0.1:0"});
+  if (!ep.ok()) ADD_FAILURE() << ep.status();
+  return ep.ok() ? std::move(ep).value() : nullptr;
+}
+
+// Runs `ep` on a thread until stopped.
+class ServerThread {
+ public:
+  explicit ServerThread(Endpoint& ep) : ep_(ep), thread_([this] {
+    while (!stop_) (void)ep_.Run(20ms);
+  }) {}
+  ~ServerThread() {
+    stop_ = true;
+    ep_.Shutdown();
+    thread_.join();
+  }
+
+ private:
+  Endpoint& ep_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(EndpointTest, OpenReportsItsAddress) {
+  auto ep = OpenLoopback();
+  ASSERT_NE(ep, nullptr);
+  EXPECT_EQ(ep->address().rfind("homa://127.0.0.1:", 0), 0u) << ep->address();
+}
+
+TEST(EndpointTest, OpenRejectsBadAddressAndSettings) {
+  auto a = Endpoint::Open({.address = "tcpx://1.2.3.4:1"});
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  auto b = Endpoint::Open({.address = "homa://127.0.0.1:0", .settings = {{"homa.nope", "1"}}});
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EndpointTest, CallRunsHandlerAndReturnsResponse) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server
+                  ->Serve(7,
+                          [](const RpcContext& ctx, Buffer req) -> Result<Buffer> {
+                            std::string s(req.AsStringView());
+                            return Buffer::Copy(s + " from " + std::to_string(ctx.method));
+                          })
+                  .ok());
+  ServerThread st(*server);
+  auto r = client->Call(server->address(), 7, Buffer::Copy("hello"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->AsStringView(), "hello from 7");
+}
+
+TEST(EndpointTest, HandlerErrorsAndMissingMethodsReachTheCaller) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server
+                  ->Serve(1, [](const RpcContext&, Buffer) -> Result<Buffer> {
+                    return PermissionDeniedError("not you");
+                  })
+                  .ok());
+  ServerThread st(*server);
+  auto denied = client->Call(server->address(), 1, Buffer());
+  EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(denied.status().message(), "not you");
+  auto missing = client->Call(server->address(), 2, Buffer());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnimplemented);
+  EXPECT_FALSE(client->Serve(kFirstReservedMethod, [](const RpcContext&, Buffer b) -> Result<Buffer> {
+                       return b;
+                     }).ok());
+}
+
+TEST(EndpointTest, DeadlineExceededWhenServerIsSlow) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(server
+                  ->Serve(3,
+                          [&](const RpcContext&, Buffer b) -> Result<Buffer> {
+                            while (!release) std::this_thread::yield();
+                            return b;
+                          })
+                  .ok());
+  ServerThread st(*server);
+  auto r = client->Call(server->address(), 3, Buffer::Copy("x"), {.deadline = 30ms});
+  release = true;
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST(EndpointTest, CallToDeadPeerFailsUnavailable) {
+  auto client = Endpoint::Open({.address = "homa://127.0.0.1:0",
+                                .settings = {{"homa.timeout_ticks", "20"}}});
+  ASSERT_TRUE(client.ok());
+  std::string dead;
+  {
+    auto gone = OpenLoopback();
+    dead = gone->address();
+  }
+  auto r = (*client)->Call(dead, 1, Buffer::Copy("anyone?"), {.deadline = 5s});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+}
+
+TEST(EndpointTest, ConnectSendRecvBothWaysAndDisconnect) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server->Listen().ok());
+  std::unique_ptr<Connection> accepted;
+  std::thread acceptor([&] {
+    auto c = server->Accept(5s);
+    ASSERT_TRUE(c.ok()) << c.status();
+    accepted = std::move(c).value();
+    auto m = accepted->Recv(5s);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->AsStringView(), "ping");
+    EXPECT_TRUE(accepted->Send(Buffer::Copy("pong")).ok());
+    auto end = accepted->Recv(5s);
+    EXPECT_EQ(end.status().code(), StatusCode::kUnavailable) << end.status();
+  });
+  auto conn = client->Connect(server->address());
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  ASSERT_TRUE((*conn)->Send(Buffer::Copy("ping")).ok());
+  auto reply = (*conn)->Recv(5s);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->AsStringView(), "pong");
+  EXPECT_TRUE((*conn)->Disconnect().ok());
+  EXPECT_EQ((*conn)->Send(Buffer::Copy("late")).code(), StatusCode::kFailedPrecondition);
+  acceptor.join();
+}
+
+TEST(EndpointTest, ConnectWithoutListenIsRefused) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ServerThread st(*server);
+  auto conn = client->Connect(server->address());
+  EXPECT_EQ(conn.status().code(), StatusCode::kUnavailable) << conn.status();
+}
+
+TEST(EndpointTest, OrderedConnectionKeepsOrderUnorderedDeliversAll) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server->Listen().ok());
+  for (bool ordered : {true, false}) {
+    std::vector<std::string> got;
+    std::thread receiver([&] {
+      auto c = server->Accept(5s);
+      ASSERT_TRUE(c.ok());
+      for (int i = 0; i < 6; ++i) {
+        auto m = (*c)->Recv(5s);
+        ASSERT_TRUE(m.ok()) << m.status();
+        got.emplace_back(m->size() > 100 ? std::string("big") : std::string(m->AsStringView()));
+      }
+    });
+    auto conn = client->Connect(server->address(), {.ordered = ordered});
+    ASSERT_TRUE(conn.ok());
+    std::vector<Completion> sends;
+    for (int i = 0; i < 6; ++i) {
+      Buffer b = (i == 0) ? Buffer::Allocate(2'000'000) : Buffer::Copy(std::to_string(i));
+      sends.push_back((*conn)->ISend(std::move(b)));
+    }
+    for (auto& s : sends) EXPECT_TRUE(s.Wait(5s).ok());
+    receiver.join();
+    ASSERT_EQ(got.size(), 6u);
+    if (ordered) {
+      EXPECT_EQ(got, (std::vector<std::string>{"big", "1", "2", "3", "4", "5"}));
+    } else {
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3", "4", "5", "big"}));
+    }
+  }
+}
+
+TEST(EndpointTest, CompletionCallbackAndPoll) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer b) -> Result<Buffer> { return b; }).ok());
+  ServerThread st(*server);
+  Completion c = client->ICall(server->address(), 1, Buffer::Copy("cb"));
+  std::atomic<int> called{0};
+  c.OnComplete([&](const Status& s) {
+    EXPECT_TRUE(s.ok());
+    ++called;
+  });
+  while (!c.Poll()) {
+  }
+  EXPECT_EQ(called.load(), 1);
+  EXPECT_EQ(c.TakeMessage().AsStringView(), "cb");
+  Completion late;
+  EXPECT_FALSE(late.valid());
+  EXPECT_EQ(late.Wait().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(EndpointTest, CancelledCallCompletesWithCancelled) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  // No server thread: the request is never answered.
+  Completion c = client->ICall(server->address(), 1, Buffer::Copy("x"));
+  c.Cancel();
+  EXPECT_EQ(c.Wait(1s).code(), StatusCode::kCancelled);
+}
+
+TEST(EndpointTest, CompletionsOutliveTheEndpoint) {
+  auto server = OpenLoopback();
+  Completion c;
+  {
+    auto client = OpenLoopback();
+    c = client->ICall(server->address(), 1, Buffer::Copy("x"));
+  }
+  EXPECT_EQ(c.Wait(1s).code(), StatusCode::kCancelled);
+}
+
+TEST(EndpointTest, BarrierWithThreeMembersInOneProcess) {
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  std::vector<std::string> members;
+  for (int i = 0; i < 3; ++i) {
+    eps.push_back(OpenLoopback());
+    members.push_back(eps.back()->address());
+  }
+  std::atomic<int> passed{0};
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto g = Group::Join(*eps[r], members, r);
+      ASSERT_TRUE(g.ok()) << g.status();
+      for (int round = 0; round < 3; ++round) {
+        Status s = (*g)->Barrier(5s);
+        EXPECT_TRUE(s.ok()) << s;
+      }
+      ++passed;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(passed.load(), 3);
+}
+
+TEST(EndpointTest, GroupJoinValidatesRank) {
+  auto ep = OpenLoopback();
+  EXPECT_FALSE(Group::Join(*ep, {}, 0).ok());
+  EXPECT_FALSE(Group::Join(*ep, {ep->address()}, 1).ok());
+}
+
+}  // namespace
+}  // namespace wharf

@@ -1,0 +1,64 @@
+// engine/completion_state.h: the shared state behind a public Completion, and
+// ProgressDriver, the interface through which a waiter drives the engine that
+// will complete it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "base/clock.h"
+#include "wharf/buffer.h"
+#include "wharf/status.h"
+
+namespace wharf::engine {
+
+// Implemented by whatever hosts an engine (the embedded endpoint core).
+class ProgressDriver {
+ public:
+  virtual ~ProgressDriver() = default;
+  // One non-blocking pass of the engine; returns work done.
+  virtual int PollOnce() = 0;
+  // Drives progress until `done()` holds or `deadline_ns` passes (on the
+  // driver's clock); spins briefly, then sleeps. False on timeout.
+  virtual bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) = 0;
+  virtual TimeNs NowNs() const = 0;
+  // Asks the engine to stop operation `op_id` with kCancelled.
+  virtual void CancelOp(uint64_t op_id) = 0;
+};
+
+}  // namespace wharf::engine
+
+namespace wharf::internal {
+
+// Shared (hence shared_ptr) between the engine, which completes it, and any
+// number of public Completion handles, which may outlive the endpoint.
+struct CompletionState {
+  // Set last, with release order, after status/message/value are written.
+  std::atomic<bool> done{false};
+  std::mutex mu;  // guards the fields below against callback registration
+  Status status;
+  Buffer message;
+  uint64_t value = 0;  // e.g. the connection id an Accept/Connect produced
+  std::function<void(const Status&)> callback;
+  uint64_t op_id = 0;
+  std::weak_ptr<engine::ProgressDriver> driver;
+
+  // Completes once; later calls are ignored. Returns the callback the
+  // application attached (empty if none) for the caller to run once it is
+  // safe to re-enter the engine.
+  [[nodiscard]] std::function<void(const Status&)> Complete(Status s, Buffer m = Buffer(),
+                                                            uint64_t v = 0) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done.load(std::memory_order_relaxed)) return {};
+    status = std::move(s);
+    message = std::move(m);
+    value = v;
+    done.store(true, std::memory_order_release);
+    return std::move(callback);
+  }
+};
+
+}  // namespace wharf::internal

@@ -1,0 +1,32 @@
+// engine/connection_state.h: ConnState, the engine's record of one
+// connection: who the peer is, the receive queue (and, for ordered
+// connections, the reorder buffer), and receivers waiting on it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "engine/completion_state.h"
+#include "transport/net_address.h"
+
+namespace wharf::engine {
+
+// Owned by the Engine; single-threaded (the engine's).
+struct ConnState {
+  uint64_t local_id = 0;  // the handle the application holds
+  uint64_t wire_id = 0;   // the id both ends use on the wire (client-chosen)
+  transport::NetAddress peer;
+  bool ordered = false;
+  bool open = true;       // false after Disconnect (either side) or peer death
+  Status closed_reason;   // why receives now fail, once !open
+  uint64_t next_send_seq = 0;
+  uint64_t next_deliver_seq = 0;            // ordered: the next seq to hand out
+  std::map<uint64_t, Buffer> early;         // ordered: arrived ahead of order
+  std::deque<Buffer> ready;                 // delivered, not yet received
+  uint64_t ready_bytes = 0;
+  std::deque<std::shared_ptr<internal::CompletionState>> receivers;  // IRecv waiting
+};
+
+}  // namespace wharf::engine

@@ -1,0 +1,379 @@
+// Engine: the operations the application starts, replies to them, deadlines.
+// Requests from peers are handled in engine_serve.cc.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <string>
+
+namespace wharf::engine {
+namespace {
+
+Status StatusFromReply(uint32_t code, const Buffer& text) {
+  if (code == 0) return OkStatus();
+  auto sc = code <= static_cast<uint32_t>(StatusCode::kDataLoss) ? static_cast<StatusCode>(code)
+                                                                 : StatusCode::kUnknown;
+  return Status(sc, std::string(text.AsStringView()));
+}
+
+}  // namespace
+
+Engine::Engine(homa::HomaTransport* homa, const Clock& clock, EngineLimits limits,
+               std::weak_ptr<ProgressDriver> driver, std::function<void()> on_complete)
+    : homa_(homa),
+      clock_(clock),
+      limits_(limits),
+      driver_(std::move(driver)),
+      on_complete_(std::move(on_complete)),
+      // Connection ids on the wire must not repeat across restarts of this
+      // process: seed from the wall clock.
+      wire_id_seed_(static_cast<uint64_t>(clock.WallNs()) * 0x9E3779B97F4A7C15ULL) {}
+
+Engine::~Engine() {
+  Shutdown(CancelledError("endpoint closed"));
+  RunCallbacks();
+}
+
+std::string Engine::Uri(const transport::NetAddress& addr) { return "homa://" + addr.ToString(); }
+
+Engine::StatePtr Engine::NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns,
+                                  uint64_t* op_id) {
+  auto state = std::make_shared<internal::CompletionState>();
+  uint64_t id = next_op_++;
+  state->op_id = id;
+  state->driver = driver_;
+  ops_.emplace(id, Op{kind, state, conn, 0, deadline_ns});
+  if (deadline_ns != kNever) deadlines_.emplace(deadline_ns, id);
+  *op_id = id;
+  if (!shutdown_status_.ok()) FinishOp(id, shutdown_status_);
+  return state;
+}
+
+Engine::StatePtr Engine::Failed(Status status) {
+  auto state = std::make_shared<internal::CompletionState>();
+  state->driver = driver_;
+  (void)state->Complete(std::move(status));  // new: no callback attached yet
+  return state;
+}
+
+void Engine::StartRequest(uint64_t op_id, const transport::NetAddress& peer, const Frame& frame,
+                          Buffer payload) {
+  Result<uint64_t> id = homa_->SendRequest(peer, WrapFrame(frame, std::move(payload)), op_id);
+  if (!id.ok()) {
+    FinishOp(op_id, id.status());
+    return;
+  }
+  auto it = ops_.find(op_id);
+  if (it != ops_.end()) it->second.homa_id = *id;
+}
+
+void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t value) {
+  auto it = ops_.find(op_id);
+  if (it == ops_.end()) return;
+  Op op = std::move(it->second);
+  ops_.erase(it);
+  if (op.deadline_ns != kNever) {
+    auto [b, e] = deadlines_.equal_range(op.deadline_ns);
+    for (auto d = b; d != e; ++d) {
+      if (d->second == op_id) {
+        deadlines_.erase(d);
+        break;
+      }
+    }
+  }
+  auto callback = op.state->Complete(std::move(status), std::move(message), value);
+  if (callback) callbacks_.emplace_back(std::move(callback), op.state);
+  if (on_complete_) on_complete_();
+}
+
+void Engine::RunCallbacks() {
+  while (!callbacks_.empty()) {
+    auto batch = std::move(callbacks_);
+    callbacks_.clear();
+    for (auto& [callback, state] : batch) callback(state->status);
+  }
+}
+
+// ------------------------------------------------------------ connections
+
+Engine::StatePtr Engine::Connect(const transport::NetAddress& peer, bool ordered,
+                                 TimeNs deadline_ns) {
+  uint64_t local = next_conn_++;
+  ConnState& conn = conns_[local];
+  conn.local_id = local;
+  wire_id_seed_ += 0x9E3779B97F4A7C15ULL;
+  conn.wire_id = wire_id_seed_ ^ (wire_id_seed_ >> 29);
+  conn.peer = peer;
+  conn.ordered = ordered;
+  by_wire_[{peer, conn.wire_id}] = local;
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kConnect, local, deadline_ns, &op);
+  Frame frame;
+  frame.kind = FrameKind::kConnect;
+  frame.flags = ordered ? kFrameOrdered : 0;
+  frame.conn_id = conn.wire_id;
+  StartRequest(op, peer, frame, Buffer());
+  return state;
+}
+
+Engine::StatePtr Engine::Accept(TimeNs deadline_ns) {
+  if (!accept_queue_.empty()) {
+    auto state = std::make_shared<internal::CompletionState>();
+    state->driver = driver_;
+    (void)state->Complete(OkStatus(), Buffer(), accept_queue_.front());
+    accept_queue_.pop_front();
+    return state;
+  }
+  if (!listening_) return Failed(FailedPreconditionError("Accept before Listen"));
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kAccept, 0, deadline_ns, &op);
+  accept_waiters_.push_back(op);
+  return state;
+}
+
+Engine::StatePtr Engine::Send(uint64_t conn_id, Buffer message) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  ConnState& conn = it->second;
+  if (!conn.open) return Failed(conn.closed_reason);
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kSend, conn_id, kNever, &op);
+  Frame frame;
+  frame.kind = FrameKind::kMessage;
+  frame.conn_id = conn.wire_id;
+  frame.seq = conn.next_send_seq++;
+  StartRequest(op, conn.peer, frame, std::move(message));
+  return state;
+}
+
+Engine::StatePtr Engine::Recv(uint64_t conn_id) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  ConnState& conn = it->second;
+  if (!conn.ready.empty()) {
+    Buffer message = std::move(conn.ready.front());
+    conn.ready.pop_front();
+    conn.ready_bytes -= message.size();
+    auto state = std::make_shared<internal::CompletionState>();
+    state->driver = driver_;
+    (void)state->Complete(OkStatus(), std::move(message));
+    return state;
+  }
+  if (!conn.open) return Failed(conn.closed_reason);
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kRecv, conn_id, kNever, &op);
+  conn.receivers.push_back(state);
+  return state;
+}
+
+Engine::StatePtr Engine::Call(const transport::NetAddress& peer, uint32_t method, Buffer request,
+                              TimeNs deadline_ns) {
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kCall, 0, deadline_ns, &op);
+  Frame frame;
+  frame.kind = FrameKind::kRpc;
+  frame.code = method;
+  if (deadline_ns != kNever) {
+    TimeNs left = std::max<TimeNs>(0, deadline_ns - clock_.NowNs());
+    frame.deadline_us = static_cast<uint32_t>(std::min<TimeNs>(left / kNsPerUs, UINT32_MAX));
+  }
+  StartRequest(op, peer, frame, std::move(request));
+  return state;
+}
+
+Engine::StatePtr Engine::CallOnConnection(uint64_t conn_id, uint32_t method, Buffer request,
+                                          TimeNs deadline_ns) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  if (!it->second.open) return Failed(it->second.closed_reason);
+  return Call(it->second.peer, method, std::move(request), deadline_ns);
+}
+
+Engine::StatePtr Engine::Disconnect(uint64_t conn_id) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  ConnState& conn = it->second;
+  if (!conn.open) return Failed(FailedPreconditionError("connection already closed"));
+  CloseConnection(conn, FailedPreconditionError("connection was disconnected"));
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kDisconnect, conn_id, kNever, &op);
+  Frame frame;
+  frame.kind = FrameKind::kDisconnect;
+  frame.conn_id = conn.wire_id;
+  StartRequest(op, conn.peer, frame, Buffer());
+  return state;
+}
+
+void Engine::Release(uint64_t conn_id) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return;
+  by_wire_.erase({it->second.peer, it->second.wire_id});
+  for (auto& receiver : it->second.receivers) Cancel(receiver->op_id);
+  conns_.erase(it);
+}
+
+Result<std::string> Engine::PeerOf(uint64_t conn_id) const {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end()) return InvalidArgumentError("unknown connection");
+  return Uri(it->second.peer);
+}
+
+void Engine::SetHandler(uint32_t method, RpcHandler handler) {
+  handlers_[method] = std::move(handler);
+}
+
+Engine::StatePtr Engine::BarrierArrive(const transport::NetAddress& coordinator,
+                                       bool is_coordinator, uint64_t group, uint64_t round,
+                                       uint32_t members, TimeNs deadline_ns) {
+  uint64_t op;
+  StatePtr state = NewState(OpKind::kBarrier, 0, deadline_ns, &op);
+  if (!is_coordinator) {
+    Frame frame;
+    frame.kind = FrameKind::kBarrier;
+    frame.code = members;
+    frame.conn_id = group;
+    frame.seq = round;
+    StartRequest(op, coordinator, frame, Buffer());
+    return state;
+  }
+  BarrierRound& r = barriers_[{group, round}];
+  r.members = members;
+  r.local_op = op;
+  MaybeReleaseBarrier(group, round);
+  return state;
+}
+
+// ------------------------------------------------------ cancel / deadlines
+
+void Engine::Cancel(uint64_t op_id) { StopOp(op_id, CancelledError("cancelled")); }
+
+void Engine::StopOp(uint64_t op_id, Status why) {
+  auto it = ops_.find(op_id);
+  if (it == ops_.end()) return;
+  Op& op = it->second;
+  if (op.homa_id != 0) homa_->Cancel(op.homa_id);
+  switch (op.kind) {
+    case OpKind::kRecv: {
+      auto c = conns_.find(op.conn);
+      if (c != conns_.end()) {
+        auto& rs = c->second.receivers;
+        rs.erase(std::remove(rs.begin(), rs.end(), op.state), rs.end());
+      }
+      break;
+    }
+    case OpKind::kAccept:
+      accept_waiters_.erase(std::remove(accept_waiters_.begin(), accept_waiters_.end(), op_id),
+                            accept_waiters_.end());
+      break;
+    case OpKind::kBarrier:
+      for (auto& [key, round] : barriers_) {
+        if (round.local_op == op_id) round.local_op = 0;
+      }
+      break;
+    case OpKind::kConnect: {
+      auto c = conns_.find(op.conn);
+      if (c != conns_.end()) {
+        by_wire_.erase({c->second.peer, c->second.wire_id});
+        conns_.erase(c);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  FinishOp(op_id, std::move(why));
+}
+
+void Engine::ExpireDeadlines(TimeNs now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    uint64_t op_id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = ops_.find(op_id);
+    if (it == ops_.end()) continue;
+    it->second.deadline_ns = kNever;  // its deadlines_ entry is gone already
+    StopOp(op_id, DeadlineExceededError("deadline exceeded"));
+  }
+}
+
+void Engine::Shutdown(const Status& why) {
+  shutdown_status_ = why.ok() ? CancelledError("engine shut down") : why;
+  std::vector<uint64_t> ids;
+  ids.reserve(ops_.size());
+  for (auto& [id, op] : ops_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    auto it = ops_.find(id);
+    if (it == ops_.end()) continue;
+    if (it->second.homa_id != 0 && homa_ != nullptr) homa_->Cancel(it->second.homa_id);
+    FinishOp(id, why);
+  }
+  conns_.clear();
+  by_wire_.clear();
+  accept_waiters_.clear();
+  barriers_.clear();
+}
+
+// ----------------------------------------------------------------- poll
+
+homa::PollResult Engine::Poll() {
+  homa::PollResult r = homa_->Poll();
+  homa::HomaEvent event;
+  while (homa_->PopEvent(&event)) {
+    ++r.work;
+    if (event.kind == homa::HomaEvent::Kind::kRequest) {
+      HandleRequest(event);
+    } else {
+      HandleReply(event);
+    }
+  }
+  TimeNs now = clock_.NowNs();
+  ExpireDeadlines(now);
+  if (!deadlines_.empty()) r.next_deadline = std::min(r.next_deadline, deadlines_.begin()->first);
+  RunCallbacks();
+  return r;
+}
+
+void Engine::HandleReply(homa::HomaEvent& event) {
+  uint64_t op_id = event.cookie;
+  auto it = ops_.find(op_id);
+  if (it == ops_.end()) return;  // cancelled or timed out meanwhile
+  Op& op = it->second;
+  op.homa_id = 0;
+  Status status;
+  Buffer payload;
+  if (event.kind == homa::HomaEvent::Kind::kFailed) {
+    status = std::move(event.status);
+  } else {
+    payload = std::move(event.message);
+    Result<Frame> frame = UnwrapFrame(payload);
+    if (!frame.ok() || frame->kind != FrameKind::kReply) {
+      status = InternalError("malformed reply from peer: " +
+                             (frame.ok() ? std::string("not a reply frame") : frame.status().message()));
+    } else {
+      status = StatusFromReply(frame->code, payload);
+    }
+  }
+  uint64_t value = 0;
+  switch (op.kind) {
+    case OpKind::kConnect: {
+      auto c = conns_.find(op.conn);
+      if (status.ok()) {
+        value = op.conn;
+      } else if (c != conns_.end()) {
+        by_wire_.erase({c->second.peer, c->second.wire_id});
+        conns_.erase(c);
+      }
+      break;
+    }
+    case OpKind::kSend: {
+      // A send that fails means the peer died or forgot the connection.
+      auto c = conns_.find(op.conn);
+      if (!status.ok() && c != conns_.end() && c->second.open) CloseConnection(c->second, status);
+      break;
+    }
+    default:
+      break;
+  }
+  Buffer message = (op.kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
+  FinishOp(op_id, std::move(status), std::move(message), value);
+}
+
+}  // namespace wharf::engine

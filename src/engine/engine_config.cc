@@ -1,0 +1,169 @@
+// Loading EngineConfig: a file layer and an overrides layer, read key by key.
+#include "engine/engine_config.h"
+
+#include <map>
+#include <string>
+
+#include "base/config.h"
+
+namespace wharf::engine {
+namespace {
+
+// Turns {"homa.unsched_bytes", "60000"} pairs into nested YAML text, each
+// value single-quoted so no value can change the document's structure.
+Result<std::string> OverridesToYaml(const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::map<std::string, std::map<std::string, std::string>> sections;
+  for (const auto& [key, value] : kv) {
+    size_t dot = key.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size() ||
+        key.find('.', dot + 1) != std::string::npos) {
+      return InvalidArgumentError("setting '" + key +
+                                  "': expected 'section.name' (e.g. homa.overcommit)");
+    }
+    if (value.find('\n') != std::string::npos) {
+      return InvalidArgumentError("setting '" + key + "': the value has a line break");
+    }
+    std::string quoted = "'";
+    for (char c : value) quoted += (c == '\'') ? std::string("''") : std::string(1, c);
+    quoted += "'";
+    sections[key.substr(0, dot)][key.substr(dot + 1)] = quoted;
+  }
+  std::string yaml;
+  for (const auto& [section, entries] : sections) {
+    yaml += section + ":\n";
+    for (const auto& [name, value] : entries) yaml += "  " + name + ": " + value + "\n";
+  }
+  return yaml;
+}
+
+// Reads each key from the overrides, falling back to the file, falling back
+// to the built-in default; both layers learn the key is known.
+class Layers {
+ public:
+  Layers(const ConfigDoc& file, const ConfigDoc& over) : file_(file), over_(over) {}
+
+  template <typename T, typename Get>
+  Status Read(T* field, Get get) {
+    Result<T> from_file = get(file_, *field);
+    if (!from_file.ok()) return from_file.status();
+    Result<T> from_over = get(over_, *from_file);
+    if (!from_over.ok()) return from_over.status();
+    *field = *from_over;
+    return OkStatus();
+  }
+
+ private:
+  const ConfigDoc& file_;
+  const ConfigDoc& over_;
+};
+
+template <typename T>
+Status Uint(Layers& l, std::string_view key, T* field, uint64_t max) {
+  uint64_t v = *field;
+  WHARF_RETURN_IF_ERROR(l.Read(&v, [&](const ConfigDoc& d, uint64_t def) {
+    return d.GetUint(key, def, max);
+  }));
+  *field = static_cast<T>(v);
+  return OkStatus();
+}
+
+template <typename T>
+Status Bytes(Layers& l, std::string_view key, T* field, uint64_t max) {
+  uint64_t v = *field;
+  WHARF_RETURN_IF_ERROR(l.Read(&v, [&](const ConfigDoc& d, uint64_t def) -> Result<uint64_t> {
+    WHARF_ASSIGN_OR_RETURN(uint64_t got, d.GetBytes(key, def));
+    if (got > max) {
+      return InvalidArgumentError(d.source_name() + ": " + std::string(key) + ": expected at most " +
+                                  std::to_string(max) + " bytes, got " + std::to_string(got));
+    }
+    return got;
+  }));
+  *field = static_cast<T>(v);
+  return OkStatus();
+}
+
+Status Int(Layers& l, std::string_view key, int* field, int min, int max) {
+  int64_t v = *field;
+  WHARF_RETURN_IF_ERROR(l.Read(&v, [&](const ConfigDoc& d, int64_t def) {
+    return d.GetInt(key, def, min, max);
+  }));
+  *field = static_cast<int>(v);
+  return OkStatus();
+}
+
+Status Duration(Layers& l, std::string_view key, DurationNs* field) {
+  return l.Read(field, [&](const ConfigDoc& d, DurationNs def) { return d.GetDuration(key, def); });
+}
+
+Status Bool(Layers& l, std::string_view key, bool* field) {
+  return l.Read(field, [&](const ConfigDoc& d, bool def) { return d.GetBool(key, def); });
+}
+
+}  // namespace
+
+Result<EngineConfig> LoadEngineConfig(
+    const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  WHARF_ASSIGN_OR_RETURN(ConfigDoc file_doc,
+                         file.empty() ? ConfigDoc::Parse("", "<no config file>")
+                                      : ConfigDoc::LoadFile(file));
+  WHARF_ASSIGN_OR_RETURN(std::string yaml, OverridesToYaml(overrides));
+  WHARF_ASSIGN_OR_RETURN(ConfigDoc over_doc, ConfigDoc::Parse(yaml, "settings"));
+  Layers l(file_doc, over_doc);
+  EngineConfig c;
+  homa::HomaConfig& h = c.homa;
+  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.max_message_bytes", &h.max_message_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.unsched_bytes", &h.unsched_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.overcommit", &h.overcommit, 1, 64));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.max_incoming_bytes", &h.max_incoming_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.grant_fifo_permille", &h.grant_fifo_permille, 0, 1000));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.fifo_grant_bytes", &h.fifo_grant_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Uint(l, "homa.cutoff_version", &h.cutoff_version, UINT16_MAX));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.max_sched_priority", &h.max_sched_priority, 0, 7));
+  WHARF_RETURN_IF_ERROR(Uint(l, "homa.control_priority", &h.control_priority, 7));
+  WHARF_RETURN_IF_ERROR(l.Read(&h.link_bps, [](const ConfigDoc& d, uint64_t def) {
+    return d.GetRate("homa.link_rate", def);
+  }));
+  WHARF_RETURN_IF_ERROR(Duration(l, "homa.max_nic_backlog", &h.max_nic_backlog_ns));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.pacer_bypass_bytes", &h.pacer_bypass_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Duration(l, "homa.tick", &h.tick_ns));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.resend_ticks", &h.resend_ticks, 1, 1'000'000));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.resend_interval_ticks", &h.resend_interval_ticks, 1, 1'000'000));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.timeout_ticks", &h.timeout_ticks, 2, 100'000'000));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.need_ack_ticks", &h.need_ack_ticks, 1, 1'000'000));
+  WHARF_RETURN_IF_ERROR(
+      Bytes(l, "homa.max_incoming_buffer_bytes", &h.max_incoming_buffer_bytes, UINT64_MAX));
+  {
+    std::vector<std::string> defaults;
+    for (uint32_t v : h.unsched_cutoffs) defaults.push_back(std::to_string(v));
+    std::vector<std::string> cutoffs = defaults;
+    WHARF_RETURN_IF_ERROR(l.Read(&cutoffs, [](const ConfigDoc& d, std::vector<std::string> def) {
+      return d.GetStringList("homa.unsched_cutoffs", std::move(def));
+    }));
+    if (cutoffs.size() != h.unsched_cutoffs.size()) {
+      return InvalidArgumentError("homa.unsched_cutoffs: expected 8 byte counts (priority 0..7), got " +
+                                  std::to_string(cutoffs.size()));
+    }
+    for (size_t i = 0; i < cutoffs.size(); ++i) {
+      char* end = nullptr;
+      unsigned long long v = std::strtoull(cutoffs[i].c_str(), &end, 10);
+      if (cutoffs[i].empty() || *end != '\0' || v > UINT32_MAX) {
+        return InvalidArgumentError("homa.unsched_cutoffs[" + std::to_string(i) +
+                                    "]: expected a byte count, got '" + cutoffs[i] + "'");
+      }
+      h.unsched_cutoffs[i] = static_cast<uint32_t>(v);
+    }
+  }
+  WHARF_RETURN_IF_ERROR(Uint(l, "udp.mtu", &c.mtu, 65535));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "udp.recv_buffer_bytes", &c.recv_buffer_bytes, INT32_MAX));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "udp.send_buffer_bytes", &c.send_buffer_bytes, INT32_MAX));
+  WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
+  WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
+  WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",
+                              &c.limits.max_queued_bytes_per_connection, UINT64_MAX));
+  WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
+  WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
+  return c;
+}
+
+}  // namespace wharf::engine

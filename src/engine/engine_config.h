@@ -1,0 +1,38 @@
+// engine/engine_config.h: EngineConfig, every setting of an endpoint's engine
+// (protocol, UDP socket, engine limits, polling), and its loading from a YAML
+// file plus "key=value" overrides. docs/configuration.md lists the keys.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "engine/engine.h"
+#include "homa/config.h"
+#include "wharf/result.h"
+
+namespace wharf::engine {
+
+struct EngineConfig {
+  homa::HomaConfig homa;
+  // UDP socket (udp.*).
+  size_t mtu = 1500;
+  uint64_t recv_buffer_bytes = 4 << 20;
+  uint64_t send_buffer_bytes = 4 << 20;
+  bool gso = true;
+  bool gro = true;
+  // How long a waiting thread polls before it sleeps (endpoint.spin). Spin
+  // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
+  // this class of machine, so the default is about a few RTTs.
+  DurationNs spin_ns = 50 * kNsPerUs;
+  EngineLimits limits;
+};
+
+// Loads `file` (empty: none) then applies `overrides` ({"homa.overcommit",
+// "4"}). Every error names the source, the key, what was expected and what
+// was found; unknown keys are errors too.
+Result<EngineConfig> LoadEngineConfig(
+    const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace wharf::engine

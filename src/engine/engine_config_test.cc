@@ -1,0 +1,85 @@
+#include "engine/engine_config.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace wharf::engine {
+namespace {
+
+std::string WriteTemp(const std::string& text) {
+  std::string path = "/tmp/wharf_engine_config_" + std::to_string(getpid()) + "_" +
+                     std::to_string(reinterpret_cast<uintptr_t>(&text)) + ".yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(EngineConfigTest, DefaultsWithoutFileOrOverrides) {
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->homa.overcommit, 8);
+  EXPECT_EQ(c->mtu, 1500u);
+}
+
+TEST(EngineConfigTest, FileThenOverrides) {
+  std::string path = WriteTemp(
+      "homa:\n  overcommit: 4\n  unsched_bytes: 40KB\n  link_rate: 10Gbps\n  tick: 2ms\n"
+      "udp:\n  mtu: 9000\n");
+  auto c = LoadEngineConfig(path, {{"homa.overcommit", "6"}, {"endpoint.spin", "10us"}});
+  std::remove(path.c_str());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->homa.overcommit, 6);
+  EXPECT_EQ(c->homa.unsched_bytes, 40'000u);
+  EXPECT_EQ(c->homa.link_bps, 10'000'000'000u);
+  EXPECT_EQ(c->homa.tick_ns, 2 * kNsPerMs);
+  EXPECT_EQ(c->mtu, 9000u);
+  EXPECT_EQ(c->spin_ns, 10 * kNsPerUs);
+}
+
+TEST(EngineConfigTest, UnknownKeyNamesFileLineAndSuggestion) {
+  std::string path = WriteTemp("homa:\n  overcomit: 4\n");
+  auto c = LoadEngineConfig(path, {});
+  std::remove(path.c_str());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(":2:"), std::string::npos) << c.status();
+  EXPECT_NE(c.status().message().find("homa.overcommit"), std::string::npos) << c.status();
+}
+
+TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
+  auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("homa.link_rate"), std::string::npos) << c.status();
+  auto d = LoadEngineConfig("", {{"homa.overcommit", "0"}});
+  EXPECT_FALSE(d.ok());
+  auto e = LoadEngineConfig("", {{"overcommit", "3"}});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("section.name"), std::string::npos);
+}
+
+TEST(EngineConfigTest, OverrideValuesCannotInjectStructure) {
+  auto c = LoadEngineConfig("", {{"homa.overcommit", "4\nudp:\n  mtu: 1"}});
+  EXPECT_FALSE(c.ok());
+  auto d = LoadEngineConfig("", {{"homa.overcommit", "{a: 1}"}});
+  EXPECT_FALSE(d.ok());
+}
+
+TEST(EngineConfigTest, CutoffsNeedEightEntries) {
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok());
+  std::string path = WriteTemp("homa:\n  unsched_cutoffs: [1, 2, 3]\n");
+  auto d = LoadEngineConfig(path, {});
+  std::remove(path.c_str());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("expected 8"), std::string::npos);
+}
+
+TEST(EngineConfigTest, MissingFileIsNotFound) {
+  auto c = LoadEngineConfig("/nonexistent/wharf.yaml", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace wharf::engine

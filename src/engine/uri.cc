@@ -1,0 +1,59 @@
+// ParseUri: scheme split, then numeric parse or a one-time name lookup.
+#include "engine/uri.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <memory>
+
+namespace wharf::engine {
+namespace {
+
+constexpr std::string_view kSchemes[] = {"homa"};
+
+}  // namespace
+
+Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
+  Uri uri;
+  std::string_view rest = text;
+  size_t sep = text.find("://");
+  if (sep != std::string_view::npos) {
+    uri.scheme = std::string(text.substr(0, sep));
+    rest = text.substr(sep + 3);
+  } else {
+    uri.scheme = std::string(default_scheme);
+  }
+  bool known = false;
+  for (std::string_view s : kSchemes) known |= (s == uri.scheme);
+  if (!known) {
+    return InvalidArgumentError("address '" + std::string(text) + "': unknown scheme '" +
+                                uri.scheme + "' (this build speaks homa://)");
+  }
+  Result<transport::NetAddress> numeric = transport::NetAddress::Parse(rest);
+  if (numeric.ok()) {
+    uri.address = *numeric;
+    return uri;
+  }
+  // Not numeric: resolve "name:port" once.
+  size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || rest.empty() || rest.front() == '[') {
+    return numeric.status();
+  }
+  std::string host(rest.substr(0, colon));
+  std::string port(rest.substr(colon + 1));
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return InvalidArgumentError("address '" + std::string(text) + "': cannot resolve '" + host +
+                                "': " + gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
+  WHARF_ASSIGN_OR_RETURN(uri.address, transport::NetAddress::FromSockaddr(found->ai_addr,
+                                                                           found->ai_addrlen));
+  return uri;
+}
+
+}  // namespace wharf::engine

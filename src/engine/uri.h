@@ -1,0 +1,22 @@
+// engine/uri.h: wharf addresses: "homa://HOST:PORT", or "HOST:PORT" with the
+// default scheme. HOST is numeric IPv4, [IPv6], or a name resolved here (the
+// control path; never per message).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "transport/net_address.h"
+#include "wharf/result.h"
+
+namespace wharf::engine {
+
+struct Uri {
+  std::string scheme;  // "homa"
+  transport::NetAddress address;
+};
+
+// Schemes this build understands; an unknown one is InvalidArgument listing them.
+Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme = "homa");
+
+}  // namespace wharf::engine

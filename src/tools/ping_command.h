@@ -1,0 +1,32 @@
+// `wharf ping`: measures RPC round trips to a `wharf serve`, like ping(8):
+// count, size, interval and concurrency; prints RTT percentiles, loss and
+// rate, with a progress line on stderr for long runs. Every echo is checked
+// byte for byte.
+#pragma once
+
+#include <string>
+
+#include "tools/common_flags.h"
+
+namespace CLI {
+class App;
+}
+
+namespace wharf::tools {
+
+struct PingOptions {
+  std::string target;
+  int count = 10;
+  size_t size = 64;
+  double interval_s = 0;    // between sends (per slot); 0 = back to back
+  int concurrency = 1;      // RPCs in flight at once
+  double timeout_s = 5;     // per RPC
+  bool quiet = false;       // no progress line
+  bool server_stats = false;  // ask the server how often it ran our requests
+  EndpointFlags endpoint;
+};
+
+void AddPingFlags(CLI::App& app, PingOptions& options);
+int RunPing(const PingOptions& options);
+
+}  // namespace wharf::tools

@@ -1,0 +1,25 @@
+// `wharf serve`: an echo server. Answers the echo RPC (method 1) and a stats
+// RPC (method 2), and echoes every message on accepted connections. Counts
+// how often each request id ran, so tests can check exactly-once execution.
+#pragma once
+
+#include <string>
+
+#include "tools/common_flags.h"
+
+namespace CLI {
+class App;
+}
+
+namespace wharf::tools {
+
+struct ServeOptions {
+  std::string listen = "homa://0.0.0.0:4000";
+  double duration_s = 0;  // 0 = until SIGINT/SIGTERM
+  EndpointFlags endpoint;
+};
+
+void AddServeFlags(CLI::App& app, ServeOptions& options);
+int RunServe(const ServeOptions& options);
+
+}  // namespace wharf::tools
