@@ -17,7 +17,8 @@ namespace wharf::engine {
 struct EngineConfig {
   homa::HomaConfig homa;
   // UDP socket (udp.*).
-  size_t mtu = 1500;
+  // Upper bound; each peer's path MTU applies when smaller.
+  size_t mtu = 65535;
   uint64_t recv_buffer_bytes = 4 << 20;
   uint64_t send_buffer_bytes = 4 << 20;
   bool gso = true;

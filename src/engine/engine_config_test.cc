@@ -20,7 +20,7 @@ TEST(EngineConfigTest, DefaultsWithoutFileOrOverrides) {
   auto c = LoadEngineConfig("", {});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->homa.overcommit, 8);
-  EXPECT_EQ(c->mtu, 1500u);
+  EXPECT_EQ(c->mtu, 65535u);
 }
 
 TEST(EngineConfigTest, FileThenOverrides) {

@@ -26,7 +26,7 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     ++stats_.wrong_port;
     return;
   }
-  Peer& peer = peers_.Get(from);
+  Peer& peer = PeerFor(from);
   const wire::Body& body = packet->body;
   if (const auto* data = std::get_if<wire::Data>(&body)) {
     HandleData(peer, common, *data);

@@ -58,7 +58,6 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
       net_(net),
       clock_(clock),
       port_(net->LocalAddress().port()),
-      packet_payload_bytes_(static_cast<uint32_t>(net->MaxDatagramBytes() - wire::kDataHeaderBytes)),
       peers_(config_),
       grants_(config.overcommit, config.max_sched_priority),
       pacer_(config.link_bps, config.max_nic_backlog_ns),
@@ -87,11 +86,11 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
   }
   uint64_t id = next_client_id_;
   next_client_id_ += 2;
-  Peer& peer = peers_.Get(server);
+  Peer& peer = PeerFor(server);
   Rpc& rpc = NewRpc(id, RpcState::kClientSending, peer, server.port());
   rpc.cookie = cookie;
   uint32_t length = static_cast<uint32_t>(request.size());
-  rpc.out.emplace(std::move(request), config_.unsched_bytes, packet_payload_bytes_,
+  rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
                   peer.UnschedPriority(length));
   peer.outstanding[server.port()].insert(id);
   QueueForSend(rpc);
@@ -118,7 +117,7 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
                                 std::to_string(config_.max_message_bytes) + ")");
   }
   uint32_t length = static_cast<uint32_t>(response.size());
-  rpc.out.emplace(std::move(response), config_.unsched_bytes, packet_payload_bytes_,
+  rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
                   rpc.peer->UnschedPriority(length));
   rpc.state = RpcState::kServerSending;
   rpc.silent_ticks = 0;
@@ -300,15 +299,16 @@ void HomaTransport::RunGrantPass() {
   std::vector<GrantScheduler::Ranked> active = grants_.ActiveSet();
   if (active.empty()) return;
   // Homa's dynamic window: share max_incoming among the active messages.
-  uint64_t window = std::max<uint64_t>(packet_payload_bytes_,
-                                       config_.max_incoming_bytes / (active.size() + 1));
+  const uint64_t share = config_.max_incoming_bytes / (active.size() + 1);
   for (const auto& ranked : active) {
     Rpc& rpc = *by_handle_.at(ranked.id);
     IncomingMessage& in = *rpc.in;
+    const uint32_t packet = rpc.peer->payload_bytes;
+    uint64_t window = std::max<uint64_t>(packet, share);
     uint64_t target = std::min<uint64_t>(in.length(), in.received_bytes() + window);
     if (target <= in.granted()) continue;
     // Grant in whole packets (or the tail) so the sender never sends runts.
-    if (target - in.granted() < packet_payload_bytes_ && target != in.length()) continue;
+    if (target - in.granted() < packet && target != in.length()) continue;
     srpt_granted_since_fifo_ += target - in.granted();
     SendGrant(rpc, static_cast<uint32_t>(target), ranked.priority);
   }
@@ -367,6 +367,16 @@ Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t pee
     server_rpcs_[key] = std::move(rpc);
   }
   return ref;
+}
+
+Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
+  Peer& peer = peers_.Get(addr);
+  if (peer.payload_bytes == 0) {
+    size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), tx_slot_bytes_);
+    peer.payload_bytes = static_cast<uint32_t>(
+        datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
+  }
+  return peer;
 }
 
 uint64_t HomaTransport::ClientFloor(Peer& peer, uint16_t server_port) const {

@@ -122,6 +122,8 @@ class HomaTransport {
   void HandleNeedAck(Peer& peer, const wire::CommonHeader& common);
   void HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack);
   void AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor);
+  // The peer at `addr`, created (with its path's packet size) on first use.
+  Peer& PeerFor(const transport::NetAddress& addr);
   // The RPC a packet from `peer` is about, or nullptr.
   Rpc* FindRpcFor(Peer& peer, const wire::CommonHeader& common);
 
@@ -161,7 +163,6 @@ class HomaTransport {
   transport::Datagram* net_;
   const Clock& clock_;
   uint16_t port_;
-  uint32_t packet_payload_bytes_;  // DATA payload per packet
 
   PeerTable peers_;
   uint64_t next_client_id_;

@@ -36,6 +36,9 @@ struct ClientRecord {
 struct Peer {
   transport::NetAddress addr;
   uint64_t id = 0;  // small unique number, the grant scheduler's peer key
+  // Message bytes per DATA packet to this peer: its path's datagram limit
+  // minus the DATA header (set when the peer is first seen).
+  uint32_t payload_bytes = 0;
   // The peer's cutoffs: priority for our unscheduled data to it. Until it
   // sends CUTOFFS we assume ours.
   std::array<uint32_t, wire::kNumPriorities> cutoffs{};

@@ -37,9 +37,13 @@ class Datagram {
   // The address peers send to (with the bound port resolved).
   virtual NetAddress LocalAddress() const = 0;
 
-  // Largest datagram payload that goes out unfragmented on this path
-  // (e.g. MTU 1500 - IP - UDP headers). Protocol packets never exceed it.
+  // Largest datagram payload this transport sends or receives at all (e.g.
+  // MTU 1500 - IP - UDP headers). Protocol packets never exceed it.
   virtual size_t MaxDatagramBytes() const = 0;
+
+  // Largest payload that reaches `to` unfragmented: the path's limit, at most
+  // MaxDatagramBytes(). Control path: called once per new peer.
+  virtual size_t MaxDatagramBytesTo(const NetAddress& /*to*/) { return MaxDatagramBytes(); }
 
   // Sends a batch in order. Returns how many were accepted; fewer than
   // batch.size() means the socket is full (try the rest later). A datagram

@@ -89,6 +89,34 @@ UdpDatagram::UdpDatagram(int fd, const UdpOptions& options)
 
 UdpDatagram::~UdpDatagram() { close(fd_); }
 
+size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
+  auto cached = path_max_bytes_.find(to);
+  if (cached != path_max_bytes_.end()) return cached->second;
+  size_t result = max_datagram_bytes_;
+  // connect() on a UDP socket only looks up the route; IP_MTU then reports
+  // that route's MTU. Nothing is sent.
+  const bool v6 = to.is_v6();
+  int probe = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (probe >= 0) {
+    sockaddr_storage address;
+    auto len = static_cast<socklen_t>(to.ToSockaddr(&address));
+    int mtu = 0;
+    socklen_t mtu_len = sizeof(mtu);
+    if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0 &&
+        getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu,
+                   &mtu_len) == 0 &&
+        mtu > 0) {
+      const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
+      if (static_cast<size_t>(mtu) > headers) {
+        result = std::min(result, static_cast<size_t>(mtu) - headers);
+      }
+    }
+    close(probe);
+  }
+  path_max_bytes_.emplace(to, result);
+  return result;
+}
+
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
   const NetAddress& bind_address = options.bind;
   const std::string where = "UDP socket on " + bind_address.ToString();

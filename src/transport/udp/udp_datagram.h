@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/datagram.h"
@@ -39,9 +40,12 @@ struct UdpOptions {
   // senders at once. As root the request bypasses net.core.[rw]mem_max.
   int recv_buffer_bytes = 4 << 20;
   int send_buffer_bytes = 4 << 20;
-  // Link MTU of the path; MaxDatagramBytes() is this minus the IP (20 or 40)
-  // and UDP (8) headers. IPv4: 68..65535, IPv6: 1280..65535.
-  size_t mtu = 1500;
+  // Largest MTU to use; MaxDatagramBytes() is this minus the IP (20 or 40)
+  // and UDP (8) headers. Towards each destination the route's own MTU
+  // applies when smaller (MaxDatagramBytesTo), so the default lets loopback
+  // use 64 KiB datagrams and a 1500-byte Ethernet path 1472-byte ones.
+  // IPv4: 68..65535, IPv6: 1280..65535.
+  size_t mtu = 65535;
   // Use UDP GSO / GRO when the kernel supports them (probed at Open).
   bool enable_gso = true;
   bool enable_gro = true;
@@ -107,6 +111,9 @@ class UdpDatagram final : public Datagram {
   // so wait on it level-triggered.
   Result<size_t> Receive(std::span<InDatagram> out) override;
   int ReadableFd() const override { return fd_; }
+  // The route's MTU towards `to` (asked of the kernel once per destination
+  // through a connected probe socket, then cached), capped by UdpOptions::mtu.
+  size_t MaxDatagramBytesTo(const NetAddress& to) override;
 
   // Whether sends currently coalesce with GSO (probed at Open; turns false
   // if the kernel later rejects a GSO send).
@@ -156,6 +163,7 @@ class UdpDatagram final : public Datagram {
   const udp::GsoLimits gso_limits_;
   NetAddress local_;
   size_t max_datagram_bytes_ = 0;
+  std::unordered_map<NetAddress, size_t> path_max_bytes_;  // MaxDatagramBytesTo cache
   bool gso_ = false;
   bool gro_ = false;
   int recv_buffer_bytes_ = 0;

@@ -159,12 +159,27 @@ class UdpDatagramTest : public testing::TestWithParam<Family> {
 INSTANTIATE_TEST_SUITE_P(Families, UdpDatagramTest, testing::Values(Family::kIpv4, Family::kIpv6),
                          FamilyName);
 
+TEST_P(UdpDatagramTest, PathLimitFollowsTheRouteMtuCappedByTheOption) {
+  // Loopback's MTU is 65536: the cap (the option) decides.
+  UdpOptions jumbo = OptionsFor(family());
+  jumbo.mtu = 9000;
+  auto socket = MustOpen(jumbo);
+  ASSERT_NE(socket, nullptr);
+  NetAddress peer = Loopback(family(), 9);
+  EXPECT_EQ(socket->MaxDatagramBytesTo(peer), socket->MaxDatagramBytes());
+  auto wide = MustOpen(OptionsFor(family()));
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(wide->MaxDatagramBytesTo(peer), family() == Family::kIpv4 ? 65507u : 65487u);
+  EXPECT_EQ(wide->MaxDatagramBytesTo(peer), wide->MaxDatagramBytesTo(peer));  // cached
+}
+
 TEST_P(UdpDatagramTest, OpenBindsAnEphemeralPortAndSizesDatagramsFromTheMtu) {
   auto socket = MustOpen(OptionsFor(family()));
   ASSERT_NE(socket, nullptr);
   EXPECT_NE(socket->LocalAddress().port(), 0);
   EXPECT_EQ(socket->LocalAddress(), Loopback(family(), socket->LocalAddress().port()));
-  EXPECT_EQ(socket->MaxDatagramBytes(), family() == Family::kIpv4 ? 1472u : 1452u);
+  // The default mtu is the 65535 ceiling; paths narrow it per destination.
+  EXPECT_EQ(socket->MaxDatagramBytes(), family() == Family::kIpv4 ? 65507u : 65487u);
   EXPECT_GE(socket->ReadableFd(), 0);
   // 4 MiB requested; as root the kernel reports twice that, otherwise at
   // least the doubled default ceiling.
