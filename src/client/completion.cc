@@ -28,6 +28,10 @@ Status Completion::Wait(std::chrono::nanoseconds timeout) {
   if (!done()) {
     auto driver = state_->driver.lock();
     if (driver == nullptr) return CancelledError("the endpoint is gone");
+    if (driver->InCallback()) {
+      return FailedPreconditionError(
+          "blocking wait inside a handler or callback of the same endpoint; use OnComplete");
+    }
     TimeNs deadline = kNever;
     if (timeout != kForever) deadline = driver->NowNs() + timeout.count();
     bool finished = driver->AwaitUntil(

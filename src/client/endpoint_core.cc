@@ -4,6 +4,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,9 +49,12 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->address_ = engine::Engine::Uri(core->udp_->LocalAddress());
 
   core->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  core->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   core->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (core->wake_fd_ < 0 || core->epoll_fd_ < 0) return ErrnoToStatus(errno, "endpoint: epoll setup");
-  for (int fd : {core->udp_->ReadableFd(), core->wake_fd_}) {
+  if (core->wake_fd_ < 0 || core->timer_fd_ < 0 || core->epoll_fd_ < 0) {
+    return ErrnoToStatus(errno, "endpoint: epoll setup");
+  }
+  for (int fd : {core->udp_->ReadableFd(), core->wake_fd_, core->timer_fd_}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -65,6 +69,7 @@ EndpointCore::~EndpointCore() {
   Close();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (timer_fd_ >= 0) close(timer_fd_);
 }
 
 void EndpointCore::Close() {
@@ -87,9 +92,26 @@ int EndpointCore::PollOnce() {
   if (polling_ == this) return 0;  // a callback inside our own Poll
   std::lock_guard<std::recursive_mutex> lock(mu_);
   if (closed_) return 0;
+  // Clear a fired timer and the wake counter: fd() is level-triggered.
+  uint64_t drained;
+  if (timer_armed_ns_ != kNever && read(timer_fd_, &drained, sizeof(drained)) > 0) {
+    timer_armed_ns_ = kNever;
+  }
+  if (read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
   polling_ = this;
   homa::PollResult r = engine_->Poll();
   polling_ = nullptr;
+  // Applications that sleep in their own epoll on fd() must be woken for the
+  // next deadline too; re-arm only when it moved (a syscall).
+  if (r.next_deadline != timer_armed_ns_ && r.next_deadline != kNever) {
+    itimerspec spec{};
+    TimeNs at = std::max<TimeNs>(r.next_deadline, 1);
+    spec.it_value.tv_sec = static_cast<time_t>(at / kNsPerSec);
+    spec.it_value.tv_nsec = static_cast<long>(at % kNsPerSec);
+    if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
+      timer_armed_ns_ = r.next_deadline;
+    }
+  }
   return r.work;
 }
 
@@ -112,15 +134,18 @@ void EndpointCore::Sleep(TimeNs until_ns) {
   epoll_event events[4];
   int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
   for (int i = 0; i < n; ++i) {
-    if (events[i].data.fd == wake_fd_) {
+    int fd = events[i].data.fd;
+    if (fd == wake_fd_ || fd == timer_fd_) {
       uint64_t drained;
-      ssize_t r = read(wake_fd_, &drained, sizeof(drained));
-      (void)r;
+      if (read(fd, &drained, sizeof(drained)) > 0 && fd == timer_fd_) timer_armed_ns_ = kNever;
     }
   }
 }
 
 bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
+  // Inside our own handler or callback only that same thread could make the
+  // progress we would wait for.
+  if (polling_ == this) return done();
   TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
   while (true) {
     if (done()) return true;

@@ -59,6 +59,7 @@ class EndpointCore final : public engine::ProgressDriver,
   int PollOnce() override;
   bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) override;
   TimeNs NowNs() const override { return clock_.NowNs(); }
+  bool InCallback() const override { return polling_ == this; }
   void CancelOp(uint64_t op_id) override;
 
   // Deadline `timeout` from now, kNever for "forever".
@@ -79,6 +80,10 @@ class EndpointCore final : public engine::ProgressDriver,
   std::unique_ptr<engine::Engine> engine_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
+  // Armed by PollOnce to the engine's next deadline, so that fd() also
+  // becomes readable when a timer is due (for applications' epoll loops).
+  int timer_fd_ = -1;
+  std::atomic<TimeNs> timer_armed_ns_{kNever};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};

@@ -2,6 +2,8 @@
 // one process (a server thread runs one of them).
 #include "wharf/endpoint.h"
 
+#include <poll.h>
+
 #include <atomic>
 #include <thread>
 
@@ -247,6 +249,46 @@ TEST(EndpointTest, BarrierWithThreeMembersInOneProcess) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(passed.load(), 3);
+}
+
+TEST(EndpointTest, BlockingInsideAHandlerFailsInsteadOfDeadlocking) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  Endpoint* self = server.get();
+  ASSERT_TRUE(server
+                  ->Serve(1,
+                          [self](const RpcContext&, Buffer) -> Result<Buffer> {
+                            // Calls back into the endpoint that runs this handler.
+                            auto inner = self->Call(self->address(), 2, Buffer());
+                            return Buffer::Copy(inner.status().ToString());
+                          })
+                  .ok());
+  ServerThread st(*server);
+  auto r = client->Call(server->address(), 1, Buffer());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->AsStringView().find("FAILED_PRECONDITION"), std::string_view::npos)
+      << r->AsStringView();
+}
+
+TEST(EndpointTest, FdWakesForTimersSoAnEpollLoopDrivesTimeouts) {
+  auto client = Endpoint::Open({.address = "homa://127.0.0.1:0",
+                                .settings = {{"homa.timeout_ticks", "10"}}});
+  ASSERT_TRUE(client.ok());
+  std::string dead;
+  {
+    auto gone = OpenLoopback();
+    dead = gone->address();
+  }
+  Completion c = (*client)->ICall(dead, 1, Buffer::Copy("x"), {.deadline = 0s});
+  // Only the application's own poll(2) on fd() and Poll(): no Wait().
+  pollfd pfd{(*client)->fd(), POLLIN, 0};
+  auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (!c.done() && std::chrono::steady_clock::now() < give_up) {
+    (*client)->Poll();
+    ::poll(&pfd, 1, 1000);
+  }
+  ASSERT_TRUE(c.done());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable) << c.status();
 }
 
 TEST(EndpointTest, GroupJoinValidatesRank) {

@@ -25,6 +25,9 @@ class ProgressDriver {
   // driver's clock); spins briefly, then sleeps. False on timeout.
   virtual bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) = 0;
   virtual TimeNs NowNs() const = 0;
+  // True on a thread that is running a handler or callback of this engine:
+  // blocking there would wait for work only that same thread can do.
+  virtual bool InCallback() const = 0;
   // Asks the engine to stop operation `op_id` with kCancelled.
   virtual void CancelOp(uint64_t op_id) = 0;
 };

@@ -130,6 +130,7 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Int(l, "homa.resend_interval_ticks", &h.resend_interval_ticks, 1, 1'000'000));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.timeout_ticks", &h.timeout_ticks, 2, 100'000'000));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.need_ack_ticks", &h.need_ack_ticks, 1, 1'000'000));
+  WHARF_RETURN_IF_ERROR(Int(l, "homa.max_restarts", &h.max_restarts, 0, 1'000'000));
   WHARF_RETURN_IF_ERROR(
       Bytes(l, "homa.max_incoming_buffer_bytes", &h.max_incoming_buffer_bytes, UINT64_MAX));
   {

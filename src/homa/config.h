@@ -61,6 +61,9 @@ struct HomaConfig {
   int resend_interval_ticks = 5;
   int timeout_ticks = 100;
   int need_ack_ticks = 2;
+  // A client whose request the server keeps answering with RPC_UNKNOWN
+  // restarts it at most this often, then fails the RPC with kUnavailable.
+  int max_restarts = 10;
 
   // Memory bound for incoming messages across all RPCs: a new incoming
   // message that would exceed it is dropped (the sender retries later).

@@ -183,7 +183,14 @@ void HomaTransport::HandleGrant(Peer& peer, const wire::CommonHeader& common,
   Rpc* rpc = FindRpcFor(peer, common);
   if (rpc == nullptr || !rpc->out) return;
   rpc->silent_ticks = 0;
-  if (rpc->out->HandleGrant(grant.offset, grant.priority)) QueueForSend(*rpc);
+  if (rpc->out->HandleGrant(grant.offset, grant.priority)) {
+    QueueForSend(*rpc);
+  } else if (!rpc->out->HasPacketReady()) {
+    // A repeated grant is the receiver's keep-alive while it serves other
+    // messages first: answer that we are still here.
+    EmitControl(peer.addr, common.sport, rpc->id, wire::Busy{});
+    ++stats_.busy_sent;
+  }
 }
 
 void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
@@ -222,7 +229,16 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
     return;
   }
   if (rpc->state == RpcState::kClientSending && rpc->out) {
-    // The server never got our request (or lost it): send it all again.
+    // The server never got our request (or dropped it): send it all again,
+    // but not forever: a server that keeps refusing it (e.g. the request is
+    // over its homa.max_message_bytes) makes the RPC fail.
+    if (++rpc->restarts > config_.max_restarts) {
+      FailClientRpc(*rpc, UnavailableError(
+                              "homa: server " + peer.addr.ToString() + " dropped request " +
+                              std::to_string(rpc->id) + " " + std::to_string(rpc->restarts) +
+                              " times (is it larger than the server's homa.max_message_bytes?)"));
+      return;
+    }
     rpc->out->Restart();
     rpc->silent_ticks = 0;
     ++stats_.restarts;

@@ -19,7 +19,7 @@ Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
     return InvalidArgumentError("homa." + key + ": " + why);
   };
   if (max_datagram <= wire::kDataHeaderBytes) {
-    return bad("mtu", "datagrams of " + std::to_string(max_datagram) +
+    return InvalidArgumentError("udp.mtu: datagrams of " + std::to_string(max_datagram) +
                           " bytes cannot carry a DATA header (" +
                           std::to_string(wire::kDataHeaderBytes) + " bytes)");
   }
@@ -38,7 +38,7 @@ Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
   if (c.timeout_ticks <= c.resend_ticks) {
     return bad("timeout_ticks", "must exceed resend_ticks (" + std::to_string(c.resend_ticks) + ")");
   }
-  if (c.link_bps == 0) return bad("link_bps", "must be positive");
+  if (c.link_bps == 0) return bad("link_rate", "must be positive");
   return OkStatus();
 }
 

@@ -46,9 +46,11 @@ DataSlice OutgoingMessage::NextPacket() {
 }
 
 bool OutgoingMessage::HandleGrant(uint32_t offset, uint8_t priority) {
-  sched_priority_ = priority;
   uint32_t clamped = std::min(offset, length());
-  if (clamped <= granted_) return false;
+  // A stale (reordered) grant must not change the priority either.
+  if (clamped < granted_) return false;
+  sched_priority_ = priority;
+  if (clamped == granted_) return false;
   granted_ = clamped;
   return true;
 }

@@ -63,6 +63,16 @@ TEST(OutgoingMessageTest, GrantsReleaseMoreAndNeverShrink) {
   EXPECT_TRUE(m.FullySent());
 }
 
+TEST(OutgoingMessageTest, StaleGrantChangesNeitherOffsetNorPriority) {
+  OutgoingMessage m(Bytes(10'000), 1000, 1000, 6);
+  Drain(m);
+  EXPECT_TRUE(m.HandleGrant(5000, 3));
+  EXPECT_FALSE(m.HandleGrant(3000, 0));  // reordered: older and lower
+  DataSlice s = m.NextPacket();
+  EXPECT_EQ(s.priority, 3);
+  EXPECT_EQ(m.granted(), 5000u);
+}
+
 TEST(OutgoingMessageTest, ResendQueuesSentBytesFirstAndMarksRetransmit) {
   OutgoingMessage m(Bytes(5000), 5000, 1000, 6);
   Drain(m);

@@ -48,6 +48,8 @@ struct Rpc {
 
   // Timer ticks since the peer last sent anything for this RPC.
   int silent_ticks = 0;
+  // Client: times the request was restarted after RPC_UNKNOWN.
+  int restarts = 0;
   // Position in the SRPT send queue, when queued.
   bool in_send_queue = false;
   uint32_t send_queue_key = 0;

@@ -78,9 +78,15 @@ void HomaTransport::SendResend(Rpc& rpc) {
   if (rpc.in) {
     auto gap = rpc.in->FirstGap();
     if (!gap) {
-      // Everything granted has arrived and the sender waits for us: make
-      // sure a grant pass runs (it is what moves this message on).
+      // Everything granted has arrived: the sender waits for us, because
+      // the grant scheduler is serving other messages first. Make sure a
+      // grant pass runs, and repeat our last GRANT as a keep-alive: the
+      // sender answers BUSY, so neither side takes our own scheduling for
+      // the other's death.
       grants_dirty_ = true;
+      EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id,
+                  wire::Grant{rpc.in->granted(), static_cast<uint8_t>(config_.max_sched_priority), 0});
+      ++stats_.grants_sent;
       return;
     }
     resend.offset = gap->first;

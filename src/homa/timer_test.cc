@@ -129,6 +129,48 @@ TEST(TimerTest, CancelledRpcProducesNoEventAndServerIsReleased) {
   EXPECT_EQ(b.homa->num_server_rpcs(), 0u);
 }
 
+TEST(TimerTest, ResponseStarvedByOurOwnGrantsDoesNotTimeOut) {
+  // One message granted at a time and no FIFO share: the second response
+  // waits 40 ms for grants, twice the peer-death timeout. Keep-alive grants
+  // answered with BUSY must keep both ends from declaring the other dead.
+  HomaConfig config;
+  config.overcommit = 1;
+  config.grant_fifo_permille = 0;
+  config.timeout_ticks = 20;
+  Scenario s;
+  transport::fake::LinkConfig link;
+  link.bandwidth_bps = 1'000'000'000;
+  s.net().SetDefaultLink(link);
+  s.AddHost("A", config);
+  s.AddHost("B", config);
+  s.AddHost("C", config);
+  uint64_t first = s.Call("A", "B", 5'000'000);
+  uint64_t second = s.Call("A", "C", 5'000'000);
+  ASSERT_TRUE(s.RunUntil([&] { return s.Completed("A", first) && s.Completed("A", second); },
+                         10 * kSecond));
+  EXPECT_EQ(s.host("A").completions.at(first).kind, HomaEvent::Kind::kResponse)
+      << s.host("A").completions.at(first).status;
+  EXPECT_EQ(s.host("A").completions.at(second).kind, HomaEvent::Kind::kResponse)
+      << s.host("A").completions.at(second).status;
+  EXPECT_EQ(s.MaxRunsOfOneRpc(), 1);
+}
+
+TEST(TimerTest, RequestTheServerKeepsDroppingFailsAfterMaxRestarts) {
+  HomaConfig client;
+  HomaConfig server;
+  server.max_message_bytes = 1000;  // the client may send more than it takes
+  Scenario s;
+  s.AddHost("A", client);
+  s.AddHost("B", server);
+  uint64_t id = s.Call("A", "B", 5000);
+  ASSERT_TRUE(s.RunUntil([&] { return s.Completed("A", id); }, 10 * kSecond));
+  const HomaEvent& e = s.host("A").completions.at(id);
+  EXPECT_EQ(e.status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(e.status.message().find("max_message_bytes"), std::string::npos) << e.status;
+  EXPECT_EQ(s.host("A").homa->stats().restarts, static_cast<uint64_t>(client.max_restarts));
+  EXPECT_GT(s.host("B").homa->stats().oversize_dropped, 0u);
+}
+
 TEST(TimerTest, TenThousandConcurrentRpcsCompleteExactlyOnce) {
   Scenario s(99);
   s.AddHost("A");
