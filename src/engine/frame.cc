@@ -4,18 +4,26 @@
 #include <cstring>
 #include <string>
 
+#include "wire/byte_order.h"
+
 namespace wharf::engine {
 namespace {
 
 template <typename T>
 void Put(std::byte* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
+  if constexpr (sizeof(T) == 1) {
+    wire::StoreU8(p, v);
+  } else {
+    wire::StoreBig<T>(p, v);
+  }
 }
 template <typename T>
 T Get(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
+  if constexpr (sizeof(T) == 1) {
+    return wire::LoadU8(p);
+  } else {
+    return wire::LoadBig<T>(p);
+  }
 }
 
 }  // namespace

@@ -13,8 +13,7 @@
 //   +----------------------+--------------------+
 //   |  deadline_us (u32)   |     rsvd (u32)     |
 //   +----------------------+--------------------+
-// Little-endian: both ends are wharf engines; the transport header, not this,
-// is what crosses heterogeneous gear.
+// Big-endian, like the wire packets (engine/frame.cc uses wire/byte_order.h).
 #pragma once
 
 #include <cstdint>
