@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "tools/bench_command.h"
 #include "tools/check_command.h"
 #include "tools/ping_command.h"
 #include "tools/serve_command.h"
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand(
       "check", "Self-check: version, transports built in, and a loopback smoke test");
   wharf::tools::AddCheckFlags(*check, check_options);
+
+  wharf::tools::BenchOptions bench_options;
+  CLI::App* bench = wharf::tools::AddBenchCommand(app, bench_options);
 
   wharf::tools::ServeOptions serve_options;
   CLI::App* serve = app.add_subcommand(
@@ -35,6 +39,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (*check) return wharf::tools::RunCheck(check_options);
+  if (*bench) return wharf::tools::RunBench(bench_options);
   if (*serve) return wharf::tools::RunServe(serve_options);
   if (*ping) return wharf::tools::RunPing(ping_options);
   return 2;

@@ -1,0 +1,216 @@
+// `wharf bench baseline`: flags, progress line and output of the kernel
+// baselines; the measuring is in tools/bench/.
+#include "tools/bench_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "base/clock.h"
+#include "tools/bench/iperf3_runner.h"
+#include "tools/bench/report.h"
+#include "tools/bench/tcp_pingpong.h"
+#include "tools/bench/udp_pingpong.h"
+
+namespace wharf::tools {
+namespace {
+
+using bench::PingPongProgress;
+
+// A progress line on stderr: rewritten in place (at most 4 times a second,
+// as the loop reports) on a terminal; elsewhere one line every 5 s so logs
+// stay short. Only for runs long enough to need one.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1) {}
+
+  void Update(const std::string& name, const PingPongProgress& p) {
+    if (!enabled_) return;
+    if (!tty_) {
+      if (p.elapsed_ns < next_log_ns_) return;
+      next_log_ns_ = p.elapsed_ns + 5 * kNsPerSec;
+    }
+    std::fprintf(stderr, "%s%s: %s / %s round trips, %.1f s%s", tty_ ? "\r" : "", name.c_str(),
+                 bench::WithThousands(p.done).c_str(), bench::WithThousands(p.total).c_str(),
+                 static_cast<double>(p.elapsed_ns) / kNsPerSec, tty_ ? "\033[K" : "\n");
+    std::fflush(stderr);
+    shown_ = true;
+  }
+
+  // Clears the line before the next output.
+  void Done() {
+    if (shown_ && tty_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+    next_log_ns_ = 5 * kNsPerSec;
+  }
+
+ private:
+  bool enabled_;
+  bool tty_;
+  bool shown_ = false;
+  DurationNs next_log_ns_ = 5 * kNsPerSec;
+};
+
+DurationNs SecondsToNs(double seconds) { return static_cast<DurationNs>(seconds * kNsPerSec); }
+
+int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
+  const Clock& clock = SystemClock::Get();
+  bench::BaselineReport report;
+  report.iterations = o.iterations;
+  report.warmup = o.warmup;
+  ProgressLine progress_line(!o.no_progress);
+  int failures = 0;
+
+  for (const std::string& proto : o.protos) {
+    for (const std::string& mode : o.modes) {
+      bench::PingPongOptions p;
+      p.address = o.address;
+      p.port = o.port;
+      p.size_bytes = o.size_bytes;
+      p.iterations = o.iterations;
+      p.warmup = o.warmup;
+      p.mode = mode == "block" ? bench::WaitMode::kBlocking : bench::WaitMode::kBusyPoll;
+      p.pin = !o.no_pin;
+      p.client_cpu = o.client_cpu;
+      p.server_cpu = o.server_cpu;
+      p.time_limit_ns = SecondsToNs(o.time_limit_s);
+      p.reply_timeout_ns = SecondsToNs(o.reply_timeout_s);
+      bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
+      const std::string name = row.Name();
+      auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
+      auto result = proto == "tcp" ? bench::RunTcpPingPong(p, clock, on_progress)
+                                   : bench::RunUdpPingPong(p, clock, on_progress);
+      progress_line.Done();
+      if (!result.ok()) {
+        std::fprintf(stderr, "wharf bench: %s: %s\n", name.c_str(),
+                     result.status().ToString().c_str());
+        ++failures;
+        continue;
+      }
+      row.result = std::move(result).value();
+      report.pingpong.push_back(std::move(row));
+    }
+  }
+
+  if (o.goodput) {
+    bench::Iperf3Options g;
+    g.binary = o.iperf3_binary;
+    g.address = o.address;
+    g.port = o.iperf3_port;
+    g.fallback_if_busy = !iperf3_port_explicit;
+    g.seconds = o.goodput_seconds;
+    g.pin = !o.no_pin;
+    g.client_cpu = o.client_cpu;
+    g.server_cpu = o.server_cpu;
+    if (!o.no_progress) {
+      std::fprintf(stderr, "iperf3: one TCP stream for %d s...\n", g.seconds);
+    }
+    auto result = bench::RunIperf3(g, clock);
+    if (result.ok()) {
+      report.goodput = std::move(result).value();
+      report.goodput_seconds = g.seconds;
+    } else {
+      std::fprintf(stderr, "wharf bench: goodput: %s\n", result.status().ToString().c_str());
+      ++failures;
+    }
+  }
+
+  std::fputs(bench::FormatTable(report).c_str(), stdout);
+  std::fflush(stdout);
+  if (!o.json_path.empty()) {
+    Status s = bench::WriteTextFile(o.json_path, bench::FormatJson(report));
+    if (!s.ok()) {
+      std::fprintf(stderr, "wharf bench: --json: %s\n", s.ToString().c_str());
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: latency and goodput");
+  bench->require_subcommand(1);
+  CLI::App* baseline = bench->add_subcommand(
+      "baseline",
+      "Kernel baselines wharf is compared against: UDP/TCP ping-pong round trips with the echo "
+      "server in a separate process (and, with --goodput, one iperf3 TCP stream)");
+  options.baseline_command = baseline;
+  BenchBaselineOptions& o = options.baseline;
+  baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, bench::kMaxTcpRequestBytes));
+  baseline->add_option("--iterations", o.iterations, "Measured round trips per baseline")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
+  baseline->add_option("--warmup", o.warmup, "Round trips before measuring (not recorded)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{10'000'000}));
+  baseline
+      ->add_option("--mode", o.modes,
+                   "How both sides wait: 'poll' (non-blocking sockets, spin on recv) or 'block' "
+                   "(blocking recv); a comma-separated list runs each")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::IsMember({"poll", "block"}));
+  baseline
+      ->add_option("--proto", o.protos,
+                   "Ping-pong over 'udp' or 'tcp' (TCP_NODELAY); a comma-separated list runs each")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::IsMember({"udp", "tcp"}));
+  baseline
+      ->add_option("--address", o.address,
+                   "Numeric IPv4/IPv6 address the servers bind and the clients connect to "
+                   "(e.g. 198.18.0.2 inside a network namespace)")
+      ->capture_default_str();
+  baseline->add_option("--port", o.port, "Ping-pong server port (0: any free port)")
+      ->capture_default_str();
+  baseline
+      ->add_option("--time-limit", o.time_limit_s,
+                   "Stop a ping-pong after this many seconds, warm-up included, and report "
+                   "what was measured")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  baseline
+      ->add_option("--reply-timeout", o.reply_timeout_s,
+                   "Seconds to wait for one echo (UDP resends, TCP fails after it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 60.0));
+  baseline->add_flag("--goodput", o.goodput, "Also measure one iperf3 TCP stream (needs iperf3)");
+  baseline->add_option("--goodput-seconds", o.goodput_seconds, "Length of the iperf3 run (-t)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  options.iperf3_port_flag =
+      baseline
+          ->add_option("--iperf3-port", o.iperf3_port,
+                       "iperf3 server port; if left at the default and busy, a free port is used "
+                       "instead (0: any free port)")
+          ->capture_default_str();
+  baseline->add_option("--iperf3", o.iperf3_binary, "iperf3 program to run")->capture_default_str();
+  baseline->add_flag("--no-pin", o.no_pin,
+                     "Do not pin client and server to CPUs (pinning is on when this process may "
+                     "use both --client-cpu and --server-cpu)");
+  baseline->add_option("--client-cpu", o.client_cpu, "CPU for the client side")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1023));
+  baseline->add_option("--server-cpu", o.server_cpu, "CPU for the server side")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1023));
+  baseline->add_option("--json", o.json_path, "Also write the results as JSON to this file");
+  baseline->add_flag("--no-progress", o.no_progress, "No progress line on stderr");
+  return bench;
+}
+
+int RunBench(const BenchOptions& options) {
+  if (options.baseline_command != nullptr && options.baseline_command->parsed()) {
+    return RunBaseline(options.baseline, options.iperf3_port_flag != nullptr &&
+                                             options.iperf3_port_flag->count() > 0);
+  }
+  return 2;
+}
+
+}  // namespace wharf::tools

@@ -1,0 +1,53 @@
+// `wharf bench`: benchmarks. For now one subcommand, `wharf bench baseline`,
+// which measures the kernel baselines wharf is compared against (UDP and TCP
+// ping-pong, iperf3 goodput) and prints them as a table and, optionally,
+// JSON. The measuring code is in tools/bench/ (wharf_bench_lib); this file
+// holds the flags and the printing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace wharf::tools {
+
+struct BenchBaselineOptions {
+  size_t size_bytes = 64;                     // ping-pong request (= response) size
+  uint64_t iterations = 100'000;              // measured round trips per row
+  uint64_t warmup = 1'000;                    // unmeasured round trips before them
+  std::vector<std::string> modes = {"poll"};  // "poll" and/or "block"
+  std::vector<std::string> protos = {"udp"};  // "udp" and/or "tcp"
+  std::string address = "127.0.0.1";          // server address (numeric)
+  uint16_t port = 0;                          // ping-pong server port; 0: any free
+  bool goodput = false;                       // also run iperf3
+  int goodput_seconds = 5;
+  uint16_t iperf3_port = 5201;
+  std::string iperf3_binary = "iperf3";
+  bool no_pin = false;
+  int client_cpu = 0;
+  int server_cpu = 1;
+  double time_limit_s = 60;  // per ping-pong row
+  double reply_timeout_s = 1;
+  std::string json_path;  // "" = no JSON
+  bool no_progress = false;
+};
+
+struct BenchOptions {
+  BenchBaselineOptions baseline;
+  // Set by AddBenchCommand; tell RunBench which subcommand ran.
+  CLI::App* baseline_command = nullptr;
+  CLI::Option* iperf3_port_flag = nullptr;  // given explicitly: no fallback port
+};
+
+// Adds `bench` (with its subcommands) to `app`; returns the `bench` command.
+CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options);
+
+// Returns the process exit code: 0 when every requested measurement ran.
+int RunBench(const BenchOptions& options);
+
+}  // namespace wharf::tools
