@@ -31,6 +31,11 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   WHARF_ASSIGN_OR_RETURN(core->config_,
                          engine::LoadEngineConfig(options.config_file, options.settings));
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(options.address));
+  // homa.max_message_bytes is the application's payload limit; the
+  // transport also carries the engine's frame header.
+  core->config_.limits.max_message_bytes = core->config_.homa.max_message_bytes;
+  core->config_.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
+      uint64_t{core->config_.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
   transport::UdpOptions udp;
   udp.bind = uri.address;
   udp.mtu = core->config_.mtu;
@@ -101,18 +106,22 @@ int EndpointCore::PollOnce() {
   polling_ = this;
   homa::PollResult r = engine_->Poll();
   polling_ = nullptr;
-  // Applications that sleep in their own epoll on fd() must be woken for the
-  // next deadline too; re-arm only when it moved (a syscall).
-  if (r.next_deadline != timer_armed_ns_ && r.next_deadline != kNever) {
-    itimerspec spec{};
-    TimeNs at = std::max<TimeNs>(r.next_deadline, 1);
-    spec.it_value.tv_sec = static_cast<time_t>(at / kNsPerSec);
-    spec.it_value.tv_nsec = static_cast<long>(at % kNsPerSec);
-    if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
-      timer_armed_ns_ = r.next_deadline;
-    }
-  }
+  ArmTimer(r.next_deadline);
   return r.work;
+}
+
+void EndpointCore::ArmTimer(TimeNs deadline_ns) {
+  // Applications that sleep in their own epoll on fd() must be woken for the
+  // next deadline too; re-arm only when it moved earlier or fired (a syscall).
+  TimeNs armed = timer_armed_ns_;
+  if (deadline_ns == kNever || (armed != kNever && deadline_ns >= armed)) return;
+  itimerspec spec{};
+  TimeNs at = std::max<TimeNs>(deadline_ns, 1);  // 0 would disarm
+  spec.it_value.tv_sec = static_cast<time_t>(at / kNsPerSec);
+  spec.it_value.tv_nsec = static_cast<long>(at % kNsPerSec);
+  if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
+    timer_armed_ns_ = deadline_ns;
+  }
 }
 
 void EndpointCore::CancelOp(uint64_t op_id) {

@@ -34,9 +34,12 @@ class EndpointCore final : public engine::ProgressDriver,
   auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::Engine&>())) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     struct RunAfter {
-      engine::Engine& e;
-      ~RunAfter() { e.RunCallbacks(); }
-    } run_after{*engine_};
+      EndpointCore& core;
+      ~RunAfter() {
+        core.engine_->RunCallbacks();
+        core.ArmTimer(core.engine_->NextDeadline());
+      }
+    } run_after{*this};
     return fn(*engine_);
   }
   bool closed() const { return closed_.load(); }
@@ -70,6 +73,8 @@ class EndpointCore final : public engine::ProgressDriver,
   // Wakes a thread sleeping in epoll (only if one is).
   void WakeSleepers();
   void Sleep(TimeNs until_ns);
+  // Makes fd() readable at `deadline_ns` (if earlier than what is armed).
+  void ArmTimer(TimeNs deadline_ns);
 
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;

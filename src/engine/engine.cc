@@ -55,6 +55,19 @@ Engine::StatePtr Engine::Failed(Status status) {
   return state;
 }
 
+Status Engine::CheckSize(size_t bytes) const {
+  if (bytes <= limits_.max_message_bytes) return OkStatus();
+  return InvalidArgumentError("message of " + std::to_string(bytes) +
+                              " bytes exceeds homa.max_message_bytes (" +
+                              std::to_string(limits_.max_message_bytes) + ")");
+}
+
+TimeNs Engine::NextDeadline() const {
+  TimeNs next = homa_->NextDeadline();
+  if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
+  return next;
+}
+
 void Engine::StartRequest(uint64_t op_id, const transport::NetAddress& peer, const Frame& frame,
                           Buffer payload) {
   Result<uint64_t> id = homa_->SendRequest(peer, WrapFrame(frame, std::move(payload)), op_id);
@@ -135,6 +148,7 @@ Engine::StatePtr Engine::Send(uint64_t conn_id, Buffer message) {
   if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
   ConnState& conn = it->second;
   if (!conn.open) return Failed(conn.closed_reason);
+  if (Status size = CheckSize(message.size()); !size.ok()) return Failed(size);
   uint64_t op;
   StatePtr state = NewState(OpKind::kSend, conn_id, kNever, &op);
   Frame frame;
@@ -167,6 +181,7 @@ Engine::StatePtr Engine::Recv(uint64_t conn_id) {
 
 Engine::StatePtr Engine::Call(const transport::NetAddress& peer, uint32_t method, Buffer request,
                               TimeNs deadline_ns) {
+  if (Status size = CheckSize(request.size()); !size.ok()) return Failed(size);
   uint64_t op;
   StatePtr state = NewState(OpKind::kCall, 0, deadline_ns, &op);
   Frame frame;

@@ -26,6 +26,9 @@
 namespace wharf::engine {
 
 struct EngineLimits {
+  // Largest message or RPC payload the application may send (the transport's
+  // own limit also covers the engine's frame header).
+  uint64_t max_message_bytes = 64ull << 20;
   // Bytes a connection may hold delivered-but-unread before new messages to
   // it are refused with kResourceExhausted (the sender's ISend fails).
   uint64_t max_queued_bytes_per_connection = 256ull << 20;
@@ -73,6 +76,8 @@ class Engine {
 
   // Runs the transport and dispatches what it reports; expires deadlines.
   homa::PollResult Poll();
+  // When Poll() must run next at the latest.
+  TimeNs NextDeadline() const;
 
   size_t pending_ops() const { return ops_.size(); }
 
@@ -102,6 +107,8 @@ class Engine {
                     Buffer payload);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
   StatePtr Failed(Status status);
+  // InvalidArgument when `bytes` is over the payload limit.
+  Status CheckSize(size_t bytes) const;
 
   // engine_serve.cc: requests from peers.
   void HandleRequest(homa::HomaEvent& event);

@@ -19,7 +19,10 @@ struct EngineConfig {
   // UDP socket (udp.*).
   // Upper bound; each peer's path MTU applies when smaller.
   size_t mtu = 65535;
-  uint64_t recv_buffer_bytes = 4 << 20;
+  // Large enough that a burst of thousands of one-packet requests from many
+  // clients lands in the socket instead of being dropped (the kernel doubles
+  // it, and as root it may exceed net.core.rmem_max).
+  uint64_t recv_buffer_bytes = 16 << 20;
   uint64_t send_buffer_bytes = 4 << 20;
   bool gso = true;
   bool gro = true;

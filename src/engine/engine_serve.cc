@@ -10,6 +10,10 @@ namespace wharf::engine {
 
 void Engine::HandleRequest(homa::HomaEvent& event) {
   const homa::ServerRpcKey key = event.server_key;
+  if (!event.status.ok()) {
+    Reply(key, event.status);  // refused by the transport before it was read
+    return;
+  }
   Buffer payload = std::move(event.message);
   Result<Frame> frame = UnwrapFrame(payload);
   if (!frame.ok()) {

@@ -63,7 +63,7 @@ struct HomaConfig {
   int need_ack_ticks = 2;
   // A client whose request the server keeps answering with RPC_UNKNOWN
   // restarts it at most this often, then fails the RPC with kUnavailable.
-  int max_restarts = 10;
+  int max_restarts = 100;
 
   // Memory bound for incoming messages across all RPCs: a new incoming
   // message that would exceed it is dropped (the sender retries later).

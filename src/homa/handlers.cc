@@ -27,6 +27,8 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     return;
   }
   Peer& peer = PeerFor(from);
+  peer.last_heard_ns = clock_.NowNs();
+  peer.probes_unanswered = 0;
   const wire::Body& body = packet->body;
   if (const auto* data = std::get_if<wire::Data>(&body)) {
     HandleData(peer, common, *data);
@@ -43,6 +45,9 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
   } else if (std::holds_alternative<wire::NeedAck>(body)) {
     HandleNeedAck(peer, common);
   } else if (const auto* acks = std::get_if<wire::AckList>(&body)) {
+    // An ACK's rpc_id is the client's ack floor for this port: everything
+    // below it is finished (one packet releases a whole burst).
+    if (common.rpc_id != 0) AdvanceFloor(peer, common.sport, common.rpc_id);
     for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
   }
 }
@@ -93,7 +98,21 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       return;
     }
     if (data.header.message_length > config_.max_message_bytes) {
+      // Refuse it once, explicitly: the RPC goes to the application as a
+      // failed request, which answers with the error. From then on it is an
+      // ordinary RPC (acks, at-most-once); its other packets are duplicates.
       ++stats_.oversize_dropped;
+      Rpc& rpc = NewRpc(common.rpc_id ^ 1, RpcState::kServerInService, peer, common.sport);
+      rpc.Heard();
+      HomaEvent event;
+      event.kind = HomaEvent::Kind::kRequest;
+      event.client_id = key.client_id;
+      event.server_key = key;
+      event.status = ResourceExhaustedError(
+          "request of " + std::to_string(data.header.message_length) +
+          " bytes is over the server's homa.max_message_bytes (" +
+          std::to_string(config_.max_message_bytes) + ")");
+      events_.push_back(std::move(event));
       return;
     }
     if (!ReserveIncoming(data.header.message_length)) {
@@ -105,7 +124,7 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
     it = server_rpcs_.find(key);
   }
   Rpc& rpc = *it->second;
-  rpc.silent_ticks = 0;
+  rpc.Heard();
   if (rpc.state != RpcState::kServerReceiving) {
     ++stats_.duplicate_data;  // the request is complete; this is a copy
     return;
@@ -134,7 +153,7 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
     return;
   }
   Rpc& rpc = *it->second;
-  rpc.silent_ticks = 0;
+  rpc.Heard();
   if (!rpc.in) {
     if (data.header.message_length > config_.max_message_bytes) {
       ++stats_.oversize_dropped;
@@ -182,7 +201,7 @@ void HomaTransport::HandleGrant(Peer& peer, const wire::CommonHeader& common,
                                 const wire::Grant& grant) {
   Rpc* rpc = FindRpcFor(peer, common);
   if (rpc == nullptr || !rpc->out) return;
-  rpc->silent_ticks = 0;
+  rpc->Heard();
   if (rpc->out->HandleGrant(grant.offset, grant.priority)) {
     QueueForSend(*rpc);
   } else if (!rpc->out->HasPacketReady()) {
@@ -206,7 +225,7 @@ void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
     ++stats_.rpc_unknown_sent;
     return;
   }
-  rpc->silent_ticks = 0;
+  rpc->Heard();
   bool all_sent = false;
   if (rpc->out) {
     all_sent = rpc->out->HandleResend(resend.offset, resend.length, resend.priority);
@@ -240,7 +259,7 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
       return;
     }
     rpc->out->Restart();
-    rpc->silent_ticks = 0;
+    rpc->Heard();
     ++stats_.restarts;
     QueueForSend(*rpc);
     return;
@@ -251,7 +270,7 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
 }
 
 void HomaTransport::HandleBusy(Peer& peer, const wire::CommonHeader& common) {
-  if (Rpc* rpc = FindRpcFor(peer, common)) rpc->silent_ticks = 0;
+  if (Rpc* rpc = FindRpcFor(peer, common)) rpc->Heard();
 }
 
 void HomaTransport::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
@@ -262,13 +281,11 @@ void HomaTransport::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
 void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) {
   if (FromClient(common)) return;  // only servers ask for acks
   uint64_t client_id = common.rpc_id ^ 1;
-  auto it = client_rpcs_.find(client_id);
-  if (it != client_rpcs_.end()) return;  // still in progress: we will RESEND
-  wire::AckList acks;
-  acks.count = 1;
-  acks.acks[0] = {client_id, common.sport};
-  EmitControl(peer.addr, common.sport, client_id, acks);
-  ++stats_.acks_sent;
+  if (client_rpcs_.contains(client_id)) return;  // still in progress: we will RESEND
+  // Finished here: answer with everything we owe that server port, the asked
+  // id included, and our floor.
+  peer.pending_acks.push_back({client_id, common.sport});
+  SendAcks(peer, common.sport);
 }
 
 void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {

@@ -120,7 +120,7 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
   rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
                   rpc.peer->UnschedPriority(length));
   rpc.state = RpcState::kServerSending;
-  rpc.silent_ticks = 0;
+  rpc.Heard();
   QueueForSend(rpc);
   PumpSends(clock_.NowNs());
   FlushTx();
@@ -159,6 +159,13 @@ PollResult HomaTransport::Poll() {
     result.next_deadline = std::min(result.next_deadline, std::max(now, pacer_.NextSendTime()));
   }
   return result;
+}
+
+TimeNs HomaTransport::NextDeadline() const {
+  if (!events_.empty()) return clock_.NowNs();
+  TimeNs next = next_tick_ns_;
+  if (!send_queue_.empty()) next = std::min(next, pacer_.NextSendTime());
+  return next;
 }
 
 bool HomaTransport::PopEvent(HomaEvent* out) {
@@ -203,7 +210,7 @@ int HomaTransport::PumpSends(TimeNs now) {
     ++produced;
     if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
       rpc.state = RpcState::kServerAwaitAck;
-      rpc.silent_ticks = 0;
+      rpc.Heard();
     }
     DequeueFromSend(rpc);
     QueueForSend(rpc);
@@ -372,6 +379,7 @@ Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t pee
 Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
   Peer& peer = peers_.Get(addr);
   if (peer.payload_bytes == 0) {
+    peer.last_heard_ns = clock_.NowNs();
     size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), tx_slot_bytes_);
     peer.payload_bytes = static_cast<uint32_t>(
         datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
@@ -406,7 +414,7 @@ void HomaTransport::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
   event.message = rpc.in->TakeMessage();
   ReleaseIncoming(rpc);
   rpc.state = RpcState::kServerInService;
-  rpc.silent_ticks = 0;
+  rpc.Heard();
   ++stats_.requests_delivered;
   events_.push_back(std::move(event));
 }

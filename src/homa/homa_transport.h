@@ -51,7 +51,8 @@ struct ServerRpcKeyHash {
 // What the protocol reports upward, in the order it happened.
 struct HomaEvent {
   enum class Kind : uint8_t {
-    kRequest,   // server: a complete request; answer with SendResponse(key)
+    kRequest,   // server: a complete request, or (status not ok) one refused
+                // unread; answer either with SendResponse(key)
     kResponse,  // client: the response to SendRequest's id
     kFailed,    // client: the RPC failed (status says why)
   };
@@ -98,6 +99,9 @@ class HomaTransport {
   // Receives and handles packets, sends what grants and the pacer allow, and
   // runs the protocol timer when due.
   PollResult Poll();
+
+  // When Poll() must run next at the latest (now if work is waiting).
+  TimeNs NextDeadline() const;
 
   // Takes the oldest pending event; false when none.
   bool PopEvent(HomaEvent* out);
@@ -154,10 +158,14 @@ class HomaTransport {
 
   // --- timer (timer.cc) ---
   void Tick();
-  void TickRpc(Rpc& rpc, std::vector<uint64_t>* dead_clients,
-               std::vector<ServerRpcKey>* dead_servers, const ServerRpcKey* key);
   void SendResend(Rpc& rpc);
+  // For a message waiting on our own grants: schedules a grant pass and keeps
+  // its (otherwise quiet) peer from presuming us dead.
+  void KeepAlive(Rpc& rpc, TimeNs now);
   void FlushAcks();
+  // Sends the acks `peer` is owed for server port `port` (those its floor
+  // does not already cover), at least one ACK packet carrying the floor.
+  void SendAcks(Peer& peer, uint16_t port);
 
   HomaConfig config_;
   transport::Datagram* net_;

@@ -45,6 +45,17 @@ struct Peer {
   uint16_t cutoff_version = 0;
   // Last tick we sent it CUTOFFS (rate limit: once per tick).
   int64_t cutoffs_sent_tick = -1;
+  // Liveness is judged per peer, as in Homa: when it last sent us anything,
+  // and how many probes (RESEND, NEED_ACK) went unanswered since. An RPC
+  // fails for peer death only when its peer as a whole fell silent.
+  TimeNs last_heard_ns = 0;
+  int probes_unanswered = 0;
+  // Probes sent this tick (budget per peer, so that thousands of RPCs to one
+  // peer rotate through a few probes per tick instead of flooding it).
+  int64_t probe_tick = -1;
+  int probes_this_tick = 0;
+  // Last tick we sent it a keep-alive GRANT (see HomaTransport::KeepAlive).
+  int64_t keepalive_tick = -(1 << 20);
   // Acks we owe this peer's servers; piggybacked on DATA, or sent as ACK.
   std::vector<wire::Ack> pending_acks;
   // Our unfinished client RPC ids to each of its ports (the floor we report).
@@ -54,6 +65,18 @@ struct Peer {
 
   // Priority for unscheduled data of a message of `length` bytes.
   uint8_t UnschedPriority(uint32_t length) const;
+
+  // Spends one probe of this tick's per-peer budget; false when spent.
+  bool TakeProbe(int64_t tick, int budget) {
+    if (probe_tick != tick) {
+      probe_tick = tick;
+      probes_this_tick = 0;
+    }
+    if (probes_this_tick >= budget) return false;
+    ++probes_this_tick;
+    ++probes_unanswered;
+    return true;
+  }
 };
 
 // Owned by HomaTransport. Peers live as long as the transport (a later change

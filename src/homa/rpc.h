@@ -48,6 +48,10 @@ struct Rpc {
 
   // Timer ticks since the peer last sent anything for this RPC.
   int silent_ticks = 0;
+  // Ticks since our last RESEND (or NEED_ACK) for it; starts "long ago".
+  // A probe held back by a per-tick budget stays due, so budgets delay
+  // probes but never starve an RPC.
+  int ticks_since_probe = 1 << 20;
   // Client: times the request was restarted after RPC_UNKNOWN.
   int restarts = 0;
   // Position in the SRPT send queue, when queued.
@@ -55,6 +59,8 @@ struct Rpc {
   uint32_t send_queue_key = 0;
 
   bool is_client() const { return (id & 1) == 0; }
+  // The peer sent something about this RPC.
+  void Heard() { silent_ticks = 0; }
   uint64_t client_id() const { return id & ~uint64_t{1}; }
 };
 

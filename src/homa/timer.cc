@@ -3,6 +3,7 @@
 // hold packets for several ms, and eager resends cost more than they save),
 // silent peers are declared dead after timeout_ticks, servers ask for missing
 // acks, and owed acks are flushed.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,29 +12,57 @@
 namespace wharf::homa {
 namespace {
 
-// Caps the RESENDs of one tick, so that a dead peer with thousands of RPCs
-// does not turn each tick into a packet storm.
-constexpr int kMaxResendsPerTick = 1000;
-
-bool Due(int silent, int first, int interval) {
-  return silent >= first && (silent - first) % interval == 0;
-}
+// Caps the probes (RESEND, NEED_ACK) of one tick: in all, and per peer. Homa
+// keeps one RESEND per peer outstanding for the same reason: thousands of RPCs
+// to a slow or dead peer must not turn each tick into a packet storm. A probe
+// over a budget stays due and goes out on a later tick (rotation).
+constexpr int kMaxProbesPerTick = 1000;
+constexpr int kMaxProbesPerPeerPerTick = 16;
+// A peer is presumed dead when it sent nothing for timeout_ticks and ignored
+// at least this many probes.
+constexpr int kUnansweredProbesForDeath = 3;
 
 }  // namespace
 
 void HomaTransport::Tick() {
   ++tick_count_;
+  const TimeNs now = clock_.NowNs();
+  const DurationNs timeout_ns = config_.timeout_ticks * config_.tick_ns;
   std::vector<uint64_t> dead_clients;
   std::vector<ServerRpcKey> dead_servers;
-  int resends = 0;
+  // Probes due this tick; served oldest first (largest ticks_since_probe) so
+  // that budgets rotate through every RPC instead of favouring the ones the
+  // table happens to list first.
+  struct Due {
+    int waited;
+    Rpc* rpc;
+  };
+  std::vector<Due> due;
+  auto consider = [&](Rpc& rpc, int first_tick) {
+    ++rpc.ticks_since_probe;
+    if (rpc.silent_ticks >= first_tick && rpc.ticks_since_probe >= config_.resend_interval_ticks) {
+      due.push_back({rpc.ticks_since_probe, &rpc});
+    }
+  };
+  auto presumed_dead = [&](const Rpc& rpc) {
+    return rpc.silent_ticks >= config_.timeout_ticks &&
+           now - rpc.peer->last_heard_ns >= timeout_ns &&
+           rpc.peer->probes_unanswered >= kUnansweredProbesForDeath;
+  };
+  // A message whose granted bytes all arrived waits for our own grant
+  // scheduler, not for the peer: it needs no RESEND, only a grant pass and,
+  // if the peer is otherwise quiet, a per-peer keep-alive.
+  auto starved_by_us = [](const Rpc& rpc) {
+    return rpc.in && rpc.in->NeedsGrants() && !rpc.in->FirstGap();
+  };
   for (auto& [id, rpc] : client_rpcs_) {
     ++rpc->silent_ticks;
-    if (rpc->silent_ticks >= config_.timeout_ticks) {
+    if (presumed_dead(*rpc)) {
       dead_clients.push_back(id);
-    } else if (resends < kMaxResendsPerTick &&
-               Due(rpc->silent_ticks, config_.resend_ticks, config_.resend_interval_ticks)) {
-      SendResend(*rpc);
-      ++resends;
+    } else if (starved_by_us(*rpc)) {
+      KeepAlive(*rpc, now);
+    } else {
+      consider(*rpc, config_.resend_ticks);
     }
   }
   for (auto& [key, rpc] : server_rpcs_) {
@@ -41,18 +70,36 @@ void HomaTransport::Tick() {
     // that we answer with BUSY; no timer of ours runs.
     if (rpc->state == RpcState::kServerInService) continue;
     ++rpc->silent_ticks;
-    if (rpc->silent_ticks >= config_.timeout_ticks) {
+    if (presumed_dead(*rpc)) {
       dead_servers.push_back(key);
     } else if (rpc->state == RpcState::kServerReceiving) {
-      if (resends < kMaxResendsPerTick &&
-          Due(rpc->silent_ticks, config_.resend_ticks, config_.resend_interval_ticks)) {
-        SendResend(*rpc);
-        ++resends;
+      if (starved_by_us(*rpc)) {
+        KeepAlive(*rpc, now);
+      } else {
+        consider(*rpc, config_.resend_ticks);
       }
-    } else if (rpc->state == RpcState::kServerAwaitAck &&
-               Due(rpc->silent_ticks, config_.need_ack_ticks, config_.resend_interval_ticks)) {
-      EmitControl(rpc->peer_addr, rpc->peer_port, rpc->id, wire::NeedAck{});
+    } else if (rpc->state == RpcState::kServerAwaitAck) {
+      consider(*rpc, config_.need_ack_ticks);
+    } else if (rpc->silent_ticks >= config_.timeout_ticks &&
+               now - rpc->peer->last_heard_ns >= timeout_ns) {
+      // Sending, waiting for grants: the client probes us; if the whole
+      // client went quiet, give up.
+      dead_servers.push_back(key);
+    }
+  }
+  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return a.waited > b.waited; });
+  int probes = 0;
+  for (const Due& d : due) {
+    if (probes >= kMaxProbesPerTick) break;
+    Rpc& rpc = *d.rpc;
+    if (!rpc.peer->TakeProbe(tick_count_, kMaxProbesPerPeerPerTick)) continue;
+    rpc.ticks_since_probe = 0;
+    ++probes;
+    if (rpc.state == RpcState::kServerAwaitAck) {
+      EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, wire::NeedAck{});
       ++stats_.need_acks_sent;
+    } else {
+      SendResend(rpc);
     }
   }
   for (uint64_t id : dead_clients) {
@@ -72,23 +119,30 @@ void HomaTransport::Tick() {
   FlushAcks();
 }
 
+void HomaTransport::KeepAlive(Rpc& rpc, TimeNs now) {
+  grants_dirty_ = true;  // the grant pass is what moves this message on
+  Peer& peer = *rpc.peer;
+  const DurationNs interval_ns = config_.resend_interval_ticks * config_.tick_ns;
+  // One keep-alive per peer per interval, and only when the peer has been
+  // quiet that long: repeating our last GRANT makes the sender answer BUSY,
+  // so neither side takes our own scheduling for the other's death.
+  if (now - peer.last_heard_ns < interval_ns ||
+      tick_count_ - peer.keepalive_tick < config_.resend_interval_ticks) {
+    return;
+  }
+  peer.keepalive_tick = tick_count_;
+  ++peer.probes_unanswered;
+  EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id,
+              wire::Grant{rpc.in->granted(), static_cast<uint8_t>(config_.max_sched_priority), 0});
+  ++stats_.grants_sent;
+}
+
 void HomaTransport::SendResend(Rpc& rpc) {
   wire::Resend resend;
   resend.priority = static_cast<uint8_t>(config_.max_sched_priority);
   if (rpc.in) {
     auto gap = rpc.in->FirstGap();
-    if (!gap) {
-      // Everything granted has arrived: the sender waits for us, because
-      // the grant scheduler is serving other messages first. Make sure a
-      // grant pass runs, and repeat our last GRANT as a keep-alive: the
-      // sender answers BUSY, so neither side takes our own scheduling for
-      // the other's death.
-      grants_dirty_ = true;
-      EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id,
-                  wire::Grant{rpc.in->granted(), static_cast<uint8_t>(config_.max_sched_priority), 0});
-      ++stats_.grants_sent;
-      return;
-    }
+    if (!gap) return;  // nothing missing (Tick sends keep-alives instead)
     resend.offset = gap->first;
     resend.length = gap->second - gap->first;
   } else {
@@ -104,20 +158,33 @@ void HomaTransport::SendResend(Rpc& rpc) {
 
 void HomaTransport::FlushAcks() {
   peers_.ForEach([this](Peer& peer) {
-    while (!peer.pending_acks.empty()) {
-      wire::AckList acks;
-      // Acks for different server ports go in separate packets: a packet's
-      // dport names the server the acks are for.
-      uint16_t port = peer.pending_acks.back().server_port;
-      for (size_t i = peer.pending_acks.size(); i-- > 0 && acks.count < wire::kMaxAcksPerPacket;) {
-        if (peer.pending_acks[i].server_port != port) continue;
-        acks.acks[acks.count++] = peer.pending_acks[i];
-        peer.pending_acks.erase(peer.pending_acks.begin() + static_cast<ptrdiff_t>(i));
-      }
-      EmitControl(peer.addr, port, acks.acks[0].client_id, acks);
-      ++stats_.acks_sent;
-    }
+    while (!peer.pending_acks.empty()) SendAcks(peer, peer.pending_acks.front().server_port);
   });
+}
+
+void HomaTransport::SendAcks(Peer& peer, uint16_t port) {
+  const uint64_t floor = ClientFloor(peer, port);
+  wire::AckList acks;
+  bool sent_any = false;
+  auto send = [&] {
+    // The packet's rpc_id carries our floor for that port.
+    EmitControl(peer.addr, port, floor, acks);
+    ++stats_.acks_sent;
+    acks.count = 0;
+    sent_any = true;
+  };
+  // Keep acks for other ports; those below the floor need no entry.
+  size_t kept = 0;
+  for (const wire::Ack& ack : peer.pending_acks) {
+    if (ack.server_port != port) {
+      peer.pending_acks[kept++] = ack;
+    } else if (ack.client_id >= floor) {
+      acks.acks[acks.count++] = ack;
+      if (acks.count == wire::kMaxAcksPerPacket) send();
+    }
+  }
+  peer.pending_acks.resize(kept);
+  if (acks.count > 0 || !sent_any) send();
 }
 
 }  // namespace wharf::homa

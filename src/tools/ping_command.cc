@@ -55,6 +55,7 @@ void AddPingFlags(CLI::App& app, PingOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "No progress line");
   app.add_flag("--server-stats", o.server_stats,
                "At the end, print how often the server executed requests (exactly-once check)");
+  app.add_flag("--stats", o.stats, "At the end, print this client's transport counters");
   AddEndpointFlags(app, o.endpoint);
 }
 
@@ -141,6 +142,11 @@ int RunPing(const PingOptions& o) {
                   reinterpret_cast<const char*>(r->data()));
     } else {
       std::printf("server stats: %s\n", r.status().ToString().c_str());
+    }
+  }
+  if (o.stats) {
+    for (const auto& [name, value] : (*ep)->Stats()) {
+      std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
     }
   }
   return (lost == 0 && corrupt == 0) ? 0 : 1;

@@ -23,6 +23,7 @@ struct PingOptions {
   double timeout_s = 5;     // per RPC
   bool quiet = false;       // no progress line
   bool server_stats = false;  // ask the server how often it ran our requests
+  bool stats = false;         // print our transport's counters at the end
   EndpointFlags endpoint;
 };
 

@@ -59,7 +59,10 @@ bool Scenario::PollAll() {
     HomaEvent event;
     while (host->homa->PopEvent(&event)) {
       any = true;
-      if (event.kind == HomaEvent::Kind::kRequest) {
+      if (event.kind == HomaEvent::Kind::kRequest && !event.status.ok()) {
+        ++host->refused_requests;
+        (void)host->homa->SendResponse(event.server_key, Buffer());
+      } else if (event.kind == HomaEvent::Kind::kRequest) {
         ++host->handler_runs[{event.server_key.client.ToString(), event.client_id}];
         if (host->auto_echo) {
           (void)host->homa->SendResponse(event.server_key, std::move(event.message));

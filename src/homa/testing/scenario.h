@@ -24,6 +24,8 @@ struct Host {
   // Server behaviour: echo every request (default), or hold it for the test.
   bool auto_echo = true;
   std::vector<HomaEvent> held_requests;
+  // Requests the transport refused unread (e.g. over max_message_bytes).
+  int refused_requests = 0;
   // How many times each (client address, client id) reached the application.
   std::map<std::pair<std::string, uint64_t>, int> handler_runs;
   // Client side: completed (kResponse or kFailed) events by client id.
