@@ -166,7 +166,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
         homa::PollResult r = engine_->Poll();
         polling_ = nullptr;
         next = r.next_deadline;
-        if (r.work > 0) spin_until = clock_.NowNs() + config_.spin_ns;
+        if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
     }
     if (done()) return true;

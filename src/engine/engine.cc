@@ -339,8 +339,7 @@ homa::PollResult Engine::Poll() {
       HandleReply(event);
     }
   }
-  TimeNs now = clock_.NowNs();
-  ExpireDeadlines(now);
+  ExpireDeadlines(r.now);
   if (!deadlines_.empty()) r.next_deadline = std::min(r.next_deadline, deadlines_.begin()->first);
   RunCallbacks();
   return r;

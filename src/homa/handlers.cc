@@ -27,7 +27,7 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     return;
   }
   Peer& peer = PeerFor(from);
-  peer.last_heard_ns = clock_.NowNs();
+  peer.last_heard_ns = now_ns_;
   peer.probes_unanswered = 0;
   const wire::Body& body = packet->body;
   if (const auto* data = std::get_if<wire::Data>(&body)) {
@@ -120,7 +120,7 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       return;
     }
     Rpc& rpc = NewRpc(common.rpc_id ^ 1, RpcState::kServerReceiving, peer, common.sport);
-    rpc.in.emplace(data.header.message_length, data.header.incoming, clock_.NowNs());
+    rpc.in.emplace(data.header.message_length, data.header.incoming, now_ns_);
     it = server_rpcs_.find(key);
   }
   Rpc& rpc = *it->second;
@@ -168,7 +168,7 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
       ++stats_.memory_dropped;
       return;
     }
-    rpc.in.emplace(data.header.message_length, data.header.incoming, clock_.NowNs());
+    rpc.in.emplace(data.header.message_length, data.header.incoming, now_ns_);
     rpc.state = RpcState::kClientReceiving;
     // A response means the server holds the whole request: stop sending it.
     DequeueFromSend(rpc);

@@ -94,7 +94,8 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
                   peer.UnschedPriority(length));
   peer.outstanding[server.port()].insert(id);
   QueueForSend(rpc);
-  PumpSends(clock_.NowNs());
+  now_ns_ = clock_.NowNs();
+  PumpSends(now_ns_);
   FlushTx();
   return id;
 }
@@ -122,7 +123,8 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
   rpc.state = RpcState::kServerSending;
   rpc.Heard();
   QueueForSend(rpc);
-  PumpSends(clock_.NowNs());
+  now_ns_ = clock_.NowNs();
+  PumpSends(now_ns_);
   FlushTx();
   return OkStatus();
 }
@@ -136,7 +138,8 @@ bool HomaTransport::Cancel(uint64_t client_id) {
 
 PollResult HomaTransport::Poll() {
   PollResult result;
-  TimeNs now = clock_.NowNs();
+  TimeNs now = now_ns_ = clock_.NowNs();
+  result.now = now;
   for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
     Result<size_t> got = net_->Receive(rx_batch_);
     if (!got.ok() || *got == 0) break;
@@ -379,7 +382,7 @@ Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t pee
 Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
   Peer& peer = peers_.Get(addr);
   if (peer.payload_bytes == 0) {
-    peer.last_heard_ns = clock_.NowNs();
+    peer.last_heard_ns = clock_.NowNs();  // first contact: control path
     size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), tx_slot_bytes_);
     peer.payload_bytes = static_cast<uint32_t>(
         datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);

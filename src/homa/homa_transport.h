@@ -67,6 +67,7 @@ struct HomaEvent {
 struct PollResult {
   int work = 0;                   // packets handled + sent, timers run
   TimeNs next_deadline = kNever;  // when Poll needs to run again at the latest
+  TimeNs now = 0;                 // the clock as Poll read it (callers reuse it)
 };
 
 // Owned by the engine (or a test). Single-threaded: every call from the one
@@ -190,6 +191,9 @@ class HomaTransport {
   uint64_t incoming_buffer_bytes_ = 0;
 
   TimeNs next_tick_ns_;
+  // The clock read at the start of the current Poll (or API call): packet
+  // handlers use it instead of reading the clock once per packet.
+  TimeNs now_ns_ = 0;
   int64_t tick_count_ = 0;
   std::deque<HomaEvent> events_;
 

@@ -1,7 +1,8 @@
 // homa/range_set.h: RangeSet, the set of byte ranges of a message received so
-// far. Packets usually arrive in order, so the set is almost always one range;
-// a std::map keeps reordering, duplicates and retransmits of any alignment
-// correct without assuming the sender's packet size.
+// far. Packets usually arrive in order, so the common case is one counter (the
+// contiguous prefix) and no allocation; a std::map holds only ranges that
+// arrived past a gap, keeping reordering, duplicates and retransmits of any
+// alignment correct without assuming the sender's packet size.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,16 @@ class RangeSet {
   uint32_t ContiguousPrefix() const;
   // First gap inside [0, limit) as [begin, end), or nullopt when none.
   std::optional<std::pair<uint32_t, uint32_t>> FirstGap(uint32_t limit) const;
-  size_t num_ranges() const { return ranges_.size(); }
+  size_t num_ranges() const { return ranges_.size() + (prefix_end_ > 0 ? 1 : 0); }
 
  private:
-  std::map<uint32_t, uint32_t> ranges_;  // begin -> end, disjoint, non-adjacent
+  // Moves ranges that now touch the prefix into it.
+  void AbsorbIntoPrefix();
+
+  uint32_t prefix_end_ = 0;  // [0, prefix_end_) is covered
+  // Covered ranges beyond the prefix: begin -> end, disjoint, non-adjacent,
+  // every begin > prefix_end_.
+  std::map<uint32_t, uint32_t> ranges_;
   uint64_t covered_ = 0;
 };
 

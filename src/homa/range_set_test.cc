@@ -1,9 +1,9 @@
 #include "homa/range_set.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace wharf::homa {
 namespace {
@@ -51,28 +51,31 @@ TEST(RangeSetTest, GapBeyondLastRangeUpToLimit) {
 }
 
 TEST(RangeSetTest, RandomOrderMatchesBitmap) {
-  std::mt19937 rng(7);
-  const uint32_t kLen = 20000;
-  std::vector<bool> bits(kLen, false);
-  RangeSet s;
-  for (int i = 0; i < 400; ++i) {
-    uint32_t b = rng() % kLen;
-    uint32_t e = std::min<uint32_t>(kLen, b + 1 + rng() % 300);
-    uint32_t fresh = 0;
-    for (uint32_t x = b; x < e; ++x) fresh += !bits[x], bits[x] = true;
-    ASSERT_EQ(s.Add(b, e), fresh);
-  }
-  uint64_t total = 0;
-  for (bool b : bits) total += b;
-  EXPECT_EQ(s.covered(), total);
-  auto gap = s.FirstGap(kLen);
-  uint32_t first_missing = 0;
-  while (first_missing < kLen && bits[first_missing]) ++first_missing;
-  if (first_missing == kLen) {
-    EXPECT_FALSE(gap);
-  } else {
-    ASSERT_TRUE(gap);
-    EXPECT_EQ(gap->first, first_missing);
+  for (unsigned seed = 1; seed <= 50; ++seed) {
+    std::mt19937 rng(seed);
+    const uint32_t kLen = 20000;
+    std::vector<bool> bits(kLen, false);
+    RangeSet s;
+    for (int i = 0; i < 400; ++i) {
+      uint32_t b = rng() % kLen;
+      uint32_t e = std::min<uint32_t>(kLen, b + 1 + rng() % 300);
+      uint32_t fresh = 0;
+      for (uint32_t x = b; x < e; ++x) fresh += !bits[x], bits[x] = true;
+      ASSERT_EQ(s.Add(b, e), fresh);
+    }
+    uint64_t total = 0;
+    for (bool b : bits) total += b;
+    EXPECT_EQ(s.covered(), total);
+    auto gap = s.FirstGap(kLen);
+    uint32_t first_missing = 0;
+    while (first_missing < kLen && bits[first_missing]) ++first_missing;
+    if (first_missing == kLen) {
+      EXPECT_FALSE(gap);
+    } else {
+      ASSERT_TRUE(gap);
+      EXPECT_EQ(gap->first, first_missing);
+    }
+    EXPECT_EQ(s.ContiguousPrefix(), first_missing);
   }
 }
 

@@ -26,7 +26,7 @@ constexpr int kUnansweredProbesForDeath = 3;
 
 void HomaTransport::Tick() {
   ++tick_count_;
-  const TimeNs now = clock_.NowNs();
+  const TimeNs now = now_ns_;
   const DurationNs timeout_ns = config_.timeout_ticks * config_.tick_ns;
   std::vector<uint64_t> dead_clients;
   std::vector<ServerRpcKey> dead_servers;

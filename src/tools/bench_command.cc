@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
 #include "tools/bench/iperf3_runner.h"
 #include "tools/bench/report.h"
+#include "tools/bench/wharf_pingpong.h"
 #include "tools/bench/tcp_pingpong.h"
 #include "tools/bench/udp_pingpong.h"
 
@@ -55,6 +58,33 @@ class ProgressLine {
 
 DurationNs SecondsToNs(double seconds) { return static_cast<DurationNs>(seconds * kNsPerSec); }
 
+// "wharf / udp poll 64 B: p50 1.08x, p99 1.21x" for every mode that has both,
+// and wharf goodput over iperf3's: the claims, as ratios from this one run.
+std::string RatioLines(const bench::BaselineReport& report,
+                       const std::optional<bench::GoodputResult>& wharf_goodput) {
+  std::string out;
+  char line[256];
+  for (const auto& w : report.pingpong) {
+    if (w.proto != "wharf") continue;
+    for (const auto& b : report.pingpong) {
+      if (b.proto == "wharf" || b.mode != w.mode || b.size_bytes != w.size_bytes) continue;
+      const auto& wl = w.result.latency;
+      const auto& bl = b.result.latency;
+      if (bl.p50_ns == 0 || bl.p99_ns == 0) continue;
+      std::snprintf(line, sizeof(line), "ratio wharf / %s: p50 %.2fx, p99 %.2fx\n",
+                    b.Name().c_str(), static_cast<double>(wl.p50_ns) / bl.p50_ns,
+                    static_cast<double>(wl.p99_ns) / bl.p99_ns);
+      out += line;
+    }
+  }
+  if (wharf_goodput && report.goodput && report.goodput->received_bits_per_second > 0) {
+    std::snprintf(line, sizeof(line), "ratio wharf / iperf3 goodput: %.2fx\n",
+                  wharf_goodput->bits_per_second / report.goodput->received_bits_per_second);
+    out += line;
+  }
+  return out;
+}
+
 int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   const Clock& clock = SystemClock::Get();
   bench::BaselineReport report;
@@ -80,8 +110,9 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
       const std::string name = row.Name();
       auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
-      auto result = proto == "tcp" ? bench::RunTcpPingPong(p, clock, on_progress)
-                                   : bench::RunUdpPingPong(p, clock, on_progress);
+      auto result = proto == "tcp"     ? bench::RunTcpPingPong(p, clock, on_progress)
+                    : proto == "wharf" ? bench::RunWharfPingPong(p, clock, on_progress)
+                                       : bench::RunUdpPingPong(p, clock, on_progress);
       progress_line.Done();
       if (!result.ok()) {
         std::fprintf(stderr, "wharf bench: %s: %s\n", name.c_str(),
@@ -117,7 +148,34 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
 
+  std::optional<bench::GoodputResult> wharf_goodput;
+  const bool with_wharf = std::find(o.protos.begin(), o.protos.end(), "wharf") != o.protos.end();
+  if (o.goodput && with_wharf) {
+    bench::GoodputOptions g;
+    g.address = o.address;
+    g.seconds = o.goodput_seconds;
+    g.pin = !o.no_pin;
+    g.client_cpu = o.client_cpu;
+    g.server_cpu = o.server_cpu;
+    if (!o.no_progress) {
+      std::fprintf(stderr, "wharf: 1 MiB RPC requests, 4 in flight, for %d s...\n", o.goodput_seconds);
+    }
+    auto result = bench::RunWharfGoodput(g, clock);
+    if (result.ok()) {
+      wharf_goodput = *result;
+    } else {
+      std::fprintf(stderr, "wharf bench: wharf goodput: %s\n", result.status().ToString().c_str());
+      ++failures;
+    }
+  }
+
   std::fputs(bench::FormatTable(report).c_str(), stdout);
+  if (wharf_goodput) {
+    std::printf("wharf goodput           %.2f Gbit/s (1 MiB RPC requests, 4 in flight, %.0f s, %llu messages)\n",
+                wharf_goodput->bits_per_second / 1e9, wharf_goodput->seconds,
+                static_cast<unsigned long long>(wharf_goodput->messages));
+  }
+  std::fputs(RatioLines(report, wharf_goodput).c_str(), stdout);
   std::fflush(stdout);
   if (!o.json_path.empty()) {
     Status s = bench::WriteTextFile(o.json_path, bench::FormatJson(report));
@@ -136,8 +194,10 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
   bench->require_subcommand(1);
   CLI::App* baseline = bench->add_subcommand(
       "baseline",
-      "Kernel baselines wharf is compared against: UDP/TCP ping-pong round trips with the echo "
-      "server in a separate process (and, with --goodput, one iperf3 TCP stream)");
+      "Round trips with the echo server in a separate process: kernel UDP/TCP ping-pong, "
+      "and wharf with --proto wharf (with --goodput: one iperf3 TCP stream, and wharf 1 MiB "
+      "RPC goodput when wharf is listed). Example comparing wharf with its baseline:\n"
+      "  wharf bench baseline --proto udp,wharf --mode poll --goodput");
   options.baseline_command = baseline;
   BenchBaselineOptions& o = options.baseline;
   baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
@@ -158,10 +218,12 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       ->check(CLI::IsMember({"poll", "block"}));
   baseline
       ->add_option("--proto", o.protos,
-                   "Ping-pong over 'udp' or 'tcp' (TCP_NODELAY); a comma-separated list runs each")
+                   "Ping-pong over 'udp', 'tcp' (TCP_NODELAY) or 'wharf' (RPCs through the "
+                   "public API, embedded mode); a comma-separated list runs each in this one "
+                   "invocation, and wharf rows get ratio lines against the others")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"udp", "tcp"}));
+      ->check(CLI::IsMember({"udp", "tcp", "wharf"}));
   baseline
       ->add_option("--address", o.address,
                    "Numeric IPv4/IPv6 address the servers bind and the clients connect to "
