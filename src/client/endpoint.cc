@@ -33,7 +33,7 @@ std::string Endpoint::address() const { return core_->address(); }
 Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
                                                       const ConnectOptions& options) {
   if (core_->closed()) return Closed(*core_);
-  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address));
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(address));
   TimeNs deadline = core_->DeadlineAfter(options.timeout);
   StatePtr state = core_->WithEngine(
       [&](engine::Engine& e) { return e.Connect(uri.address, options.ordered, deadline); });
@@ -58,7 +58,7 @@ Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds ti
 
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
-  Result<engine::Uri> uri = engine::ParseUri(address);
+  Result<engine::Uri> uri = core_->Resolve(address);
   StatePtr state;
   if (!uri.ok() || core_->closed()) {
     state = std::make_shared<internal::CompletionState>();

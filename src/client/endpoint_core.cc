@@ -86,6 +86,17 @@ void EndpointCore::Close() {
   WakeSleepers();
 }
 
+Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
+  constexpr size_t kMaxRemembered = 1024;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto it = resolved_.find(std::string(address));
+  if (it != resolved_.end()) return it->second;
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address));
+  if (resolved_.size() >= kMaxRemembered) resolved_.clear();
+  resolved_.emplace(std::string(address), uri);
+  return uri;
+}
+
 TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
   if (timeout == std::chrono::nanoseconds::max()) return kNever;
   TimeNs now = clock_.NowNs();

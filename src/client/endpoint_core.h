@@ -9,11 +9,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/clock.h"
 #include "engine/completion_state.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
+#include "engine/uri.h"
 #include "homa/homa_transport.h"
 #include "transport/udp/udp_datagram.h"
 #include "wharf/endpoint.h"
@@ -65,6 +69,11 @@ class EndpointCore final : public engine::ProgressDriver,
   bool InCallback() const override { return polling_ == this; }
   void CancelOp(uint64_t op_id) override;
 
+  // Parses (and for names, resolves) a wharf address, remembering recent
+  // answers: calls name their peer by string, and parsing it on every call
+  // would sit on the latency-critical path.
+  Result<engine::Uri> Resolve(std::string_view address);
+
   // Deadline `timeout` from now, kNever for "forever".
   TimeNs DeadlineAfter(std::chrono::nanoseconds timeout) const;
 
@@ -89,6 +98,8 @@ class EndpointCore final : public engine::ProgressDriver,
   // becomes readable when a timer is due (for applications' epoll loops).
   int timer_fd_ = -1;
   std::atomic<TimeNs> timer_armed_ns_{kNever};
+  // Resolve()'s memory, bounded; guarded by mu_.
+  std::unordered_map<std::string, engine::Uri> resolved_;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};
