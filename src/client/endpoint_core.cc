@@ -177,6 +177,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
         homa::PollResult r = engine_->Poll();
         polling_ = nullptr;
         next = r.next_deadline;
+        ArmTimer(next);  // a syscall only when the deadline moved earlier
         if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
     }

@@ -89,6 +89,22 @@ TEST(EndpointTest, HandlerErrorsAndMissingMethodsReachTheCaller) {
                      }).ok());
 }
 
+TEST(EndpointTest, HandlerReplyOverTheLimitReachesTheCallerAsAnError) {
+  auto server = Endpoint::Open({.address = "homa://127.0.0.1:0",
+                                .settings = {{"homa.max_message_bytes", "1000"}}});
+  ASSERT_TRUE(server.ok());
+  auto client = OpenLoopback();
+  ASSERT_TRUE((*server)
+                  ->Serve(1, [](const RpcContext&, Buffer) -> Result<Buffer> {
+                    return Buffer::Allocate(2000);
+                  })
+                  .ok());
+  ServerThread st(**server);
+  auto r = client->Call((*server)->address(), 1, Buffer::Copy("x"), {.deadline = 5s});
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("max_message_bytes"), std::string::npos) << r.status();
+}
+
 TEST(EndpointTest, DeadlineExceededWhenServerIsSlow) {
   auto server = OpenLoopback();
   auto client = OpenLoopback();

@@ -111,7 +111,9 @@ Result<EngineConfig> LoadEngineConfig(
   Layers l(file_doc, over_doc);
   EngineConfig c;
   homa::HomaConfig& h = c.homa;
-  WHARF_RETURN_IF_ERROR(Bytes(l, "homa.max_message_bytes", &h.max_message_bytes, UINT32_MAX));
+  // The transport also carries the engine's frame header within 32 bits.
+  WHARF_RETURN_IF_ERROR(
+      Bytes(l, "homa.max_message_bytes", &h.max_message_bytes, UINT32_MAX - kFrameBytes));
   WHARF_RETURN_IF_ERROR(Bytes(l, "homa.unsched_bytes", &h.unsched_bytes, UINT32_MAX));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.overcommit", &h.overcommit, 1, 64));
   WHARF_RETURN_IF_ERROR(Bytes(l, "homa.max_incoming_bytes", &h.max_incoming_bytes, UINT32_MAX));

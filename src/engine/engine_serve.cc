@@ -32,6 +32,13 @@ void Engine::HandleRequest(homa::HomaEvent& event) {
 }
 
 void Engine::Reply(const homa::ServerRpcKey& key, Status status, Buffer payload) {
+  if (status.ok() && payload.size() > limits_.max_message_bytes) {
+    // The handler's answer cannot be sent: the client gets why, instead of
+    // waiting on an RPC that would stay in service forever.
+    status = ResourceExhaustedError("response of " + std::to_string(payload.size()) +
+                                    " bytes exceeds the server's homa.max_message_bytes (" +
+                                    std::to_string(limits_.max_message_bytes) + ")");
+  }
   Buffer message;
   if (status.ok()) {
     Frame frame;

@@ -217,10 +217,11 @@ void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
   ++stats_.resends_received;
   Rpc* rpc = FindRpcFor(peer, common);
   if (rpc == nullptr) {
-    // A client asking about an RPC we finished is a late packet: ignore it.
-    // Otherwise we never had it (its request was lost) or already dropped it:
-    // RPC_UNKNOWN makes a client restart and a server discard.
-    if (FromClient(common) && peer.clients[common.sport].IsFinished(common.rpc_id)) return;
+    // We never had it (its request was lost) or no longer have it: RPC_UNKNOWN
+    // makes a client restart and a server discard. Also for an RPC we
+    // finished: a client that asks still waits for it (we timed it out), and
+    // its restarts stay harmless, because request packets of finished RPCs
+    // are dropped; homa.max_restarts then ends its wait.
     EmitControl(peer.addr, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
     ++stats_.rpc_unknown_sent;
     return;
@@ -253,9 +254,9 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
     // over its homa.max_message_bytes) makes the RPC fail.
     if (++rpc->restarts > config_.max_restarts) {
       FailClientRpc(*rpc, UnavailableError(
-                              "homa: server " + peer.addr.ToString() + " dropped request " +
-                              std::to_string(rpc->id) + " " + std::to_string(rpc->restarts) +
-                              " times (is it larger than the server's homa.max_message_bytes?)"));
+                              "homa: server " + peer.addr.ToString() + " did not keep request " +
+                              std::to_string(rpc->id) + " after " + std::to_string(rpc->restarts) +
+                              " restarts (it may have timed the RPC out)"));
       return;
     }
     rpc->out->Restart();
