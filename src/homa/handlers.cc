@@ -137,6 +137,7 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       data.header.message_length != 0) {
     ++stats_.duplicate_data;
   }
+  UpdateOutstanding(rpc);
   if (rpc.in->complete()) {
     DeliverRequest(rpc, key);
   } else if (rpc.in->NeedsGrants()) {
@@ -182,6 +183,7 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
       data.header.message_length != 0) {
     ++stats_.duplicate_data;
   }
+  UpdateOutstanding(rpc);
   if (rpc.in->complete()) {
     HomaEvent event;
     event.kind = HomaEvent::Kind::kResponse;

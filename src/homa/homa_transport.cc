@@ -317,6 +317,13 @@ void HomaTransport::RunGrantPass() {
     uint64_t window = std::max<uint64_t>(packet, share);
     uint64_t target = std::min<uint64_t>(in.length(), in.received_bytes() + window);
     if (target <= in.granted()) continue;
+    // The total bound: never more than max_incoming_bytes asked for and not
+    // yet arrived, over all messages (best-ranked messages ask first).
+    uint64_t room = config_.max_incoming_bytes > outstanding_bytes_
+                        ? config_.max_incoming_bytes - outstanding_bytes_
+                        : 0;
+    target = std::min<uint64_t>(target, uint64_t{in.granted()} + room);
+    if (target <= in.granted()) break;
     // Grant in whole packets (or the tail) so the sender never sends runts.
     if (target - in.granted() < packet && target != in.length()) continue;
     srpt_granted_since_fifo_ += target - in.granted();
@@ -344,6 +351,7 @@ void HomaTransport::RunGrantPass() {
 
 void HomaTransport::SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority) {
   rpc.in->Grant(offset);
+  UpdateOutstanding(rpc);
   EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, wire::Grant{offset, priority, 0});
   ++stats_.grants_sent;
   if (!rpc.in->NeedsGrants()) StopGranting(rpc);
@@ -402,7 +410,20 @@ bool HomaTransport::ReserveIncoming(uint32_t length) {
   return true;
 }
 
+void HomaTransport::UpdateOutstanding(Rpc& rpc) {
+  uint64_t now_outstanding = 0;
+  if (rpc.in && !rpc.in->complete()) {
+    uint64_t granted = rpc.in->granted();
+    uint64_t received = rpc.in->received_bytes();
+    now_outstanding = granted > received ? granted - received : 0;
+  }
+  outstanding_bytes_ = outstanding_bytes_ - rpc.outstanding_bytes + now_outstanding;
+  rpc.outstanding_bytes = now_outstanding;
+}
+
 void HomaTransport::ReleaseIncoming(Rpc& rpc) {
+  outstanding_bytes_ -= rpc.outstanding_bytes;
+  rpc.outstanding_bytes = 0;
   if (!rpc.in) return;
   incoming_buffer_bytes_ -= rpc.in->length();
   StopGranting(rpc);

@@ -155,7 +155,9 @@ class HomaTransport {
   void DeliverRequest(Rpc& rpc, const ServerRpcKey& key);
   uint64_t ClientFloor(Peer& peer, uint16_t server_port) const;
   bool ReserveIncoming(uint32_t length);
-  void ReleaseIncoming(Rpc& rpc);  // frees rpc.in and its memory reservation
+  void ReleaseIncoming(Rpc& rpc);
+  // Re-counts rpc's granted-but-unreceived bytes into outstanding_bytes_.
+  void UpdateOutstanding(Rpc& rpc);  // frees rpc.in and its memory reservation
 
   // --- timer (timer.cc) ---
   void Tick();
@@ -189,6 +191,10 @@ class HomaTransport {
   // SRPT send queue: (bytes remaining, handle).
   std::set<std::pair<uint32_t, uint64_t>> send_queue_;
   uint64_t incoming_buffer_bytes_ = 0;
+  // Granted (or unscheduled) but not yet received, over all incoming
+  // messages: Homa's max_incoming bound, which keeps incast from filling
+  // the network's queues with data we asked for.
+  uint64_t outstanding_bytes_ = 0;
 
   TimeNs next_tick_ns_;
   // The clock read at the start of the current Poll (or API call): packet

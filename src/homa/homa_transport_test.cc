@@ -193,6 +193,62 @@ TEST(HomaTransportTest, OvercommitBoundsMessagesGrantedAtOnce) {
       10 * kSecond));
 }
 
+// GRANTs R sends to the large message during its GRANTs to the stream of
+// 40 shorter messages queued right after it (so SRPT always has a shorter one
+// to grant). Grant order is the mechanism; FakeNetwork has no shared
+// downlink, so completion order would not show starvation.
+int GrantsToLargeWhileShortOnesWait(int fifo_permille, uint64_t* fifo_grants) {
+  HomaConfig config;
+  config.unsched_bytes = 1424;
+  config.overcommit = 1;  // one message granted at a time
+  config.grant_fifo_permille = fifo_permille;
+  config.fifo_grant_bytes = 20'000;
+  Scenario s;
+  transport::fake::LinkConfig link;
+  link.bandwidth_bps = 10'000'000'000;
+  s.net().SetDefaultLink(link);
+  s.AddHost("big", config);
+  s.AddHost("small", config);
+  Host& r = s.AddHost("R", config);
+  s.net().SetLogFilter(DescriptionStartsWithAnyOf({"GRANT"}));
+  s.Call("big", "R", 1'000'000);
+  for (int i = 0; i < 40; ++i) s.Call("small", "R", 100'000);
+  EXPECT_TRUE(s.RunUntil([&] { return r.homa->stats().requests_delivered == 41; }, 10 * kSecond));
+  *fifo_grants = r.homa->stats().fifo_grants;
+  auto lines = s.net().LogLines();
+  // Counted once the short stream is established (kSettle grants after its
+  // first): until all their first packets arrived, the large message was
+  // sometimes the only candidate and SRPT rightly granted it.
+  constexpr size_t kSettle = 10;
+  size_t first_small = lines.size(), last_small = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].starts_with("R->small GRANT")) continue;
+    first_small = std::min(first_small, i);
+    last_small = i;
+  }
+  // Only grants that raise the offset count: a repeated offset is the
+  // per-peer keep-alive, which grants nothing.
+  int to_big = 0;
+  uint64_t big_offset = 0;
+  for (size_t i = 0; i < last_small; ++i) {
+    if (!lines[i].starts_with("R->big GRANT")) continue;
+    uint64_t offset = std::stoull(lines[i].substr(std::string("R->big GRANT ").size()));
+    if (offset > big_offset && i > first_small + kSettle) ++to_big;
+    big_offset = std::max(big_offset, offset);
+  }
+  return to_big;
+}
+
+TEST(HomaTransportTest, FifoGrantsKeepAnOldLargeMessageMovingUnderSrpt) {
+  uint64_t fifo_grants = 0;
+  // SRPT alone: every shorter message is granted first; the large one waits.
+  EXPECT_EQ(GrantsToLargeWhileShortOnesWait(0, &fifo_grants), 0);
+  EXPECT_EQ(fifo_grants, 0u);
+  // A 10% FIFO share (20 KB per 200 KB of SRPT grants) moves it meanwhile.
+  EXPECT_GT(GrantsToLargeWhileShortOnesWait(100, &fifo_grants), 5);
+  EXPECT_GT(fifo_grants, 5u);
+}
+
 TEST(HomaTransportTest, SenderSendsShortestMessageFirst) {
   HomaConfig config;
   config.link_bps = 1'000'000'000;  // slow link: the pacer holds data back

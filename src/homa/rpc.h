@@ -52,6 +52,9 @@ struct Rpc {
   // A probe held back by a per-tick budget stays due, so budgets delay
   // probes but never starve an RPC.
   int ticks_since_probe = 1 << 20;
+  // Bytes of `in` granted (or sent unscheduled) but not yet received; its
+  // share of HomaTransport's total, which max_incoming_bytes bounds.
+  uint64_t outstanding_bytes = 0;
   // Client: times the request was restarted after RPC_UNKNOWN.
   int restarts = 0;
   // Position in the SRPT send queue, when queued.
