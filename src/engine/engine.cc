@@ -378,9 +378,11 @@ void Engine::HandleReply(homa::HomaEvent& event) {
       break;
     }
     case OpKind::kSend: {
-      // A send that fails means the peer died or forgot the connection.
+      // A send that fails because the peer died or forgot the connection
+      // ends it; a refusal (its queue is full) does not.
       auto c = conns_.find(op.conn);
-      if (!status.ok() && c != conns_.end() && c->second.open) CloseConnection(c->second, status);
+      bool gone = status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound;
+      if (gone && c != conns_.end() && c->second.open) CloseConnection(c->second, status);
       break;
     }
     default:
