@@ -8,16 +8,53 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <sstream>
 #include <utility>
 
 #include "base/config_value.h"
 
 namespace wharf {
 namespace {
+
+// Finds the first YAML anchor or alias from parser events alone, before any
+// node is built. Config files have no use for them, and yaml-cpp turns a
+// self-referencing alias (`a: &x [*x]`) into a cycle of shared nodes that is
+// never freed and that expands without end: refusing them up front keeps a
+// hostile or mistaken file from exhausting memory (found by config_fuzzer).
+class AnchorFinder final : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> found;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Check(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Check(mark, 1); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Check(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Check(mark, anchor);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Check(mark, anchor);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Check(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor && !found) found = mark;
+  }
+};
 
 // yaml-cpp marks are 0-based; people and editors count lines from 1.
 int LineOf(const YAML::Node& node) {
@@ -177,6 +214,19 @@ Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_nam
   ConfigDoc doc(std::move(source_name));
   const std::string& src = doc.source_name_;
   try {
+    {
+      std::istringstream in{std::string(text)};
+      YAML::Parser parser(in);
+      AnchorFinder finder;
+      while (!finder.found && parser.HandleNextDocument(finder)) {
+      }
+      if (finder.found) {
+        return InvalidArgumentError(fmt::format(
+            "{}:{}:{}: YAML anchors and aliases (&name, *name) are not supported in wharf "
+            "config files; write the values out",
+            src, finder.found->line + 1, finder.found->column + 1));
+      }
+    }
     const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
     if (docs.size() > 1) {
       return InvalidArgumentError(fmt::format("{}:{}: expected one YAML document, found {}", src,
