@@ -56,6 +56,48 @@ class AnchorFinder final : public YAML::EventHandler {
   }
 };
 
+// yaml-cpp 0.7 loops forever when a document's first token is ',' (e.g. a
+// file that is just ","; found by config_fuzzer). Finds that case by
+// scanning each document start past whitespace, comments, directives and
+// "---"/"..." markers; returns the 1-based line and column, or nullopt.
+std::optional<std::pair<int, int>> FindDocumentStartingWithComma(std::string_view text) {
+  size_t i = 0;
+  int line = 1;
+  int col = 1;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
+  bool at_document_start = true;
+  auto at_line_start = [&] { return col == 1; };
+  auto skip_line = [&] {
+    while (i < text.size() && text[i] != '\n') ++i, ++col;
+  };
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '\n') {
+      ++i, ++line, col = 1;
+      std::string_view rest = text.substr(i);
+      if (rest.substr(0, 3) == "---" || rest.substr(0, 3) == "...") at_document_start = true;
+      continue;
+    }
+    if (!at_document_start) {
+      ++i, ++col;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i, ++col;
+    } else if (c == '#' || (c == '%' && at_line_start())) {
+      skip_line();
+    } else if (at_line_start() &&
+               (text.substr(i, 3) == "---" || text.substr(i, 3) == "...")) {
+      i += 3, col += 3;
+    } else if (c == ',') {
+      return std::make_pair(line, col);
+    } else {
+      at_document_start = false;
+    }
+  }
+  return std::nullopt;
+}
+
 // yaml-cpp marks are 0-based; people and editors count lines from 1.
 int LineOf(const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -213,6 +255,11 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
 Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name) {
   ConfigDoc doc(std::move(source_name));
   const std::string& src = doc.source_name_;
+  if (auto comma = FindDocumentStartingWithComma(text)) {
+    return InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: a document cannot start "
+                                            "with ','",
+                                            src, comma->first, comma->second));
+  }
   try {
     {
       std::istringstream in{std::string(text)};

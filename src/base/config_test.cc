@@ -199,6 +199,20 @@ TEST(ConfigDocTest, BadKeyNamesAreAnError) {
             "wharfd.yaml:1: top level: keys must be non-empty plain names");
 }
 
+TEST(ConfigDocTest, DocumentsStartingWithACommaAreRefusedNotHung) {
+  // yaml-cpp 0.7 loops forever on these; each must come back as an error.
+  for (const char* text : {",", ", a", "  ,", "# c\n,", "---\n,", "a: 1\n---\n,", "--- ,",
+                           "\xEF\xBB\xBF,", "\t,", "...\n,", "%YAML 1.2\n---\n,"}) {
+    EXPECT_THAT(ErrorOf(ConfigDoc::Parse(text, "wharfd.yaml")),
+                HasSubstr("a document cannot start with ','"))
+        << text;
+  }
+  EXPECT_EQ(ErrorOf(ConfigDoc::Parse("# c\n  ,\n", "wharfd.yaml")),
+            "wharfd.yaml:2:3: YAML syntax error: a document cannot start with ','");
+  // Commas elsewhere are ordinary YAML.
+  EXPECT_TRUE(ConfigDoc::Parse("a: [1, 2]\nb: x,y\n", "wharfd.yaml").ok());
+}
+
 TEST(ConfigDocTest, AnchorsAndAliasesAreRefusedWithTheirPlace) {
   // A self-referencing alias would be a never-freed cycle inside yaml-cpp.
   EXPECT_EQ(ErrorOf(ConfigDoc::Parse("a: &x [1, *x]\n", "wharfd.yaml")),
