@@ -56,43 +56,60 @@ class AnchorFinder final : public YAML::EventHandler {
   }
 };
 
-// yaml-cpp 0.7 loops forever when a document's first token is ',' (e.g. a
-// file that is just ","; found by config_fuzzer). Finds that case by
-// scanning each document start past whitespace, comments, directives and
-// "---"/"..." markers; returns the 1-based line and column, or nullopt.
-std::optional<std::pair<int, int>> FindDocumentStartingWithComma(std::string_view text) {
-  size_t i = 0;
+// yaml-cpp 0.7 can loop forever on a ',' that begins a line outside any flow
+// collection (e.g. a file that is just ","; found by config_fuzzer). In
+// block context such a line is never valid YAML (',' is a flow indicator
+// and cannot start a plain scalar), so refusing it loses nothing. Tracks
+// flow depth ([ { ... } ]) outside quotes and comments; returns the 1-based
+// line and column of the first such ',', or nullopt.
+std::optional<std::pair<int, int>> FindLineStartingWithComma(std::string_view text) {
+  int depth = 0;
   int line = 1;
   int col = 1;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
-  bool at_document_start = true;
-  auto at_line_start = [&] { return col == 1; };
-  auto skip_line = [&] {
-    while (i < text.size() && text[i] != '\n') ++i, ++col;
-  };
-  while (i < text.size()) {
+  bool line_start = true;  // only blanks seen on this line so far
+  char quote = 0;          // inside '...' or "..." when set
+  char prev = 0;           // last non-blank character on this line (0: none)
+  size_t start = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // UTF-8 byte order mark
+  for (size_t i = start; i < text.size(); ++i, ++col) {
     char c = text[i];
+    // A document marker at the start of a line leaves the line "empty".
+    if (col == 1 && quote == 0 && (text.substr(i, 3) == "---" || text.substr(i, 3) == "...")) {
+      i += 2, col += 2;
+      continue;
+    }
     if (c == '\n') {
-      ++i, ++line, col = 1;
-      std::string_view rest = text.substr(i);
-      if (rest.substr(0, 3) == "---" || rest.substr(0, 3) == "...") at_document_start = true;
+      ++line, col = 0, line_start = true, prev = 0;
       continue;
     }
-    if (!at_document_start) {
-      ++i, ++col;
+    if (quote != 0) {
+      if (quote == '"' && c == '\\') {
+        ++i, ++col;  // the escaped character
+      } else if (c == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i, ++col;  // '' is an escaped quote
+        } else {
+          quote = 0;
+        }
+      }
       continue;
     }
-    if (c == ' ' || c == '\t' || c == '\r') {
-      ++i, ++col;
-    } else if (c == '#' || (c == '%' && at_line_start())) {
-      skip_line();
-    } else if (at_line_start() &&
-               (text.substr(i, 3) == "---" || text.substr(i, 3) == "...")) {
-      i += 3, col += 3;
-    } else if (c == ',') {
-      return std::make_pair(line, col);
-    } else {
-      at_document_start = false;
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (c == '#' && (line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++col;
+      continue;
+    }
+    if (line_start && c == ',' && depth == 0) return std::make_pair(line, col);
+    line_start = false;
+    // A quote starts a quoted scalar only where a scalar can start; inside a
+    // plain scalar (it's, a"b) it is an ordinary character.
+    const bool scalar_start = prev == 0 || std::string_view(":-?[{,").find(prev) != std::string_view::npos;
+    prev = c;
+    if ((c == '"' || c == '\'') && scalar_start) {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
     }
   }
   return std::nullopt;
@@ -255,9 +272,9 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
 Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name) {
   ConfigDoc doc(std::move(source_name));
   const std::string& src = doc.source_name_;
-  if (auto comma = FindDocumentStartingWithComma(text)) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: a document cannot start "
-                                            "with ','",
+  if (auto comma = FindLineStartingWithComma(text)) {
+    return InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: a line cannot start "
+                                            "with ',' outside [...] or {{...}}",
                                             src, comma->first, comma->second));
   }
   try {

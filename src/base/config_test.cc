@@ -199,18 +199,23 @@ TEST(ConfigDocTest, BadKeyNamesAreAnError) {
             "wharfd.yaml:1: top level: keys must be non-empty plain names");
 }
 
-TEST(ConfigDocTest, DocumentsStartingWithACommaAreRefusedNotHung) {
-  // yaml-cpp 0.7 loops forever on these; each must come back as an error.
-  for (const char* text : {",", ", a", "  ,", "# c\n,", "---\n,", "a: 1\n---\n,", "--- ,",
-                           "\xEF\xBB\xBF,", "\t,", "...\n,", "%YAML 1.2\n---\n,"}) {
+TEST(ConfigDocTest, LinesStartingWithACommaAreRefusedNotHung) {
+  // yaml-cpp 0.7 loops forever on some of these; each must be an error.
+  for (const char* text : {",", ", a", "  ,", "# c\n,", "---\n,", "a: 1\n---\n,",
+                           "\t,", "...\n,", "%YAML 1.2\n---\n,", "a: [1]\n ,\n", "--- ,",
+                           "\xEF\xBB\xBF,"}) {
     EXPECT_THAT(ErrorOf(ConfigDoc::Parse(text, "wharfd.yaml")),
-                HasSubstr("a document cannot start with ','"))
+                HasSubstr("a line cannot start with ','"))
         << text;
   }
   EXPECT_EQ(ErrorOf(ConfigDoc::Parse("# c\n  ,\n", "wharfd.yaml")),
-            "wharfd.yaml:2:3: YAML syntax error: a document cannot start with ','");
-  // Commas elsewhere are ordinary YAML.
-  EXPECT_TRUE(ConfigDoc::Parse("a: [1, 2]\nb: x,y\n", "wharfd.yaml").ok());
+            "wharfd.yaml:2:3: YAML syntax error: a line cannot start with ',' outside [...] or "
+            "{...}");
+  // Commas inside flow collections, quotes, comments and scalars are fine.
+  EXPECT_TRUE(ConfigDoc::Parse("a: [1,\n  2\n  , 3]\nb: x,y\nc: ',x'\n# ,\n", "wharfd.yaml").ok());
+  // A quote inside a plain scalar does not hide a later line-start comma.
+  EXPECT_THAT(ErrorOf(ConfigDoc::Parse("a: the\"route's MTU\nb: 1\n,\n", "wharfd.yaml")),
+              HasSubstr("wharfd.yaml:3:1: YAML syntax error: a line cannot start with ','"));
 }
 
 TEST(ConfigDocTest, AnchorsAndAliasesAreRefusedWithTheirPlace) {
