@@ -222,8 +222,11 @@ void Engine::Release(uint64_t conn_id) {
   auto it = conns_.find(conn_id);
   if (it == conns_.end()) return;
   by_wire_.erase({it->second.peer, it->second.wire_id});
-  for (auto& receiver : it->second.receivers) Cancel(receiver->op_id);
+  // Cancel() removes each receiver from this deque: take them out first.
+  auto receivers = std::move(it->second.receivers);
+  it->second.receivers.clear();
   conns_.erase(it);
+  for (auto& receiver : receivers) Cancel(receiver->op_id);
 }
 
 Result<std::string> Engine::PeerOf(uint64_t conn_id) const {

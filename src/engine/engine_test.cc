@@ -418,6 +418,20 @@ TEST_F(EngineTest, DisconnectFailsPeersRecvWithUnavailable) {
   EXPECT_FALSE(a.engine->PeerOf(ca).ok());
 }
 
+TEST_F(EngineTest, ReleaseWithPendingReceivesCancelsThem) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  auto [ca, cb] = ConnectPair(a, b);
+  StatePtr r1 = a.engine->Recv(ca);
+  StatePtr r2 = a.engine->Recv(ca);
+  ASSERT_FALSE(Done(r1));
+  a.engine->Release(ca);
+  ASSERT_TRUE(Done(r1) && Done(r2));
+  EXPECT_EQ(r1->status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(r2->status.code(), StatusCode::kCancelled);
+  (void)cb;
+}
+
 TEST_F(EngineTest, MessagesQueuedBeforeDisconnectAreStillReadable) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
