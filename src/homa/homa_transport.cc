@@ -215,8 +215,13 @@ int HomaTransport::PumpSends(TimeNs now) {
       rpc.state = RpcState::kServerAwaitAck;
       rpc.Heard();
     }
-    DequeueFromSend(rpc);
-    QueueForSend(rpc);
+    // Re-rank by the bytes now remaining (QueueForSend leaves an unchanged
+    // key alone), or leave the queue when nothing more is ready.
+    if (rpc.out->HasPacketReady()) {
+      QueueForSend(rpc);
+    } else {
+      DequeueFromSend(rpc);
+    }
   }
   return produced;
 }
@@ -380,7 +385,6 @@ Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t pee
     client_rpcs_[id] = std::move(rpc);
   } else {
     ServerRpcKey key{peer.addr, peer_port, ref.client_id()};
-    server_key_of_[ref.handle] = key;
     peer.clients[peer_port].live.insert(key.client_id);
     server_rpcs_[key] = std::move(rpc);
   }
@@ -479,7 +483,6 @@ void HomaTransport::DestroyServerRpc(const ServerRpcKey& key, bool tombstone) {
   ReleaseIncoming(rpc);
   record.live.erase(key.client_id);
   by_handle_.erase(rpc.handle);
-  server_key_of_.erase(rpc.handle);
   server_rpcs_.erase(it);
 }
 

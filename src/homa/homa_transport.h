@@ -181,8 +181,6 @@ class HomaTransport {
   std::unordered_map<uint64_t, std::unique_ptr<Rpc>> client_rpcs_;  // by our id
   std::unordered_map<ServerRpcKey, std::unique_ptr<Rpc>, ServerRpcKeyHash> server_rpcs_;
   std::unordered_map<uint64_t, Rpc*> by_handle_;
-  // Server RPC handle -> key, to find the table entry from the handle.
-  std::unordered_map<uint64_t, ServerRpcKey> server_key_of_;
 
   GrantScheduler grants_;
   bool grants_dirty_ = false;

@@ -96,7 +96,7 @@ int RunPing(const PingOptions& o) {
     }
     // Wait for the oldest; completions may arrive in any order.
     InFlight& head = flight.front();
-    Status s = head.done.Wait(std::chrono::milliseconds(1));
+    (void)head.done.Wait(std::chrono::milliseconds(1));  // outcome read below
     if (!head.done.done()) continue;
     for (auto it = flight.begin(); it != flight.end();) {
       if (!it->done.done()) {
@@ -117,7 +117,6 @@ int RunPing(const PingOptions& o) {
       }
       it = flight.erase(it);
     }
-    (void)s;
     if (!o.quiet && clock.NowNs() >= next_progress) {
       next_progress += 250 * kNsPerMs;
       std::fprintf(stderr, "\r%d/%d done, p50 %.1f us, lost %d   ", ok + lost + corrupt, o.count,
