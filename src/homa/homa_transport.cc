@@ -178,6 +178,39 @@ bool HomaTransport::PopEvent(HomaEvent* out) {
   return true;
 }
 
+std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
+  return {
+      {"homa.packets_sent", stats_.packets_sent},
+      {"homa.packets_received", stats_.packets_received},
+      {"homa.data_sent", stats_.data_sent},
+      {"homa.data_retransmitted", stats_.data_retransmitted},
+      {"homa.data_received", stats_.data_received},
+      {"homa.duplicate_data", stats_.duplicate_data},
+      {"homa.grants_sent", stats_.grants_sent},
+      {"homa.fifo_grants", stats_.fifo_grants},
+      {"homa.resends_sent", stats_.resends_sent},
+      {"homa.resends_received", stats_.resends_received},
+      {"homa.busy_sent", stats_.busy_sent},
+      {"homa.rpc_unknown_sent", stats_.rpc_unknown_sent},
+      {"homa.restarts", stats_.restarts},
+      {"homa.cutoffs_sent", stats_.cutoffs_sent},
+      {"homa.need_acks_sent", stats_.need_acks_sent},
+      {"homa.acks_sent", stats_.acks_sent},
+      {"homa.acks_received", stats_.acks_received},
+      {"homa.requests_delivered", stats_.requests_delivered},
+      {"homa.responses_delivered", stats_.responses_delivered},
+      {"homa.late_duplicates", stats_.late_duplicates},
+      {"homa.client_timeouts", stats_.client_timeouts},
+      {"homa.server_timeouts", stats_.server_timeouts},
+      {"homa.malformed", stats_.malformed},
+      {"homa.wrong_port", stats_.wrong_port},
+      {"homa.oversize_dropped", stats_.oversize_dropped},
+      {"homa.memory_dropped", stats_.memory_dropped},
+      {"homa.tx_dropped", stats_.tx_dropped},
+      {"homa.send_errors", stats_.send_errors},
+  };
+}
+
 // ---------------------------------------------------------------- sending
 
 void HomaTransport::QueueForSend(Rpc& rpc) {

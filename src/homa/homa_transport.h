@@ -27,85 +27,49 @@
 #include "homa/rpc.h"
 #include "homa/stats.h"
 #include "transport/datagram.h"
+#include "transport/message_transport.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 #include "wire/packet.h"
 
 namespace wharf::homa {
 
-// Identifies a server-side RPC: the client's address, its port and its id.
-struct ServerRpcKey {
-  transport::NetAddress client;
-  uint16_t client_port = 0;
-  uint64_t client_id = 0;
-  friend bool operator==(const ServerRpcKey&, const ServerRpcKey&) = default;
-};
-
-struct ServerRpcKeyHash {
-  size_t operator()(const ServerRpcKey& k) const noexcept {
-    return std::hash<transport::NetAddress>()(k.client) ^ (k.client_id * 0x9e3779b97f4a7c15ULL) ^
-           k.client_port;
-  }
-};
-
-// What the protocol reports upward, in the order it happened.
-struct HomaEvent {
-  enum class Kind : uint8_t {
-    kRequest,   // server: a complete request, or (status not ok) one refused
-                // unread; answer either with SendResponse(key)
-    kResponse,  // client: the response to SendRequest's id
-    kFailed,    // client: the RPC failed (status says why)
-  };
-  Kind kind = Kind::kRequest;
-  uint64_t client_id = 0;    // the client's RPC id (both sides)
-  uint64_t cookie = 0;       // client: as passed to SendRequest
-  ServerRpcKey server_key;   // server: the RPC to respond to
-  Buffer message;            // kRequest / kResponse payload
-  Status status;             // kFailed
-};
-
-struct PollResult {
-  int work = 0;                   // packets handled + sent, timers run
-  TimeNs next_deadline = kNever;  // when Poll needs to run again at the latest
-  TimeNs now = 0;                 // the clock as Poll read it (callers reuse it)
-};
+// The engine-facing types are the transport interface's own.
+using ServerRpcKey = transport::ServerRpcKey;
+using ServerRpcKeyHash = transport::ServerRpcKeyHash;
+using HomaEvent = transport::MessageEvent;
+using PollResult = transport::PollResult;
 
 // Owned by the engine (or a test). Single-threaded: every call from the one
 // thread that drives it. Borrows `net` and `clock`, which must outlive it.
-class HomaTransport {
+class HomaTransport final : public transport::MessageTransport {
  public:
   static Result<std::unique_ptr<HomaTransport>> Create(const HomaConfig& config,
                                                        transport::Datagram* net,
                                                        const Clock& clock);
-  ~HomaTransport();
+  ~HomaTransport() override;
 
   // The homa port: the UDP port of `net` (servers are addressed by it).
   uint16_t port() const { return port_; }
   const HomaConfig& config() const { return config_; }
   const HomaStats& stats() const { return stats_; }
 
-  // Starts an RPC to the server at `server` (its port is the homa port).
-  // Returns the client RPC id; completion arrives as a kResponse or kFailed
-  // event carrying `cookie`.
+  // transport::MessageTransport. A server is addressed by its homa port
+  // (the UDP port of its socket).
+  std::string_view scheme() const override { return "homa"; }
+  transport::NetAddress LocalAddress() const override { return net_->LocalAddress(); }
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
-                               uint64_t cookie = 0);
-
-  // Answers a request delivered as a kRequest event. NotFound when the RPC is
-  // gone (the client gave up or died), FailedPrecondition when answered twice.
-  Status SendResponse(const ServerRpcKey& key, Buffer response);
-
-  // Client side: abandons an RPC. No event follows. False if unknown.
-  bool Cancel(uint64_t client_id);
-
+                               uint64_t cookie = 0) override;
+  Status SendResponse(const ServerRpcKey& key, Buffer response) override;
+  bool Cancel(uint64_t client_id) override;
   // Receives and handles packets, sends what grants and the pacer allow, and
   // runs the protocol timer when due.
-  PollResult Poll();
+  PollResult Poll() override;
+  TimeNs NextDeadline() const override;
+  bool PopEvent(HomaEvent* out) override;
+  int ReadableFd() const override { return net_->ReadableFd(); }
+  std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
-  // When Poll() must run next at the latest (now if work is waiting).
-  TimeNs NextDeadline() const;
-
-  // Takes the oldest pending event; false when none.
-  bool PopEvent(HomaEvent* out);
   size_t pending_events() const { return events_.size(); }
 
   size_t num_client_rpcs() const { return client_rpcs_.size(); }

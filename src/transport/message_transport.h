@@ -1,0 +1,103 @@
+// transport/message_transport.h: MessageTransport, the interface the engine
+// drives: reliable request/response messages to a peer address. Two
+// implementations: homa/ (the receiver-driven protocol over a Datagram) and
+// stream/ (framed messages over TCP). The engine picks one per peer by the
+// address's URI scheme and never sees packets, sockets or frames.
+//
+// Semantics every implementation keeps: a request is delivered to the server
+// at most once, even across retransmission or reconnection; every request
+// ends in exactly one kResponse or kFailed event (unless cancelled); a peer
+// that stays silent past the configured timeout fails its RPCs with
+// kUnavailable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "transport/net_address.h"
+#include "wharf/buffer.h"
+#include "wharf/result.h"
+
+namespace wharf::transport {
+
+// Identifies a server-side RPC: the client's address, its port (0 where the
+// transport has none) and its RPC id.
+struct ServerRpcKey {
+  NetAddress client;
+  uint16_t client_port = 0;
+  uint64_t client_id = 0;
+  friend bool operator==(const ServerRpcKey&, const ServerRpcKey&) = default;
+};
+
+struct ServerRpcKeyHash {
+  size_t operator()(const ServerRpcKey& k) const noexcept {
+    return std::hash<NetAddress>()(k.client) ^ (k.client_id * 0x9e3779b97f4a7c15ULL) ^
+           k.client_port;
+  }
+};
+
+// What a transport reports upward, in the order it happened.
+struct MessageEvent {
+  enum class Kind : uint8_t {
+    kRequest,   // server: a complete request, or (status not ok) one refused
+                // unread; answer either with SendResponse(key)
+    kResponse,  // client: the response to SendRequest's id
+    kFailed,    // client: the RPC failed (status says why)
+  };
+  Kind kind = Kind::kRequest;
+  uint64_t client_id = 0;    // the client's RPC id (both sides)
+  uint64_t cookie = 0;       // client: as passed to SendRequest
+  ServerRpcKey server_key;   // server: the RPC to respond to
+  Buffer message;            // kRequest / kResponse payload
+  Status status;             // kFailed, or a refused kRequest
+};
+
+struct PollResult {
+  int work = 0;                   // packets/frames handled + sent, timers run
+  TimeNs next_deadline = kNever;  // when Poll needs to run again at the latest
+  TimeNs now = 0;                 // the clock as Poll read it (callers reuse it)
+};
+
+// Owned by the engine's host. Single-threaded: every call from the one thread
+// that drives it.
+class MessageTransport {
+ public:
+  virtual ~MessageTransport() = default;
+
+  // The URI scheme peers reach this transport by: "homa", "tcp".
+  virtual std::string_view scheme() const = 0;
+  // The address peers send requests to (port resolved).
+  virtual NetAddress LocalAddress() const = 0;
+
+  // Starts an RPC to the server at `server`. Returns the client RPC id;
+  // completion arrives as a kResponse or kFailed event carrying `cookie`.
+  virtual Result<uint64_t> SendRequest(const NetAddress& server, Buffer request,
+                                       uint64_t cookie) = 0;
+  // Answers a request delivered as a kRequest event. NotFound when the RPC is
+  // gone (the client gave up or died), FailedPrecondition when answered twice.
+  virtual Status SendResponse(const ServerRpcKey& key, Buffer response) = 0;
+  // Client side: abandons an RPC. No event follows. False if unknown.
+  virtual bool Cancel(uint64_t client_id) = 0;
+
+  // Does the I/O and protocol work that is due, without blocking.
+  virtual PollResult Poll() = 0;
+  // When Poll() must run next at the latest (now if work is waiting).
+  virtual TimeNs NextDeadline() const = 0;
+  // Takes the oldest pending event; false when none.
+  virtual bool PopEvent(MessageEvent* out) = 0;
+
+  // A file descriptor that becomes readable when Poll() has work (for the
+  // host's epoll); -1 when there is none (fakes).
+  virtual int ReadableFd() const = 0;
+
+  // Counters for `wharf ping --stats` and /metrics, as ("homa.packets_sent",
+  // value) pairs prefixed with the scheme.
+  virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
+};
+
+}  // namespace wharf::transport
