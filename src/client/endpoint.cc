@@ -36,7 +36,7 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(address));
   TimeNs deadline = core_->DeadlineAfter(options.timeout);
   StatePtr state = core_->WithEngine(
-      [&](engine::Engine& e) { return e.Connect(uri.address, options.ordered, deadline); });
+      [&](engine::Engine& e) { return e.Connect(uri, options.ordered, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever).WithContext(
       "connect to " + std::string(address)));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
@@ -67,7 +67,7 @@ Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer req
   }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   state = core_->WithEngine([&](engine::Engine& e) {
-    return e.Call(uri->address, method, std::move(request), deadline);
+    return e.Call(*uri, method, std::move(request), deadline);
   });
   return Completion(state);
 }
@@ -100,33 +100,7 @@ void Endpoint::Shutdown() { core_->Shutdown(); }
 int Endpoint::fd() const { return core_->fd(); }
 
 std::vector<std::pair<std::string, uint64_t>> Endpoint::Stats() const {
-  return core_->WithEngine([&](engine::Engine&) {
-    const homa::HomaStats& h = core_->homa_stats();
-    const transport::UdpStats& u = core_->udp_stats();
-    return std::vector<std::pair<std::string, uint64_t>>{
-        {"homa.packets_sent", h.packets_sent},
-        {"homa.packets_received", h.packets_received},
-        {"homa.data_retransmitted", h.data_retransmitted},
-        {"homa.resends_sent", h.resends_sent},
-        {"homa.requests_delivered", h.requests_delivered},
-        {"homa.responses_delivered", h.responses_delivered},
-        {"homa.late_duplicates", h.late_duplicates},
-        {"homa.client_timeouts", h.client_timeouts},
-        {"homa.malformed", h.malformed},
-        {"homa.restarts", h.restarts},
-        {"homa.rpc_unknown_sent", h.rpc_unknown_sent},
-        {"homa.busy_sent", h.busy_sent},
-        {"homa.acks_sent", h.acks_sent},
-        {"homa.duplicate_data", h.duplicate_data},
-        {"homa.tx_dropped", h.tx_dropped},
-        {"homa.send_errors", h.send_errors},
-        {"udp.sent", u.sent},
-        {"udp.received", u.received},
-        {"udp.send_dropped", u.send_dropped},
-        {"udp.gso_sends", u.gso_sends},
-        {"udp.gro_coalesced", u.gro_coalesced},
-    };
-  });
+  return core_->WithEngine([&](engine::Engine&) { return core_->Counters(); });
 }
 
 // ------------------------------------------------------------- Connection

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "engine/uri.h"
+#include "homa/homa_transport.h"
 
 namespace wharf::internal {
 
@@ -30,28 +31,13 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   std::shared_ptr<EndpointCore> core(new EndpointCore());
   WHARF_ASSIGN_OR_RETURN(core->config_,
                          engine::LoadEngineConfig(options.config_file, options.settings));
-  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(options.address));
-  // homa.max_message_bytes is the application's payload limit; the
-  // transport also carries the engine's frame header.
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri,
+                         engine::ParseUri(options.address, core->config_.default_scheme));
+  // homa.max_message_bytes is the application's payload limit on every
+  // transport; the transports also carry the engine's frame header.
   core->config_.limits.max_message_bytes = core->config_.homa.max_message_bytes;
   core->config_.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{core->config_.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
-  transport::UdpOptions udp;
-  udp.bind = uri.address;
-  udp.mtu = core->config_.mtu;
-  udp.recv_buffer_bytes = static_cast<int>(core->config_.recv_buffer_bytes);
-  udp.send_buffer_bytes = static_cast<int>(core->config_.send_buffer_bytes);
-  udp.enable_gso = core->config_.gso;
-  udp.enable_gro = core->config_.gro;
-  WHARF_ASSIGN_OR_RETURN(core->udp_, transport::UdpDatagram::Open(udp));
-  WHARF_ASSIGN_OR_RETURN(core->homa_,
-                         homa::HomaTransport::Create(core->config_.homa, core->udp_.get(),
-                                                     core->clock_));
-  std::weak_ptr<EndpointCore> weak = core;
-  core->engine_ = std::make_unique<engine::Engine>(
-      core->homa_.get(), core->clock_, core->config_.limits,
-      std::weak_ptr<engine::ProgressDriver>(weak), [raw = core.get()] { raw->WakeSleepers(); });
-  core->address_ = engine::Engine::Uri(core->udp_->LocalAddress());
 
   core->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   core->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -59,7 +45,7 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   if (core->wake_fd_ < 0 || core->timer_fd_ < 0 || core->epoll_fd_ < 0) {
     return ErrnoToStatus(errno, "endpoint: epoll setup");
   }
-  for (int fd : {core->udp_->ReadableFd(), core->wake_fd_, core->timer_fd_}) {
+  for (int fd : {core->wake_fd_, core->timer_fd_}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -67,7 +53,66 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
       return ErrnoToStatus(errno, "endpoint: epoll_ctl");
     }
   }
+
+  WHARF_ASSIGN_OR_RETURN(transport::MessageTransport * primary,
+                         core->OpenTransport(uri.scheme, uri.address));
+  core->secondary_bind_ = uri.address.WithPort(0);
+  // Transports for other schemes open on first use, under the engine's lock
+  // (the engine asks from inside a call the core serialises).
+  EndpointCore* raw = core.get();
+  engine::TransportOpener opener = [raw](std::string_view scheme) {
+    return raw->OpenTransport(scheme, raw->secondary_bind_);
+  };
+  std::weak_ptr<EndpointCore> weak = core;
+  core->engine_ = std::make_unique<engine::Engine>(
+      primary, std::move(opener), core->clock_, core->config_.limits,
+      std::weak_ptr<engine::ProgressDriver>(weak), [raw] { raw->WakeSleepers(); });
+  core->address_ = std::string(primary->scheme()) + "://" + primary->LocalAddress().ToString();
   return core;
+}
+
+Result<transport::MessageTransport*> EndpointCore::OpenTransport(
+    std::string_view scheme, const transport::NetAddress& bind) {
+  std::unique_ptr<transport::MessageTransport> opened;
+  if (scheme == "homa") {
+    if (udp_ != nullptr) return FailedPreconditionError("endpoint: homa transport already open");
+    transport::UdpOptions udp;
+    udp.bind = bind;
+    udp.mtu = config_.mtu;
+    udp.recv_buffer_bytes = static_cast<int>(config_.recv_buffer_bytes);
+    udp.send_buffer_bytes = static_cast<int>(config_.send_buffer_bytes);
+    udp.enable_gso = config_.gso;
+    udp.enable_gro = config_.gro;
+    WHARF_ASSIGN_OR_RETURN(udp_, transport::UdpDatagram::Open(udp));
+    WHARF_ASSIGN_OR_RETURN(opened, homa::HomaTransport::Create(config_.homa, udp_.get(), clock_));
+  } else {
+    return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = opened->ReadableFd();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
+    return ErrnoToStatus(errno, "endpoint: epoll_ctl");
+  }
+  transports_.push_back(std::move(opened));
+  return transports_.back().get();
+}
+
+std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
+  std::vector<std::pair<std::string, uint64_t>> all;
+  for (const auto& t : transports_) {
+    auto counters = t->Counters();
+    all.insert(all.end(), counters.begin(), counters.end());
+  }
+  if (udp_ != nullptr) {
+    const transport::UdpStats& u = udp_->stats();
+    all.insert(all.end(), {{"udp.sent", u.sent},
+                           {"udp.received", u.received},
+                           {"udp.send_dropped", u.send_dropped},
+                           {"udp.gso_sends", u.gso_sends},
+                           {"udp.gro_coalesced", u.gro_coalesced}});
+  }
+  return all;
 }
 
 EndpointCore::~EndpointCore() {
@@ -91,7 +136,7 @@ Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   auto it = resolved_.find(std::string(address));
   if (it != resolved_.end()) return it->second;
-  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address));
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.default_scheme));
   if (resolved_.size() >= kMaxRemembered) resolved_.clear();
   resolved_.emplace(std::string(address), uri);
   return uri;
@@ -115,7 +160,7 @@ int EndpointCore::PollOnce() {
   }
   if (read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
   polling_ = this;
-  homa::PollResult r = engine_->Poll();
+  transport::PollResult r = engine_->Poll();
   polling_ = nullptr;
   ArmTimer(r.next_deadline);
   return r.work;
@@ -174,7 +219,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
       std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock() && !closed_) {
         polling_ = this;
-        homa::PollResult r = engine_->Poll();
+        transport::PollResult r = engine_->Poll();
         polling_ = nullptr;
         next = r.next_deadline;
         ArmTimer(next);  // a syscall only when the deadline moved earlier

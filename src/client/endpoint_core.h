@@ -1,8 +1,10 @@
 // client/endpoint_core.h: EndpointCore, the host of one embedded engine: it
-// owns the UDP socket, the protocol and the engine, serialises every call into
-// them with one mutex, and implements waiting: spin for endpoint.spin, then
-// sleep in epoll on the socket, a wake-up eventfd and the next protocol
-// deadline. The public Endpoint, Connection, Completion and Group call it.
+// owns the transports (the one its address names, listening; others opened
+// on first use for peers of another scheme), the sockets under them and the
+// engine, serialises every call into them with one mutex, and implements
+// waiting: spin for endpoint.spin, then sleep in epoll on the transports'
+// fds, a wake-up eventfd and the next protocol deadline. The public Endpoint,
+// Connection, Completion and Group call it.
 #pragma once
 
 #include <atomic>
@@ -18,7 +20,7 @@
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/uri.h"
-#include "homa/homa_transport.h"
+#include "transport/message_transport.h"
 #include "transport/udp/udp_datagram.h"
 #include "wharf/endpoint.h"
 
@@ -52,8 +54,8 @@ class EndpointCore final : public engine::ProgressDriver,
   std::string address() const { return address_; }
   int fd() const { return epoll_fd_; }
   const engine::EngineConfig& config() const { return config_; }
-  const homa::HomaStats& homa_stats() const { return homa_->stats(); }
-  const transport::UdpStats& udp_stats() const { return udp_->stats(); }
+  // Every transport's counters, then the UDP socket's. Call under WithEngine.
+  std::vector<std::pair<std::string, uint64_t>> Counters() const;
 
   // Blocks until `state` completes or `timeout` passes; the state's status, or
   // kDeadlineExceeded for the wait itself.
@@ -84,13 +86,21 @@ class EndpointCore final : public engine::ProgressDriver,
   void Sleep(TimeNs until_ns);
   // Makes fd() readable at `deadline_ns` (if earlier than what is armed).
   void ArmTimer(TimeNs deadline_ns);
+  // Opens the transport for `scheme` bound to `bind` and adds its fd to the
+  // epoll set; the core owns it.
+  Result<transport::MessageTransport*> OpenTransport(std::string_view scheme,
+                                                     const transport::NetAddress& bind);
 
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;
   std::string address_;
   mutable std::recursive_mutex mu_;
+  // The homa transport's socket (declared before transports_: it outlives
+  // them); null until homa is opened.
   std::unique_ptr<transport::UdpDatagram> udp_;
-  std::unique_ptr<homa::HomaTransport> homa_;
+  std::vector<std::unique_ptr<transport::MessageTransport>> transports_;
+  // Where secondary transports bind: the endpoint's address, any port.
+  transport::NetAddress secondary_bind_;
   std::unique_ptr<engine::Engine> engine_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;

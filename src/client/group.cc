@@ -25,18 +25,18 @@ Result<std::unique_ptr<Group>> Group::Join(Endpoint& endpoint, std::vector<std::
                                 " is outside 0.." + std::to_string(members.size() - 1));
   }
   if (members.size() > UINT32_MAX) return InvalidArgumentError("group: too many members");
-  WHARF_RETURN_IF_ERROR(engine::ParseUri(members[0]).status().WithContext(
+  WHARF_RETURN_IF_ERROR(endpoint.core()->Resolve(members[0]).status().WithContext(
       "group '" + name + "': coordinator (rank 0)"));
   return std::unique_ptr<Group>(new Group(endpoint, std::move(members), rank, std::move(name)));
 }
 
 Status Group::Barrier(std::chrono::nanoseconds timeout) {
   auto& core = *endpoint_.core();
-  WHARF_ASSIGN_OR_RETURN(engine::Uri coordinator, engine::ParseUri(members_[0]));
+  WHARF_ASSIGN_OR_RETURN(engine::Uri coordinator, core.Resolve(members_[0]));
   TimeNs deadline = core.DeadlineAfter(timeout);
   uint64_t round = round_++;
   auto state = core.WithEngine([&](engine::Engine& e) {
-    return e.BarrierArrive(coordinator.address, rank_ == 0, HashName(name_), round,
+    return e.BarrierArrive(coordinator, rank_ == 0, HashName(name_), round,
                            static_cast<uint32_t>(members_.size()), deadline);
   });
   return core.Await(*state, kNever).WithContext("group '" + name_ + "' barrier round " +

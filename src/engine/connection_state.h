@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "engine/completion_state.h"
-#include "transport/net_address.h"
+#include "engine/peer_ref.h"
 
 namespace wharf::engine {
 
@@ -17,7 +17,7 @@ namespace wharf::engine {
 struct ConnState {
   uint64_t local_id = 0;  // the handle the application holds
   uint64_t wire_id = 0;   // the id both ends use on the wire (client-chosen)
-  transport::NetAddress peer;
+  PeerRef peer;
   bool ordered = false;
   bool open = true;       // false after Disconnect (either side) or peer death
   Status closed_reason;   // why receives now fail, once !open

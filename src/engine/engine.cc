@@ -17,9 +17,11 @@ Status StatusFromReply(uint32_t code, const Buffer& text) {
 
 }  // namespace
 
-Engine::Engine(homa::HomaTransport* homa, const Clock& clock, EngineLimits limits,
-               std::weak_ptr<ProgressDriver> driver, std::function<void()> on_complete)
-    : homa_(homa),
+Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
+               EngineLimits limits, std::weak_ptr<ProgressDriver> driver,
+               std::function<void()> on_complete)
+    : transports_{primary},
+      opener_(std::move(opener)),
       clock_(clock),
       limits_(limits),
       driver_(std::move(driver)),
@@ -33,7 +35,23 @@ Engine::~Engine() {
   RunCallbacks();
 }
 
-std::string Engine::Uri(const transport::NetAddress& addr) { return "homa://" + addr.ToString(); }
+std::string Engine::UriOf(const PeerRef& peer) const {
+  return std::string(transports_[peer.transport]->scheme()) + "://" + peer.address.ToString();
+}
+
+Result<PeerRef> Engine::PeerFor(const Uri& uri) {
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    if (transports_[i]->scheme() == uri.scheme) return PeerRef{static_cast<uint8_t>(i), uri.address};
+  }
+  if (!opener_) {
+    return InvalidArgumentError("no " + uri.scheme + " transport on this endpoint (it speaks " +
+                                std::string(transports_[0]->scheme()) + "://)");
+  }
+  if (transports_.size() >= UINT8_MAX) return ResourceExhaustedError("too many transports");
+  WHARF_ASSIGN_OR_RETURN(transport::MessageTransport * opened, opener_(uri.scheme));
+  transports_.push_back(opened);
+  return PeerRef{static_cast<uint8_t>(transports_.size() - 1), uri.address};
+}
 
 Engine::StatePtr Engine::NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns,
                                   uint64_t* op_id) {
@@ -41,7 +59,7 @@ Engine::StatePtr Engine::NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns
   uint64_t id = next_op_++;
   state->op_id = id;
   state->driver = driver_;
-  ops_.emplace(id, Op{kind, state, conn, 0, deadline_ns});
+  ops_.emplace(id, Op{.kind = kind, .state = state, .conn = conn, .deadline_ns = deadline_ns});
   if (deadline_ns != kNever) deadlines_.emplace(deadline_ns, id);
   *op_id = id;
   if (!shutdown_status_.ok()) FinishOp(id, shutdown_status_);
@@ -63,20 +81,25 @@ Status Engine::CheckSize(size_t bytes) const {
 }
 
 TimeNs Engine::NextDeadline() const {
-  TimeNs next = homa_->NextDeadline();
+  TimeNs next = kNever;
+  for (const transport::MessageTransport* t : transports_) next = std::min(next, t->NextDeadline());
   if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
   return next;
 }
 
-void Engine::StartRequest(uint64_t op_id, const transport::NetAddress& peer, const Frame& frame,
+void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame,
                           Buffer payload) {
-  Result<uint64_t> id = homa_->SendRequest(peer, WrapFrame(frame, std::move(payload)), op_id);
+  Result<uint64_t> id = transports_[peer.transport]->SendRequest(
+      peer.address, WrapFrame(frame, std::move(payload)), op_id);
   if (!id.ok()) {
     FinishOp(op_id, id.status());
     return;
   }
   auto it = ops_.find(op_id);
-  if (it != ops_.end()) it->second.homa_id = *id;
+  if (it != ops_.end()) {
+    it->second.rpc_id = *id;
+    it->second.transport = peer.transport;
+  }
 }
 
 void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t value) {
@@ -108,8 +131,10 @@ void Engine::RunCallbacks() {
 
 // ------------------------------------------------------------ connections
 
-Engine::StatePtr Engine::Connect(const transport::NetAddress& peer, bool ordered,
-                                 TimeNs deadline_ns) {
+Engine::StatePtr Engine::Connect(const Uri& uri, bool ordered, TimeNs deadline_ns) {
+  Result<PeerRef> peer_ref = PeerFor(uri);
+  if (!peer_ref.ok()) return Failed(peer_ref.status());
+  const PeerRef& peer = *peer_ref;
   uint64_t local = next_conn_++;
   ConnState& conn = conns_[local];
   conn.local_id = local;
@@ -179,8 +204,15 @@ Engine::StatePtr Engine::Recv(uint64_t conn_id) {
   return state;
 }
 
-Engine::StatePtr Engine::Call(const transport::NetAddress& peer, uint32_t method, Buffer request,
+Engine::StatePtr Engine::Call(const Uri& uri, uint32_t method, Buffer request,
                               TimeNs deadline_ns) {
+  Result<PeerRef> peer = PeerFor(uri);
+  if (!peer.ok()) return Failed(peer.status());
+  return CallPeer(*peer, method, std::move(request), deadline_ns);
+}
+
+Engine::StatePtr Engine::CallPeer(const PeerRef& peer, uint32_t method, Buffer request,
+                                  TimeNs deadline_ns) {
   if (Status size = CheckSize(request.size()); !size.ok()) return Failed(size);
   uint64_t op;
   StatePtr state = NewState(OpKind::kCall, 0, deadline_ns, &op);
@@ -200,7 +232,7 @@ Engine::StatePtr Engine::CallOnConnection(uint64_t conn_id, uint32_t method, Buf
   auto it = conns_.find(conn_id);
   if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
   if (!it->second.open) return Failed(it->second.closed_reason);
-  return Call(it->second.peer, method, std::move(request), deadline_ns);
+  return CallPeer(it->second.peer, method, std::move(request), deadline_ns);
 }
 
 Engine::StatePtr Engine::Disconnect(uint64_t conn_id) {
@@ -232,16 +264,18 @@ void Engine::Release(uint64_t conn_id) {
 Result<std::string> Engine::PeerOf(uint64_t conn_id) const {
   auto it = conns_.find(conn_id);
   if (it == conns_.end()) return InvalidArgumentError("unknown connection");
-  return Uri(it->second.peer);
+  return UriOf(it->second.peer);
 }
 
 void Engine::SetHandler(uint32_t method, RpcHandler handler) {
   handlers_[method] = std::move(handler);
 }
 
-Engine::StatePtr Engine::BarrierArrive(const transport::NetAddress& coordinator,
-                                       bool is_coordinator, uint64_t group, uint64_t round,
-                                       uint32_t members, TimeNs deadline_ns) {
+Engine::StatePtr Engine::BarrierArrive(const Uri& coordinator_uri, bool is_coordinator,
+                                       uint64_t group, uint64_t round, uint32_t members,
+                                       TimeNs deadline_ns) {
+  Result<PeerRef> coordinator = PeerFor(coordinator_uri);
+  if (!coordinator.ok()) return Failed(coordinator.status());
   uint64_t op;
   StatePtr state = NewState(OpKind::kBarrier, 0, deadline_ns, &op);
   if (!is_coordinator) {
@@ -250,7 +284,7 @@ Engine::StatePtr Engine::BarrierArrive(const transport::NetAddress& coordinator,
     frame.code = members;
     frame.conn_id = group;
     frame.seq = round;
-    StartRequest(op, coordinator, frame, Buffer());
+    StartRequest(op, *coordinator, frame, Buffer());
     return state;
   }
   BarrierRound& r = barriers_[{group, round}];
@@ -268,7 +302,7 @@ void Engine::StopOp(uint64_t op_id, Status why) {
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;
   Op& op = it->second;
-  if (op.homa_id != 0) homa_->Cancel(op.homa_id);
+  if (op.rpc_id != 0) transports_[op.transport]->Cancel(op.rpc_id);
   switch (op.kind) {
     case OpKind::kRecv: {
       auto c = conns_.find(op.conn);
@@ -320,7 +354,7 @@ void Engine::Shutdown(const Status& why) {
   for (uint64_t id : ids) {
     auto it = ops_.find(id);
     if (it == ops_.end()) continue;
-    if (it->second.homa_id != 0 && homa_ != nullptr) homa_->Cancel(it->second.homa_id);
+    if (it->second.rpc_id != 0) transports_[it->second.transport]->Cancel(it->second.rpc_id);
     FinishOp(id, why);
   }
   conns_.clear();
@@ -331,15 +365,23 @@ void Engine::Shutdown(const Status& why) {
 
 // ----------------------------------------------------------------- poll
 
-homa::PollResult Engine::Poll() {
-  homa::PollResult r = homa_->Poll();
-  homa::HomaEvent event;
-  while (homa_->PopEvent(&event)) {
-    ++r.work;
-    if (event.kind == homa::HomaEvent::Kind::kRequest) {
-      HandleRequest(event);
-    } else {
-      HandleReply(event);
+transport::PollResult Engine::Poll() {
+  transport::PollResult r;
+  r.next_deadline = kNever;
+  // Index loop: a handler may open another transport (appending to it).
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    transport::PollResult one = transports_[i]->Poll();
+    r.work += one.work;
+    r.next_deadline = std::min(r.next_deadline, one.next_deadline);
+    r.now = std::max(r.now, one.now);
+    transport::MessageEvent event;
+    while (transports_[i]->PopEvent(&event)) {
+      ++r.work;
+      if (event.kind == transport::MessageEvent::Kind::kRequest) {
+        HandleRequest(static_cast<uint8_t>(i), event);
+      } else {
+        HandleReply(event);
+      }
     }
   }
   ExpireDeadlines(r.now);
@@ -348,15 +390,15 @@ homa::PollResult Engine::Poll() {
   return r;
 }
 
-void Engine::HandleReply(homa::HomaEvent& event) {
+void Engine::HandleReply(transport::MessageEvent& event) {
   uint64_t op_id = event.cookie;
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;  // cancelled or timed out meanwhile
   Op& op = it->second;
-  op.homa_id = 0;
+  op.rpc_id = 0;
   Status status;
   Buffer payload;
-  if (event.kind == homa::HomaEvent::Kind::kFailed) {
+  if (event.kind == transport::MessageEvent::Kind::kFailed) {
     status = std::move(event.status);
   } else {
     payload = std::move(event.message);

@@ -1,7 +1,9 @@
-// engine/engine.h: Engine, wharf's message and RPC layer above a transport:
-// connections (connect/accept/send/recv/disconnect), RPCs with deadlines and
-// handlers, and group barriers. Every message it sends starts with a Frame
-// (engine/frame.h); every operation ends in a CompletionState.
+// engine/engine.h: Engine, wharf's message and RPC layer above its
+// transports: connections (connect/accept/send/recv/disconnect), RPCs with
+// deadlines and handlers, and group barriers. Every message it sends starts
+// with a Frame (engine/frame.h); every operation ends in a CompletionState.
+// Each peer is reached through the transport its URI scheme names (homa://,
+// tcp://); the frames and semantics are the same on all of them.
 //
 // The engine is single-threaded and owns its state; its host (the embedded
 // endpoint core, later the daemon) serialises calls into it and drives Poll().
@@ -20,7 +22,9 @@
 #include "engine/completion_state.h"
 #include "engine/connection_state.h"
 #include "engine/frame.h"
-#include "homa/homa_transport.h"
+#include "engine/peer_ref.h"
+#include "engine/uri.h"
+#include "transport/message_transport.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::engine {
@@ -34,26 +38,35 @@ struct EngineLimits {
   uint64_t max_queued_bytes_per_connection = 256ull << 20;
 };
 
-// Owned by the host. Borrows `homa` and `clock`, which outlive it.
+// Finds or opens the host's transport for a URI scheme ("tcp"), for peers
+// whose scheme the engine has no transport for yet. The host owns it and
+// keeps it alive as long as the engine.
+using TransportOpener = std::function<Result<transport::MessageTransport*>(std::string_view)>;
+
+// Owned by the host. Borrows the transports and `clock`, which outlive it.
 class Engine {
  public:
   using StatePtr = std::shared_ptr<internal::CompletionState>;
 
-  Engine(homa::HomaTransport* homa, const Clock& clock, EngineLimits limits,
-         std::weak_ptr<ProgressDriver> driver, std::function<void()> on_complete);
+  // `primary` is the transport the endpoint listens on; `opener` (may be
+  // empty) supplies transports for other schemes on first use.
+  Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
+         EngineLimits limits, std::weak_ptr<ProgressDriver> driver,
+         std::function<void()> on_complete);
   ~Engine();
 
-  // "homa://1.2.3.4:5678" for our own address or a peer's.
-  static std::string Uri(const transport::NetAddress& addr);
+  // "homa://1.2.3.4:5678": a peer's address as applications see it.
+  std::string UriOf(const PeerRef& peer) const;
+  // The transports in use so far, primary first.
+  const std::vector<transport::MessageTransport*>& transports() const { return transports_; }
 
   // --- connections (the StatePtr's value is the local connection id) ---
-  StatePtr Connect(const transport::NetAddress& peer, bool ordered, TimeNs deadline_ns);
+  StatePtr Connect(const Uri& peer, bool ordered, TimeNs deadline_ns);
   void Listen() { listening_ = true; }
   StatePtr Accept(TimeNs deadline_ns);
   StatePtr Send(uint64_t conn, Buffer message);
   StatePtr Recv(uint64_t conn);
-  StatePtr Call(const transport::NetAddress& peer, uint32_t method, Buffer request,
-                TimeNs deadline_ns);
+  StatePtr Call(const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
   StatePtr CallOnConnection(uint64_t conn, uint32_t method, Buffer request, TimeNs deadline_ns);
   StatePtr Disconnect(uint64_t conn);
   // Forgets a connection the application dropped (after Disconnect).
@@ -63,7 +76,7 @@ class Engine {
   void SetHandler(uint32_t method, RpcHandler handler);
 
   // --- barriers: round `round` of group `group` with `members` members ---
-  StatePtr BarrierArrive(const transport::NetAddress& coordinator, bool is_coordinator,
+  StatePtr BarrierArrive(const Uri& coordinator, bool is_coordinator,
                          uint64_t group, uint64_t round, uint32_t members, TimeNs deadline_ns);
 
   // Completes operation `op_id` with kCancelled if still pending.
@@ -74,8 +87,8 @@ class Engine {
   // Fails everything pending with `why` (the host is closing).
   void Shutdown(const Status& why);
 
-  // Runs the transport and dispatches what it reports; expires deadlines.
-  homa::PollResult Poll();
+  // Runs the transports and dispatches what they report; expires deadlines.
+  transport::PollResult Poll();
   // When Poll() must run next at the latest.
   TimeNs NextDeadline() const;
 
@@ -91,43 +104,54 @@ class Engine {
   struct Op {
     OpKind kind;
     StatePtr state;
-    uint64_t conn = 0;      // local connection id, when about one
-    uint64_t homa_id = 0;   // the transport's RPC id, 0 if none in flight
+    uint64_t conn = 0;       // local connection id, when about one
+    uint64_t rpc_id = 0;     // the transport's RPC id, 0 if none in flight
+    uint8_t transport = 0;   // which transport rpc_id belongs to
     TimeNs deadline_ns = kNever;
+  };
+  // A request from a peer, to be answered: which transport and which RPC.
+  struct ServerCall {
+    uint8_t transport = 0;
+    transport::ServerRpcKey key;
   };
   struct BarrierRound {
     uint32_t members = 0;
-    std::vector<homa::ServerRpcKey> waiting;  // remote members' requests
+    std::vector<ServerCall> waiting;  // remote members' requests
     uint64_t local_op = 0;                    // coordinator's own arrival, 0 if not yet
   };
 
+  StatePtr CallPeer(const PeerRef& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
   StatePtr NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns, uint64_t* op_id);
+  // The peer `uri` names, opening its scheme's transport on first use.
+  Result<PeerRef> PeerFor(const Uri& uri);
   // Sends `frame` + `payload` as a request for op `op_id`.
-  void StartRequest(uint64_t op_id, const transport::NetAddress& peer, const Frame& frame,
-                    Buffer payload);
+  void StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame, Buffer payload);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
   StatePtr Failed(Status status);
   // InvalidArgument when `bytes` is over the payload limit.
   Status CheckSize(size_t bytes) const;
 
   // engine_serve.cc: requests from peers.
-  void HandleRequest(homa::HomaEvent& event);
-  void Reply(const homa::ServerRpcKey& key, Status status, Buffer payload = Buffer());
-  void HandleConnect(const homa::ServerRpcKey& key, const Frame& frame);
-  void HandleMessage(const homa::ServerRpcKey& key, const Frame& frame, Buffer payload);
-  void HandleDisconnect(const homa::ServerRpcKey& key, const Frame& frame);
-  void HandleRpc(const homa::ServerRpcKey& key, const Frame& frame, Buffer payload);
-  void HandleBarrier(const homa::ServerRpcKey& key, const Frame& frame);
+  void HandleRequest(uint8_t transport, transport::MessageEvent& event);
+  void Reply(const ServerCall& call, Status status, Buffer payload = Buffer());
+  void HandleConnect(const ServerCall& call, const Frame& frame);
+  void HandleMessage(const ServerCall& call, const Frame& frame, Buffer payload);
+  void HandleDisconnect(const ServerCall& call, const Frame& frame);
+  void HandleRpc(const ServerCall& call, const Frame& frame, Buffer payload);
+  void HandleBarrier(const ServerCall& call, const Frame& frame);
   void MaybeReleaseBarrier(uint64_t group, uint64_t round);
   void Deliver(ConnState& conn, Buffer message);
   void CloseConnection(ConnState& conn, Status why);
-  ConnState* FindByWire(const transport::NetAddress& peer, uint64_t wire_id);
+  ConnState* FindByWire(const PeerRef& peer, uint64_t wire_id);
+  static PeerRef ClientOf(const ServerCall& call) { return {call.transport, call.key.client}; }
 
   // Replies and failures for our own requests.
-  void HandleReply(homa::HomaEvent& event);
+  void HandleReply(transport::MessageEvent& event);
   void ExpireDeadlines(TimeNs now);
 
-  homa::HomaTransport* homa_;
+  // Index = PeerRef::transport; [0] is the primary. Borrowed from the host.
+  std::vector<transport::MessageTransport*> transports_;
+  TransportOpener opener_;
   const Clock& clock_;
   EngineLimits limits_;
   std::weak_ptr<ProgressDriver> driver_;
@@ -142,7 +166,7 @@ class Engine {
   uint64_t next_conn_ = 1;
   uint64_t wire_id_seed_;
   std::unordered_map<uint64_t, ConnState> conns_;  // by local id
-  std::map<std::pair<transport::NetAddress, uint64_t>, uint64_t> by_wire_;  // -> local id
+  std::map<std::pair<PeerRef, uint64_t>, uint64_t> by_wire_;  // -> local id
   bool listening_ = false;
   std::deque<uint64_t> accept_queue_;   // local ids of accepted connections
   std::deque<uint64_t> accept_waiters_;  // op ids of pending Accepts

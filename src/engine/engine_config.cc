@@ -1,6 +1,7 @@
 // Loading EngineConfig: a file layer and an overrides layer, read key by key.
 #include "engine/engine_config.h"
 
+#include <initializer_list>
 #include <map>
 #include <string>
 
@@ -95,6 +96,21 @@ Status Duration(Layers& l, std::string_view key, DurationNs* field) {
   return l.Read(field, [&](const ConfigDoc& d, DurationNs def) { return d.GetDuration(key, def); });
 }
 
+// A string that must be one of `allowed`.
+Status OneOf(Layers& l, std::string_view key, std::string* field,
+             std::initializer_list<std::string_view> allowed) {
+  return l.Read(field, [&](const ConfigDoc& d, std::string def) -> Result<std::string> {
+    WHARF_ASSIGN_OR_RETURN(std::string got, d.GetString(key, std::move(def)));
+    std::string choices;
+    for (std::string_view a : allowed) {
+      if (got == a) return got;
+      choices += (choices.empty() ? "" : " or ") + std::string(a);
+    }
+    return InvalidArgumentError(d.source_name() + ": " + std::string(key) + ": expected " +
+                                choices + ", got '" + got + "'");
+  });
+}
+
 Status Bool(Layers& l, std::string_view key, bool* field) {
   return l.Read(field, [&](const ConfigDoc& d, bool def) { return d.GetBool(key, def); });
 }
@@ -162,6 +178,7 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
+  WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));
   WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",
                               &c.limits.max_queued_bytes_per_connection, UINT64_MAX));
   WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());

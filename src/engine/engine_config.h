@@ -30,6 +30,9 @@ struct EngineConfig {
   // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
   // this class of machine, so the default is about a few RTTs.
   DurationNs spin_ns = 50 * kNsPerUs;
+  // The transport of an address written without a scheme ("HOST:PORT"):
+  // endpoint.default_transport, "homa" or "tcp".
+  std::string default_scheme = "homa";
   EngineLimits limits;
 };
 

@@ -47,6 +47,20 @@ TEST(EngineConfigTest, UnknownKeyNamesFileLineAndSuggestion) {
   EXPECT_NE(c.status().message().find("homa.overcommit"), std::string::npos) << c.status();
 }
 
+TEST(EngineConfigTest, DefaultTransportIsHomaOrTcp) {
+  auto d = LoadEngineConfig("", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->default_scheme, "homa");
+  auto t = LoadEngineConfig("", {{"endpoint.default_transport", "tcp"}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->default_scheme, "tcp");
+  auto bad = LoadEngineConfig("", {{"endpoint.default_transport", "udp"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("endpoint.default_transport: expected homa or tcp, got 'udp'"),
+            std::string::npos)
+      << bad.status();
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());

@@ -8,8 +8,8 @@
 
 namespace wharf::engine {
 
-void Engine::HandleRequest(homa::HomaEvent& event) {
-  const homa::ServerRpcKey key = event.server_key;
+void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
+  const ServerCall key{transport, event.server_key};
   if (!event.status.ok()) {
     Reply(key, event.status);  // refused by the transport before it was read
     return;
@@ -31,7 +31,7 @@ void Engine::HandleRequest(homa::HomaEvent& event) {
   Reply(key, InvalidArgumentError("engine: a reply frame sent as a request"));
 }
 
-void Engine::Reply(const homa::ServerRpcKey& key, Status status, Buffer payload) {
+void Engine::Reply(const ServerCall& call, Status status, Buffer payload) {
   if (status.ok() && payload.size() > limits_.max_message_bytes) {
     // The handler's answer cannot be sent: the client gets why, instead of
     // waiting on an RPC that would stay in service forever.
@@ -48,22 +48,23 @@ void Engine::Reply(const homa::ServerRpcKey& key, Status status, Buffer payload)
     message = ErrorReply(status);
   }
   // NotFound here means the client gave up meanwhile: nothing to do.
-  homa_->SendResponse(key, std::move(message)).IgnoreError();
+  transports_[call.transport]->SendResponse(call.key, std::move(message)).IgnoreError();
 }
 
-ConnState* Engine::FindByWire(const transport::NetAddress& peer, uint64_t wire_id) {
+ConnState* Engine::FindByWire(const PeerRef& peer, uint64_t wire_id) {
   auto it = by_wire_.find({peer, wire_id});
   if (it == by_wire_.end()) return nullptr;
   auto c = conns_.find(it->second);
   return c == conns_.end() ? nullptr : &c->second;
 }
 
-void Engine::HandleConnect(const homa::ServerRpcKey& key, const Frame& frame) {
+void Engine::HandleConnect(const ServerCall& key, const Frame& frame) {
   if (!listening_) {
     Reply(key, UnavailableError("the endpoint is not accepting connections (no Listen)"));
     return;
   }
-  if (FindByWire(key.client, frame.conn_id) != nullptr) {
+  const PeerRef client = ClientOf(key);
+  if (FindByWire(client, frame.conn_id) != nullptr) {
     Reply(key, OkStatus());  // a repeated connect of a live connection
     return;
   }
@@ -71,9 +72,9 @@ void Engine::HandleConnect(const homa::ServerRpcKey& key, const Frame& frame) {
   ConnState& conn = conns_[local];
   conn.local_id = local;
   conn.wire_id = frame.conn_id;
-  conn.peer = key.client;
+  conn.peer = client;
   conn.ordered = (frame.flags & kFrameOrdered) != 0;
-  by_wire_[{key.client, frame.conn_id}] = local;
+  by_wire_[{client, frame.conn_id}] = local;
   if (!accept_waiters_.empty()) {
     uint64_t op = accept_waiters_.front();
     accept_waiters_.pop_front();
@@ -84,11 +85,11 @@ void Engine::HandleConnect(const homa::ServerRpcKey& key, const Frame& frame) {
   Reply(key, OkStatus());
 }
 
-void Engine::HandleMessage(const homa::ServerRpcKey& key, const Frame& frame, Buffer payload) {
-  ConnState* conn = FindByWire(key.client, frame.conn_id);
+void Engine::HandleMessage(const ServerCall& key, const Frame& frame, Buffer payload) {
+  ConnState* conn = FindByWire(ClientOf(key), frame.conn_id);
   if (conn == nullptr || !conn->open) {
     Reply(key, NotFoundError("no open connection " + std::to_string(frame.conn_id) + " from " +
-                             Uri(key.client)));
+                             UriOf(ClientOf(key))));
     return;
   }
   if (conn->ready_bytes + payload.size() > limits_.max_queued_bytes_per_connection) {
@@ -129,9 +130,11 @@ void Engine::Deliver(ConnState& conn, Buffer message) {
   conn.ready.push_back(std::move(message));
 }
 
-void Engine::HandleDisconnect(const homa::ServerRpcKey& key, const Frame& frame) {
-  if (ConnState* conn = FindByWire(key.client, frame.conn_id)) {
-    if (conn->open) CloseConnection(*conn, UnavailableError("peer " + Uri(key.client) + " disconnected"));
+void Engine::HandleDisconnect(const ServerCall& key, const Frame& frame) {
+  if (ConnState* conn = FindByWire(ClientOf(key), frame.conn_id)) {
+    if (conn->open) {
+      CloseConnection(*conn, UnavailableError("peer " + UriOf(ClientOf(key)) + " disconnected"));
+    }
   }
   Reply(key, OkStatus());
 }
@@ -147,14 +150,14 @@ void Engine::CloseConnection(ConnState& conn, Status why) {
   }
 }
 
-void Engine::HandleRpc(const homa::ServerRpcKey& key, const Frame& frame, Buffer payload) {
+void Engine::HandleRpc(const ServerCall& key, const Frame& frame, Buffer payload) {
   auto it = handlers_.find(frame.code);
   if (it == handlers_.end()) {
     Reply(key, UnimplementedError("no handler for method " + std::to_string(frame.code)));
     return;
   }
   RpcContext context;
-  context.peer = Uri(key.client);
+  context.peer = UriOf(ClientOf(key));
   context.method = frame.code;
   Result<Buffer> result = InternalError("handler did not run");
   try {
@@ -171,7 +174,7 @@ void Engine::HandleRpc(const homa::ServerRpcKey& key, const Frame& frame, Buffer
   }
 }
 
-void Engine::HandleBarrier(const homa::ServerRpcKey& key, const Frame& frame) {
+void Engine::HandleBarrier(const ServerCall& key, const Frame& frame) {
   if (frame.code == 0) {
     Reply(key, InvalidArgumentError("barrier with 0 members"));
     return;

@@ -30,6 +30,7 @@ constexpr DurationNs kSecond = kNsPerSec;
 struct Node {
   std::string name;
   NetAddress addr;
+  Uri uri;  // homa://addr, as the application names it
   std::unique_ptr<transport::fake::FakeDatagram> datagram;
   std::unique_ptr<homa::HomaTransport> homa;
   std::unique_ptr<Engine> engine;      // null for a bare transport
@@ -48,12 +49,13 @@ class EngineTest : public ::testing::Test {
     auto node = std::make_unique<Node>();
     node->name = name;
     node->addr = NetAddress::Ipv4(0xC6120001 + static_cast<uint32_t>(nodes_.size()), 4000);
+    node->uri = Uri{"homa", node->addr};
     node->datagram = net_.Attach(name, node->addr);
     auto homa = homa::HomaTransport::Create(homa::HomaConfig{}, node->datagram.get(), clock_);
     EXPECT_TRUE(homa.ok()) << homa.status().ToString();
     node->homa = std::move(homa).value();
     if (with_engine) {
-      node->engine = std::make_unique<Engine>(node->homa.get(), clock_, limits,
+      node->engine = std::make_unique<Engine>(node->homa.get(), nullptr, clock_, limits,
                                               std::weak_ptr<ProgressDriver>(), nullptr);
     }
     nodes_.push_back(std::move(node));
@@ -113,7 +115,7 @@ class EngineTest : public ::testing::Test {
   std::pair<uint64_t, uint64_t> ConnectPair(Node& a, Node& b, bool ordered = false) {
     b.engine->Listen();
     StatePtr accept = b.engine->Accept(kNever);
-    StatePtr connect = a.engine->Connect(b.addr, ordered, kNever);
+    StatePtr connect = a.engine->Connect(b.uri, ordered, kNever);
     EXPECT_TRUE(RunUntil([&] { return Done(accept) && Done(connect); }));
     EXPECT_TRUE(connect->status.ok()) << connect->status.ToString();
     EXPECT_TRUE(accept->status.ok()) << accept->status.ToString();
@@ -129,8 +131,8 @@ TEST_F(EngineTest, ConnectAcceptThenSendAndRecvBothWays) {
   auto [ca, cb] = ConnectPair(a, b);
   EXPECT_NE(ca, 0u);
   EXPECT_NE(cb, 0u);
-  EXPECT_EQ(*b.engine->PeerOf(cb), Engine::Uri(a.addr));
-  EXPECT_EQ(*a.engine->PeerOf(ca), Engine::Uri(b.addr));
+  EXPECT_EQ(*b.engine->PeerOf(cb), "homa://" + a.addr.ToString());
+  EXPECT_EQ(*a.engine->PeerOf(ca), "homa://" + b.addr.ToString());
 
   StatePtr recv_b = b.engine->Recv(cb);
   EXPECT_FALSE(Done(recv_b));
@@ -164,7 +166,7 @@ TEST_F(EngineTest, AcceptQueuesConnectionsThatArriveFirst) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
   b.engine->Listen();
-  StatePtr connect = a.engine->Connect(b.addr, false, kNever);
+  StatePtr connect = a.engine->Connect(b.uri, false, kNever);
   ASSERT_TRUE(RunUntilDone(connect));
   ASSERT_TRUE(connect->status.ok());
   StatePtr accept = b.engine->Accept(kNever);
@@ -183,7 +185,7 @@ TEST_F(EngineTest, AcceptBeforeListenFails) {
 TEST_F(EngineTest, ConnectWithoutListenIsUnavailable) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
-  StatePtr connect = a.engine->Connect(b.addr, false, kNever);
+  StatePtr connect = a.engine->Connect(b.uri, false, kNever);
   ASSERT_TRUE(RunUntilDone(connect));
   EXPECT_EQ(connect->status.code(), StatusCode::kUnavailable) << connect->status.ToString();
   // The half-made connection is forgotten.
@@ -232,12 +234,22 @@ TEST_F(EngineTest, RpcWithHandlerReturnsResponseAndSeesPeer) {
     seen_method = ctx.method;
     return Buffer::Copy("echo:" + std::string(req.AsStringView()));
   });
-  StatePtr call = a.engine->Call(b.addr, 7, Text("ping"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 7, Text("ping"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   ASSERT_TRUE(call->status.ok()) << call->status.ToString();
   EXPECT_EQ(call->message.AsStringView(), "echo:ping");
-  EXPECT_EQ(seen_peer, Engine::Uri(a.addr));
+  EXPECT_EQ(seen_peer, "homa://" + a.addr.ToString());
   EXPECT_EQ(seen_method, 7u);
+}
+
+TEST_F(EngineTest, SchemeWithoutTransportFailsAtOnceNamingIt) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  StatePtr call = a.engine->Call(Uri{"tcp", b.addr}, 7, Text("ping"), kNever);
+  ASSERT_TRUE(call->done.load());
+  EXPECT_EQ(call->status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(call->status.message().find("no tcp transport"), std::string::npos) << call->status;
+  EXPECT_EQ(a.engine->pending_ops(), 0u);
 }
 
 TEST_F(EngineTest, HandlerErrorArrivesWithCodeAndMessage) {
@@ -246,7 +258,7 @@ TEST_F(EngineTest, HandlerErrorArrivesWithCodeAndMessage) {
   b.engine->SetHandler(3, [](const RpcContext&, Buffer) -> Result<Buffer> {
     return PermissionDeniedError("tenant 42 may not call this");
   });
-  StatePtr call = a.engine->Call(b.addr, 3, Text("x"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 3, Text("x"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   EXPECT_EQ(call->status.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(call->status.message(), "tenant 42 may not call this");
@@ -259,7 +271,7 @@ TEST_F(EngineTest, HandlerThatThrowsBecomesInternalError) {
   b.engine->SetHandler(3, [](const RpcContext&, Buffer) -> Result<Buffer> {
     throw std::runtime_error("boom");
   });
-  StatePtr call = a.engine->Call(b.addr, 3, Text("x"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 3, Text("x"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   EXPECT_EQ(call->status.code(), StatusCode::kInternal);
   EXPECT_NE(call->status.message().find("boom"), std::string::npos);
@@ -268,7 +280,7 @@ TEST_F(EngineTest, HandlerThatThrowsBecomesInternalError) {
 TEST_F(EngineTest, UnknownMethodIsUnimplemented) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
-  StatePtr call = a.engine->Call(b.addr, 99, Text("x"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 99, Text("x"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   EXPECT_EQ(call->status.code(), StatusCode::kUnimplemented);
   EXPECT_NE(call->status.message().find("99"), std::string::npos) << call->status.message();
@@ -287,7 +299,7 @@ TEST_F(EngineTest, CallDeadlineExpiresInSimulatedTimeAndLateResponseIsIgnored) {
   slow.delay_ns = 50 * kNsPerMs;
   net_.SetLink("B", "A", slow);
   TimeNs start = clock_.NowNs();
-  StatePtr call = a.engine->Call(b.addr, 1, Text("q"), start + 10 * kNsPerMs);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("q"), start + 10 * kNsPerMs);
   ASSERT_TRUE(RunUntilDone(call));
   EXPECT_EQ(call->status.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(clock_.NowNs(), start + 10 * kNsPerMs);  // exactly at the deadline
@@ -301,7 +313,7 @@ TEST_F(EngineTest, CallDeadlineExpiresInSimulatedTimeAndLateResponseIsIgnored) {
 
   // The engine still works afterwards.
   net_.SetLink("B", "A", transport::fake::LinkConfig{});
-  StatePtr again = a.engine->Call(b.addr, 1, Text("q"), kNever);
+  StatePtr again = a.engine->Call(b.uri, 1, Text("q"), kNever);
   ASSERT_TRUE(RunUntilDone(again));
   EXPECT_TRUE(again->status.ok());
   EXPECT_EQ(again->message.AsStringView(), "late");
@@ -318,7 +330,7 @@ TEST_F(EngineTest, CancelCompletesPendingCallWithCancelled) {
   transport::fake::LinkConfig slow;
   slow.delay_ns = 20 * kNsPerMs;
   net_.SetLinkBothWays("A", "B", slow);
-  StatePtr call = a.engine->Call(b.addr, 1, Text("q"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("q"), kNever);
   RunFor(5 * kNsPerMs);
   ASSERT_FALSE(Done(call));
   a.engine->Cancel(call->op_id);
@@ -356,7 +368,7 @@ TEST_F(EngineTest, PeerDeathFailsPendingCallWithUnavailable) {
     return Buffer::Copy("r");
   });
   net_.Partition("A", "B");
-  StatePtr call = a.engine->Call(b.addr, 1, Text("q"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("q"), kNever);
   ASSERT_TRUE(RunUntilDone(call, 10 * kSecond));
   EXPECT_EQ(call->status.code(), StatusCode::kUnavailable) << call->status.ToString();
   EXPECT_EQ(a.engine->pending_ops(), 0u);
@@ -405,7 +417,7 @@ TEST_F(EngineTest, DisconnectFailsPeersRecvWithUnavailable) {
   ASSERT_TRUE(RunUntil([&] { return Done(disc) && Done(recv); }));
   EXPECT_TRUE(disc->status.ok()) << disc->status.ToString();
   EXPECT_EQ(recv->status.code(), StatusCode::kUnavailable) << recv->status.ToString();
-  EXPECT_NE(recv->status.message().find(Engine::Uri(a.addr)), std::string::npos)
+  EXPECT_NE(recv->status.message().find("homa://" + a.addr.ToString()), std::string::npos)
       << recv->status.message();
   // Locally: the connection is closed, a second Disconnect is refused.
   StatePtr again = a.engine->Disconnect(ca);
@@ -452,23 +464,23 @@ TEST_F(EngineTest, BarrierWithThreeEnginesReleasesWhenAllArrive) {
   Node& n0 = AddNode("N0");
   Node& n1 = AddNode("N1");
   Node& n2 = AddNode("N2");
-  StatePtr b1 = n1.engine->BarrierArrive(n0.addr, false, /*group=*/5, /*round=*/1, 3, kNever);
-  StatePtr b0 = n0.engine->BarrierArrive(n0.addr, true, 5, 1, 3, kNever);
+  StatePtr b1 = n1.engine->BarrierArrive(n0.uri, false, /*group=*/5, /*round=*/1, 3, kNever);
+  StatePtr b0 = n0.engine->BarrierArrive(n0.uri, true, 5, 1, 3, kNever);
   RunFor(50 * kNsPerMs);
   EXPECT_FALSE(Done(b0));
   EXPECT_FALSE(Done(b1));
-  StatePtr b2 = n2.engine->BarrierArrive(n0.addr, false, 5, 1, 3, kNever);
+  StatePtr b2 = n2.engine->BarrierArrive(n0.uri, false, 5, 1, 3, kNever);
   ASSERT_TRUE(RunUntil([&] { return Done(b0) && Done(b1) && Done(b2); }));
   EXPECT_TRUE(b0->status.ok()) << b0->status.ToString();
   EXPECT_TRUE(b1->status.ok()) << b1->status.ToString();
   EXPECT_TRUE(b2->status.ok()) << b2->status.ToString();
 
   // The next round is independent, and the coordinator may arrive last.
-  StatePtr c1 = n1.engine->BarrierArrive(n0.addr, false, 5, 2, 3, kNever);
-  StatePtr c2 = n2.engine->BarrierArrive(n0.addr, false, 5, 2, 3, kNever);
+  StatePtr c1 = n1.engine->BarrierArrive(n0.uri, false, 5, 2, 3, kNever);
+  StatePtr c2 = n2.engine->BarrierArrive(n0.uri, false, 5, 2, 3, kNever);
   RunFor(10 * kNsPerMs);
   EXPECT_FALSE(Done(c1));
-  StatePtr c0 = n0.engine->BarrierArrive(n0.addr, true, 5, 2, 3, kNever);
+  StatePtr c0 = n0.engine->BarrierArrive(n0.uri, true, 5, 2, 3, kNever);
   ASSERT_TRUE(RunUntil([&] { return Done(c0) && Done(c1) && Done(c2); }));
   EXPECT_TRUE(c0->status.ok() && c1->status.ok() && c2->status.ok());
 }
@@ -476,8 +488,8 @@ TEST_F(EngineTest, BarrierWithThreeEnginesReleasesWhenAllArrive) {
 TEST_F(EngineTest, BarrierDeadlineExpires) {
   Node& n0 = AddNode("N0");
   Node& n1 = AddNode("N1");
-  StatePtr b1 = n1.engine->BarrierArrive(n0.addr, false, 1, 1, 3, clock_.NowNs() + 20 * kNsPerMs);
-  StatePtr b0 = n0.engine->BarrierArrive(n0.addr, true, 1, 1, 3, clock_.NowNs() + 20 * kNsPerMs);
+  StatePtr b1 = n1.engine->BarrierArrive(n0.uri, false, 1, 1, 3, clock_.NowNs() + 20 * kNsPerMs);
+  StatePtr b0 = n0.engine->BarrierArrive(n0.uri, true, 1, 1, 3, clock_.NowNs() + 20 * kNsPerMs);
   ASSERT_TRUE(RunUntil([&] { return Done(b0) && Done(b1); }));
   EXPECT_EQ(b0->status.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(b1->status.code(), StatusCode::kDeadlineExceeded);
@@ -538,11 +550,11 @@ TEST_F(EngineTest, PayloadOverMaxMessageBytesIsInvalidArgument) {
   ASSERT_TRUE(Done(send));
   EXPECT_EQ(send->status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(send->status.message().find("100"), std::string::npos) << send->status.message();
-  StatePtr call = a.engine->Call(b.addr, 1, Text(std::string(101, 'x')), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text(std::string(101, 'x')), kNever);
   ASSERT_TRUE(Done(call));
   EXPECT_EQ(call->status.code(), StatusCode::kInvalidArgument);
   // Exactly at the limit is fine.
-  StatePtr ok = a.engine->Call(b.addr, 1, Text(std::string(100, 'y')), kNever);
+  StatePtr ok = a.engine->Call(b.uri, 1, Text(std::string(100, 'y')), kNever);
   ASSERT_TRUE(RunUntilDone(ok));
   EXPECT_TRUE(ok->status.ok()) << ok->status.ToString();
   EXPECT_EQ(ok->message.size(), 100u);
@@ -556,7 +568,7 @@ TEST_F(EngineTest, OversizeHandlerResponseBecomesResourceExhausted) {
   b.engine->SetHandler(1, [](const RpcContext&, Buffer) -> Result<Buffer> {
     return Buffer::Copy(std::string(101, 'z'));
   });
-  StatePtr call = a.engine->Call(b.addr, 1, Text("q"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("q"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   EXPECT_EQ(call->status.code(), StatusCode::kResourceExhausted) << call->status.ToString();
 }
@@ -600,7 +612,7 @@ TEST_F(EngineTest, GarbageRequestFrameGetsErrorReplyAndNoCrash) {
 
   // B still serves a well-formed RPC afterwards.
   Node& a = AddNode("A");
-  StatePtr call = a.engine->Call(b.addr, 1, Text("still alive"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("still alive"), kNever);
   ASSERT_TRUE(RunUntilDone(call));
   ASSERT_TRUE(call->status.ok());
   EXPECT_EQ(call->message.AsStringView(), "still alive");
@@ -615,7 +627,7 @@ TEST_F(EngineTest, ShutdownFailsPendingAndLaterOperations) {
   a.engine->Shutdown(UnavailableError("host closing"));
   ASSERT_TRUE(Done(recv));
   EXPECT_EQ(recv->status.code(), StatusCode::kUnavailable);
-  StatePtr call = a.engine->Call(b.addr, 1, Text("q"), kNever);
+  StatePtr call = a.engine->Call(b.uri, 1, Text("q"), kNever);
   ASSERT_TRUE(Done(call));
   EXPECT_EQ(call->status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(a.engine->pending_ops(), 0u);

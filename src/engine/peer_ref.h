@@ -1,0 +1,18 @@
+// engine/peer_ref.h: PeerRef, a peer as the engine knows it: the transport
+// that reaches it and its address there.
+#pragma once
+
+#include <cstdint>
+
+#include "transport/net_address.h"
+
+namespace wharf::engine {
+
+struct PeerRef {
+  uint8_t transport = 0;  // index into the engine's transports
+  transport::NetAddress address;
+  friend bool operator==(const PeerRef&, const PeerRef&) = default;
+  friend auto operator<=>(const PeerRef&, const PeerRef&) = default;
+};
+
+}  // namespace wharf::engine
