@@ -27,6 +27,7 @@ struct ConnState {
   std::deque<Buffer> ready;                 // delivered, not yet received
   uint64_t ready_bytes = 0;
   std::deque<std::shared_ptr<internal::CompletionState>> receivers;  // IRecv waiting
+  bool keepalive_in_flight = false;
 };
 
 }  // namespace wharf::engine

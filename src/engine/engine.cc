@@ -84,7 +84,7 @@ TimeNs Engine::NextDeadline() const {
   TimeNs next = kNever;
   for (const transport::MessageTransport* t : transports_) next = std::min(next, t->NextDeadline());
   if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
-  return next;
+  return std::min(next, next_keepalive_ns_);
 }
 
 void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame,
@@ -201,6 +201,7 @@ Engine::StatePtr Engine::Recv(uint64_t conn_id) {
   uint64_t op;
   StatePtr state = NewState(OpKind::kRecv, conn_id, kNever, &op);
   conn.receivers.push_back(state);
+  ArmKeepAlive(clock_.NowNs());
   return state;
 }
 
@@ -346,6 +347,30 @@ void Engine::ExpireDeadlines(TimeNs now) {
   }
 }
 
+void Engine::ArmKeepAlive(TimeNs now) {
+  if (limits_.keepalive_ns <= 0 || next_keepalive_ns_ != kNever) return;
+  next_keepalive_ns_ = now + limits_.keepalive_ns;
+}
+
+void Engine::SendKeepAlives(TimeNs now) {
+  if (next_keepalive_ns_ == kNever || now < next_keepalive_ns_) return;
+  next_keepalive_ns_ = kNever;
+  bool any_waiting = false;
+  for (auto& [local, conn] : conns_) {
+    if (!conn.open || conn.receivers.empty()) continue;
+    any_waiting = true;
+    if (conn.keepalive_in_flight) continue;
+    conn.keepalive_in_flight = true;
+    uint64_t op;
+    (void)NewState(OpKind::kKeepAlive, local, kNever, &op);
+    Frame frame;
+    frame.kind = FrameKind::kKeepAlive;
+    frame.conn_id = conn.wire_id;
+    StartRequest(op, conn.peer, frame, Buffer());
+  }
+  if (any_waiting) ArmKeepAlive(now);
+}
+
 void Engine::Shutdown(const Status& why) {
   shutdown_status_ = why.ok() ? CancelledError("engine shut down") : why;
   std::vector<uint64_t> ids;
@@ -385,7 +410,9 @@ transport::PollResult Engine::Poll() {
     }
   }
   ExpireDeadlines(r.now);
+  SendKeepAlives(r.now);
   if (!deadlines_.empty()) r.next_deadline = std::min(r.next_deadline, deadlines_.begin()->first);
+  r.next_deadline = std::min(r.next_deadline, next_keepalive_ns_);
   RunCallbacks();
   return r;
 }
@@ -420,6 +447,16 @@ void Engine::HandleReply(transport::MessageEvent& event) {
         by_wire_.erase({c->second.peer, c->second.wire_id});
         conns_.erase(c);
       }
+      break;
+    }
+    case OpKind::kKeepAlive: {
+      // The peer died (kUnavailable) or forgot the connection (NotFound):
+      // receivers waiting on it learn why.
+      auto c = conns_.find(op.conn);
+      if (c == conns_.end()) break;
+      c->second.keepalive_in_flight = false;
+      bool gone = status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound;
+      if (gone && c->second.open) CloseConnection(c->second, status);
       break;
     }
     case OpKind::kSend: {

@@ -36,6 +36,11 @@ struct EngineLimits {
   // Bytes a connection may hold delivered-but-unread before new messages to
   // it are refused with kResourceExhausted (the sender's ISend fails).
   uint64_t max_queued_bytes_per_connection = 256ull << 20;
+  // How often a connection with receivers waiting asks its peer whether the
+  // connection is still open (endpoint.keepalive), so that a connection that
+  // only receives learns of its peer's death or restart: the transport fails
+  // the question with kUnavailable, or the peer answers NotFound. 0 = never.
+  DurationNs keepalive_ns = 500 * kNsPerMs;
 };
 
 // Finds or opens the host's transport for a URI scheme ("tcp"), for peers
@@ -100,7 +105,10 @@ class Engine {
   void RunCallbacks();
 
  private:
-  enum class OpKind : uint8_t { kConnect, kSend, kCall, kDisconnect, kBarrier, kAccept, kRecv };
+  enum class OpKind : uint8_t {
+    kConnect, kSend, kCall, kDisconnect, kBarrier, kAccept, kRecv,
+    kKeepAlive,  // internal: the engine's own question about op.conn
+  };
   struct Op {
     OpKind kind;
     StatePtr state;
@@ -139,6 +147,7 @@ class Engine {
   void HandleDisconnect(const ServerCall& call, const Frame& frame);
   void HandleRpc(const ServerCall& call, const Frame& frame, Buffer payload);
   void HandleBarrier(const ServerCall& call, const Frame& frame);
+  void HandleKeepAlive(const ServerCall& call, const Frame& frame);
   void MaybeReleaseBarrier(uint64_t group, uint64_t round);
   void Deliver(ConnState& conn, Buffer message);
   void CloseConnection(ConnState& conn, Status why);
@@ -148,6 +157,10 @@ class Engine {
   // Replies and failures for our own requests.
   void HandleReply(transport::MessageEvent& event);
   void ExpireDeadlines(TimeNs now);
+  // Sends a keep-alive on every open connection with receivers waiting (and
+  // none in flight); re-arms itself while there are such connections.
+  void SendKeepAlives(TimeNs now);
+  void ArmKeepAlive(TimeNs now);
 
   // Index = PeerRef::transport; [0] is the primary. Borrowed from the host.
   std::vector<transport::MessageTransport*> transports_;
@@ -168,6 +181,7 @@ class Engine {
   std::unordered_map<uint64_t, ConnState> conns_;  // by local id
   std::map<std::pair<PeerRef, uint64_t>, uint64_t> by_wire_;  // -> local id
   bool listening_ = false;
+  TimeNs next_keepalive_ns_ = kNever;  // kNever while no receiver waits
   std::deque<uint64_t> accept_queue_;   // local ids of accepted connections
   std::deque<uint64_t> accept_waiters_;  // op ids of pending Accepts
 

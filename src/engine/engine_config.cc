@@ -178,6 +178,7 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keepalive", &c.limits.keepalive_ns));
   WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));
   WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",
                               &c.limits.max_queued_bytes_per_connection, UINT64_MAX));

@@ -26,6 +26,7 @@ void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
     case FrameKind::kDisconnect: HandleDisconnect(key, *frame); return;
     case FrameKind::kRpc: HandleRpc(key, *frame, std::move(payload)); return;
     case FrameKind::kBarrier: HandleBarrier(key, *frame); return;
+    case FrameKind::kKeepAlive: HandleKeepAlive(key, *frame); return;
     case FrameKind::kReply: break;
   }
   Reply(key, InvalidArgumentError("engine: a reply frame sent as a request"));
@@ -148,6 +149,16 @@ void Engine::CloseConnection(ConnState& conn, Status why) {
     conn.receivers.pop_front();
     FinishOp(receiver->op_id, conn.closed_reason);
   }
+}
+
+void Engine::HandleKeepAlive(const ServerCall& key, const Frame& frame) {
+  ConnState* conn = FindByWire(ClientOf(key), frame.conn_id);
+  if (conn == nullptr || !conn->open) {
+    Reply(key, NotFoundError("connection " + std::to_string(frame.conn_id) + " is closed at " +
+                             UriOf(PeerRef{key.transport, transports_[key.transport]->LocalAddress()})));
+    return;
+  }
+  Reply(key, OkStatus());
 }
 
 void Engine::HandleRpc(const ServerCall& key, const Frame& frame, Buffer payload) {

@@ -397,15 +397,43 @@ TEST_F(EngineTest, PeerDeathFailsConnectionSendAndPendingRecv) {
 // The engine detects death only through a failed Send (HandleReply) or a
 // Disconnect frame; it sends no keep-alives on idle connections, so a Recv on
 // the receiving side of a partitioned connection stays pending forever.
-TEST_F(EngineTest, DISABLED_PeerDeathFailsPendingRecvOnReceiveOnlyConnection) {
+TEST_F(EngineTest, PeerDeathFailsPendingRecvOnReceiveOnlyConnection) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
   auto [ca, cb] = ConnectPair(a, b);
   (void)ca;
   StatePtr recv = b.engine->Recv(cb);
+  TimeNs start = clock_.NowNs();
   net_.Partition("A", "B");
   ASSERT_TRUE(RunUntilDone(recv, 10 * kSecond));
-  EXPECT_EQ(recv->status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(recv->status.code(), StatusCode::kUnavailable) << recv->status;
+  // Within one keep-alive interval plus the transport's peer timeout.
+  EXPECT_LE(clock_.NowNs() - start, EngineLimits{}.keepalive_ns + kSecond);
+}
+
+TEST_F(EngineTest, KeepAliveLearnsThatPeerForgotTheConnection) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  auto [ca, cb] = ConnectPair(a, b);
+  StatePtr recv = b.engine->Recv(cb);
+  a.engine->Release(ca);  // as if A restarted: it no longer knows the connection
+  ASSERT_TRUE(RunUntilDone(recv, 10 * kSecond));
+  EXPECT_EQ(recv->status.code(), StatusCode::kNotFound) << recv->status;
+  EXPECT_NE(recv->status.message().find("is closed at homa://" + a.addr.ToString()),
+            std::string::npos)
+      << recv->status;
+}
+
+TEST_F(EngineTest, KeepAliveIsQuietWhileNobodyWaits) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  auto [ca, cb] = ConnectPair(a, b);
+  (void)ca;
+  (void)cb;
+  // No receiver waits: the engines have no deadline of their own.
+  RunUntil([] { return false; }, 2 * kSecond);
+  EXPECT_EQ(a.engine->NextDeadline(), a.homa->NextDeadline());
+  EXPECT_EQ(b.engine->NextDeadline(), b.homa->NextDeadline());
 }
 
 TEST_F(EngineTest, DisconnectFailsPeersRecvWithUnavailable) {
