@@ -40,7 +40,7 @@ struct InFlight {
 }  // namespace
 
 void AddPingFlags(CLI::App& app, PingOptions& o) {
-  app.add_option("target", o.target, "Server address, e.g. homa://198.18.0.2:4000")->required();
+  app.add_option("target", o.target, "Server address: homa://HOST:PORT, tcp://HOST:PORT, or HOST:PORT (endpoint.default_transport)")->required();
   app.add_option("-c,--count", o.count, "RPCs to send")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("-s,--size", o.size, "Request (and echo) size in bytes")->capture_default_str();
   app.add_option("-i,--interval", o.interval_s, "Seconds between sends (0: back to back)")
@@ -65,7 +65,11 @@ int RunPing(const PingOptions& o) {
     std::fprintf(stderr, "wharf ping: %s\n", settings.status().ToString().c_str());
     return 2;
   }
-  std::string bind = o.target.find('[') != std::string::npos ? "homa://[::]:0" : "homa://0.0.0.0:0";
+  // Our own endpoint speaks the target's transport (a target without a
+  // scheme: the configured default) in the target's address family.
+  size_t sep = o.target.find("://");
+  std::string scheme = sep == std::string::npos ? "" : o.target.substr(0, sep + 3);
+  std::string bind = scheme + (o.target.find('[') != std::string::npos ? "[::]:0" : "0.0.0.0:0");
   auto ep = Endpoint::Open(
       {.address = bind, .config_file = o.endpoint.config_file, .settings = *settings});
   if (!ep.ok()) {

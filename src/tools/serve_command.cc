@@ -72,7 +72,7 @@ void AcceptLoop(Endpoint& ep) {
 }  // namespace
 
 void AddServeFlags(CLI::App& app, ServeOptions& options) {
-  app.add_option("--listen", options.listen, "Address to serve on (homa://HOST:PORT)")
+  app.add_option("--listen", options.listen, "Address to serve on: homa://HOST:PORT, tcp://HOST:PORT, or HOST:PORT (endpoint.default_transport)")
       ->capture_default_str();
   app.add_option("--duration", options.duration_s,
                  "Stop after this many seconds (0: run until Ctrl-C / SIGTERM)")

@@ -1,9 +1,10 @@
-// RPCs and connection messages between processes over real loopback UDP: the
-// server is `wharf serve` in a child process, the client is this test (public
-// API) or `wharf ping` in another child. Covers message sizes at packet
+// RPCs and connection messages between processes over real loopback sockets,
+// one test body per transport (homa:// over UDP, tcp://): the server is
+// `wharf serve` in a child process, the client is this test (public API) or
+// `wharf ping` in another child. Covers message sizes at packet and chunk
 // boundaries up to the 64 MiB maximum, 10,000 concurrent calls executed
-// exactly once, a larger burst that overflows the server's socket, IPv6, and
-// a server killed in the middle of a run.
+// exactly once, a larger burst (for homa it overflows the server's socket),
+// IPv6, and a server killed in the middle of a run.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -35,6 +36,17 @@ constexpr size_t kMessageBytesPerPacket1500 = 1500 - 20 - 8 - 48;
 constexpr size_t kPayloadBytesPerPacket1500 = kMessageBytesPerPacket1500 - kFrameBytes;
 constexpr size_t kPayloadBytesPerPacketLoopback = 65535 - 20 - 8 - 48 - kFrameBytes;
 constexpr size_t kMaxMessageBytes = size_t{64} << 20;  // homa.max_message_bytes default
+// tcp:// sends messages in chunks of tcp.chunk_bytes (default 64 KiB) of
+// framed message, so payload boundaries sit 32 bytes lower.
+constexpr size_t kTcpChunkBytes = size_t{64} << 10;
+
+const std::vector<std::string> kSchemes = {"homa", "tcp"};
+
+// Settings that make a dead peer fail calls within about 50 ms.
+std::vector<std::pair<std::string, std::string>> FastPeerTimeout(const std::string& scheme) {
+  if (scheme == "tcp") return {{"tcp.peer_timeout", "50ms"}};
+  return {{"homa.timeout_ticks", "50"}};
+}
 
 std::unique_ptr<Endpoint> OpenClient(
     std::string address = "homa://127.0.0.1:0",
@@ -63,10 +75,11 @@ struct SizeCase {
   size_t bytes;
   // udp.mtu for both ends; empty: the default.
   std::string mtu;
+  std::string scheme = "homa";
 };
 
 void PrintTo(const SizeCase& c, std::ostream* os) {
-  *os << c.bytes << " bytes, udp.mtu=" << (c.mtu.empty() ? "default" : c.mtu);
+  *os << c.scheme << ": " << c.bytes << " bytes, udp.mtu=" << (c.mtu.empty() ? "default" : c.mtu);
 }
 
 class SizeTest : public ::testing::TestWithParam<SizeCase> {
@@ -83,9 +96,10 @@ class SizeTest : public ::testing::TestWithParam<SizeCase> {
 
 TEST_P(SizeTest, RpcEchoIsByteForByte) {
   const size_t size = GetParam().bytes;
-  auto server = StartServer({.settings = ServerSettings()});
+  const std::string listen = GetParam().scheme + "://127.0.0.1:0";
+  auto server = StartServer({.listen = listen, .settings = ServerSettings()});
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient("homa://127.0.0.1:0", ClientSettings());
+  auto client = OpenClient(listen, ClientSettings());
   ASSERT_NE(client, nullptr);
   auto reply =
       client->Call(server->address(), kEchoMethod, PatternBuffer(size, size), {.deadline = 60s});
@@ -98,9 +112,10 @@ TEST_P(SizeTest, RpcEchoIsByteForByte) {
 
 TEST_P(SizeTest, ConnectionMessageEchoIsByteForByte) {
   const size_t size = GetParam().bytes;
-  auto server = StartServer({.settings = ServerSettings()});
+  const std::string listen = GetParam().scheme + "://127.0.0.1:0";
+  auto server = StartServer({.listen = listen, .settings = ServerSettings()});
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient("homa://127.0.0.1:0", ClientSettings());
+  auto client = OpenClient(listen, ClientSettings());
   ASSERT_NE(client, nullptr);
   auto conn = client->Connect(server->address());
   ASSERT_TRUE(conn.ok()) << conn.status();
@@ -112,7 +127,8 @@ TEST_P(SizeTest, ConnectionMessageEchoIsByteForByte) {
 }
 
 std::string SizeName(const ::testing::TestParamInfo<SizeCase>& info) {
-  return (info.param.mtu.empty() ? std::string("DefaultMtu") : "Mtu" + info.param.mtu) + "_" +
+  return info.param.scheme + "_" +
+         (info.param.mtu.empty() ? std::string("DefaultMtu") : "Mtu" + info.param.mtu) + "_" +
          std::to_string(info.param.bytes) + "B";
 }
 
@@ -141,12 +157,39 @@ INSTANTIATE_TEST_SUITE_P(
                       SizeCase{kMaxMessageBytes - kFrameBytes, ""}, SizeCase{kMaxMessageBytes, ""}),
     SizeName);
 
+// The same sizes over tcp://: udp.mtu does not apply; the boundaries that
+// matter are its chunks (and the 1500-byte MTU sizes stay as plain sizes).
+INSTANTIATE_TEST_SUITE_P(
+    AcrossProcessesTcp, SizeTest,
+    ::testing::Values(SizeCase{0, "", "tcp"}, SizeCase{1, "", "tcp"},
+                      SizeCase{kPayloadBytesPerPacket1500 - 1, "", "tcp"},
+                      SizeCase{kPayloadBytesPerPacket1500, "", "tcp"},
+                      SizeCase{kPayloadBytesPerPacket1500 + 1, "", "tcp"},
+                      SizeCase{1471, "", "tcp"}, SizeCase{1472, "", "tcp"},
+                      SizeCase{1473, "", "tcp"},
+                      SizeCase{kTcpChunkBytes - kFrameBytes - 1, "", "tcp"},
+                      SizeCase{kTcpChunkBytes - kFrameBytes, "", "tcp"},
+                      SizeCase{kTcpChunkBytes - kFrameBytes + 1, "", "tcp"},
+                      SizeCase{kTcpChunkBytes, "", "tcp"},
+                      SizeCase{size_t{1} << 20, "", "tcp"},
+                      SizeCase{kMaxMessageBytes - kFrameBytes, "", "tcp"},
+                      SizeCase{kMaxMessageBytes, "", "tcp"}),
+    SizeName);
+
+// The tests below run once per transport.
+class TransportTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  const std::string& scheme() const { return GetParam(); }
+  std::string Loopback() const { return scheme() + "://127.0.0.1:0"; }
+  std::unique_ptr<ServeProcess> StartServerHere() { return StartServer({.listen = Loopback()}); }
+};
+
 // A 64 MiB payload is the documented maximum (include/wharf/endpoint.h); one
 // byte more must fail cleanly rather than hang or crash either process.
-TEST(RpcAcrossProcesses, OneByteOverTheMaximumFailsCleanly) {
-  auto server = StartServer();
+TEST_P(TransportTest, OneByteOverTheMaximumFailsCleanly) {
+  auto server = StartServerHere();
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient();
+  auto client = OpenClient(Loopback());
   ASSERT_NE(client, nullptr);
   auto r = client->Call(server->address(), kEchoMethod, Buffer::Allocate(kMaxMessageBytes + 1),
                         {.deadline = 30s});
@@ -164,8 +207,8 @@ TEST(RpcAcrossProcesses, OneByteOverTheMaximumFailsCleanly) {
 
 // Both ends are child processes: `wharf ping` checks every echo byte for
 // byte and asks the server how often it ran each request.
-TEST(RpcAcrossProcesses, TenThousandConcurrentPingsExecuteExactlyOnce) {
-  auto server = StartServer();
+TEST_P(TransportTest, TenThousandConcurrentPingsExecuteExactlyOnce) {
+  auto server = StartServerHere();
   ASSERT_NE(server, nullptr);
   auto ping = RunWharf({"ping", "--count", "10000", "--concurrency", "10000", "--timeout", "20",
                         "--server-stats", "-q", server->address()},
@@ -179,11 +222,11 @@ TEST(RpcAcrossProcesses, TenThousandConcurrentPingsExecuteExactlyOnce) {
 }
 
 // The same through the API: 10,000 ICall completions in flight at once.
-TEST(RpcAcrossProcesses, TenThousandConcurrentICallsAllComplete) {
+TEST_P(TransportTest, TenThousandConcurrentICallsAllComplete) {
   constexpr int kCalls = 10'000;
-  auto server = StartServer();
+  auto server = StartServerHere();
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient();
+  auto client = OpenClient(Loopback());
   ASSERT_NE(client, nullptr);
   std::vector<Completion> calls;
   calls.reserve(kCalls);
@@ -214,20 +257,16 @@ TEST(RpcAcrossProcesses, TenThousandConcurrentICallsAllComplete) {
   EXPECT_EQ(counts->duplicates, 0u);
 }
 
-// A burst larger than the server's socket buffer (4 MiB by default holds
-// about 8,500 of these requests) loses requests; the server is alive and
-// answers everything it receives, so the client's RESENDs must recover the
-// rest and every call must complete within its 30 s deadline. Today calls
-// past the buffer fail after homa.timeout_ticks with kUnavailable ("peer
-// presumed dead") while the same peer keeps answering, and the client's
-// resends_sent counter shows 1,000 RESENDs on each of the 19 due ticks (the
-// per-tick cap). The 10,000-call tests above sit just under this threshold
-// and cross it when the machine is slow (e.g. under ASan).
-TEST(RpcAcrossProcesses, TwentyThousandConcurrentCallsToALiveServerAllComplete) {
+// For homa, a burst larger than the server's socket buffer loses requests;
+// the server is alive and answers everything it receives, so the client's
+// RESENDs must recover the rest (without presuming the busy peer dead) and
+// every call must complete within its 30 s deadline. For tcp the same burst
+// exercises flow control: 20,000 requests queued on one connection.
+TEST_P(TransportTest, TwentyThousandConcurrentCallsToALiveServerAllComplete) {
   constexpr int kCalls = 20'000;
-  auto server = StartServer();
+  auto server = StartServerHere();
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient();
+  auto client = OpenClient(Loopback());
   ASSERT_NE(client, nullptr);
   std::vector<Completion> calls;
   calls.reserve(kCalls);
@@ -253,12 +292,12 @@ TEST(RpcAcrossProcesses, TwentyThousandConcurrentCallsToALiveServerAllComplete) 
 
 // ------------------------------------------------------------------- IPv6
 
-TEST(RpcAcrossProcesses, OneRpcOverIpv6Loopback) {
+TEST_P(TransportTest, OneRpcOverIpv6Loopback) {
   if (!HaveIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback on this host";
-  auto server = StartServer({.listen = "homa://[::1]:0"});
+  auto server = StartServer({.listen = scheme() + "://[::1]:0"});
   ASSERT_NE(server, nullptr);
-  EXPECT_EQ(server->address().rfind("homa://[::1]:", 0), 0u) << server->address();
-  auto client = OpenClient("homa://[::1]:0");
+  EXPECT_EQ(server->address().rfind(scheme() + "://[::1]:", 0), 0u) << server->address();
+  auto client = OpenClient(scheme() + "://[::1]:0");
   ASSERT_NE(client, nullptr);
   auto reply =
       client->Call(server->address(), kEchoMethod, PatternBuffer(5000, 6), {.deadline = 10s});
@@ -274,14 +313,15 @@ TEST(RpcAcrossProcesses, OneRpcOverIpv6Loopback) {
 
 // The server is SIGKILLed while calls stream to it. Every call pending then,
 // and every call made afterwards, must fail with kUnavailable once the
-// protocol gives up on the silent peer (homa.timeout_ticks=50 ticks of 1 ms),
-// long before the 30 s call deadline.
-TEST(RpcAcrossProcesses, ServerKilledMidRunFailsPendingCallsUnavailable) {
+// transport gives up on the silent peer (homa.timeout_ticks=50 ticks of 1 ms;
+// tcp.peer_timeout=50ms of failed reconnects), long before the 30 s call
+// deadline.
+TEST_P(TransportTest, ServerKilledMidRunFailsPendingCallsUnavailable) {
   constexpr int kInFlight = 32;
   constexpr size_t kBytes = 20'000;  // several packets, so some are mid-transfer
-  auto server = StartServer();
+  auto server = StartServerHere();
   ASSERT_NE(server, nullptr);
-  auto client = OpenClient("homa://127.0.0.1:0", {{"homa.timeout_ticks", "50"}});
+  auto client = OpenClient(Loopback(), FastPeerTimeout(scheme()));
   ASSERT_NE(client, nullptr);
 
   std::deque<Completion> flight;
@@ -326,6 +366,11 @@ TEST(RpcAcrossProcesses, ServerKilledMidRunFailsPendingCallsUnavailable) {
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 128 + SIGKILL);
 }
+
+INSTANTIATE_TEST_SUITE_P(RpcAcrossProcesses, TransportTest, ::testing::ValuesIn(kSchemes),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace wharf::integration
