@@ -58,28 +58,37 @@ class ProgressLine {
 
 DurationNs SecondsToNs(double seconds) { return static_cast<DurationNs>(seconds * kNsPerSec); }
 
-// "wharf / udp poll 64 B: p50 1.08x, p99 1.21x" for every mode that has both,
-// and wharf goodput over iperf3's: the claims, as ratios from this one run.
-std::string RatioLines(const bench::BaselineReport& report,
-                       const std::optional<bench::GoodputResult>& wharf_goodput) {
+bool IsWharf(const std::string& proto) { return proto.rfind("wharf", 0) == 0; }
+
+// The transport a wharf row uses: "wharf" is homa://, "wharf-tcp" tcp://.
+std::string WharfScheme(const std::string& proto) { return proto == "wharf-tcp" ? "tcp" : "homa"; }
+
+// One wharf goodput run: which proto it was for, and its result.
+using WharfGoodputs = std::vector<std::pair<std::string, bench::GoodputResult>>;
+
+// "wharf / udp poll 64 B: p50 1.08x, p99 1.21x" for every wharf row and
+// kernel row of the same mode and size, and each wharf goodput over iperf3's:
+// the claims, as ratios from this one run.
+std::string RatioLines(const bench::BaselineReport& report, const WharfGoodputs& goodputs) {
   std::string out;
   char line[256];
   for (const auto& w : report.pingpong) {
-    if (w.proto != "wharf") continue;
+    if (!IsWharf(w.proto)) continue;
     for (const auto& b : report.pingpong) {
-      if (b.proto == "wharf" || b.mode != w.mode || b.size_bytes != w.size_bytes) continue;
+      if (IsWharf(b.proto) || b.mode != w.mode || b.size_bytes != w.size_bytes) continue;
       const auto& wl = w.result.latency;
       const auto& bl = b.result.latency;
       if (bl.p50_ns == 0 || bl.p99_ns == 0) continue;
-      std::snprintf(line, sizeof(line), "ratio wharf / %s: p50 %.2fx, p99 %.2fx\n",
+      std::snprintf(line, sizeof(line), "ratio %s / %s: p50 %.2fx, p99 %.2fx\n", w.proto.c_str(),
                     b.Name().c_str(), static_cast<double>(wl.p50_ns) / bl.p50_ns,
                     static_cast<double>(wl.p99_ns) / bl.p99_ns);
       out += line;
     }
   }
-  if (wharf_goodput && report.goodput && report.goodput->received_bits_per_second > 0) {
-    std::snprintf(line, sizeof(line), "ratio wharf / iperf3 goodput: %.2fx\n",
-                  wharf_goodput->bits_per_second / report.goodput->received_bits_per_second);
+  for (const auto& [proto, goodput] : goodputs) {
+    if (!report.goodput || report.goodput->received_bits_per_second <= 0) break;
+    std::snprintf(line, sizeof(line), "ratio %s / iperf3 goodput: %.2fx\n", proto.c_str(),
+                  goodput.bits_per_second / report.goodput->received_bits_per_second);
     out += line;
   }
   return out;
@@ -110,9 +119,10 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
       const std::string name = row.Name();
       auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
-      auto result = proto == "tcp"     ? bench::RunTcpPingPong(p, clock, on_progress)
-                    : proto == "wharf" ? bench::RunWharfPingPong(p, clock, on_progress)
-                                       : bench::RunUdpPingPong(p, clock, on_progress);
+      auto result = proto == "tcp" ? bench::RunTcpPingPong(p, clock, on_progress)
+                    : IsWharf(proto)
+                        ? bench::RunWharfPingPong(p, WharfScheme(proto), clock, on_progress)
+                        : bench::RunUdpPingPong(p, clock, on_progress);
       progress_line.Done();
       if (!result.ok()) {
         std::fprintf(stderr, "wharf bench: %s: %s\n", name.c_str(),
@@ -148,34 +158,37 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
 
-  std::optional<bench::GoodputResult> wharf_goodput;
-  const bool with_wharf = std::find(o.protos.begin(), o.protos.end(), "wharf") != o.protos.end();
-  if (o.goodput && with_wharf) {
+  WharfGoodputs wharf_goodputs;
+  for (const std::string& proto : o.protos) {
+    if (!o.goodput || !IsWharf(proto)) continue;
     bench::GoodputOptions g;
+    g.scheme = WharfScheme(proto);
     g.address = o.address;
     g.seconds = o.goodput_seconds;
     g.pin = !o.no_pin;
     g.client_cpu = o.client_cpu;
     g.server_cpu = o.server_cpu;
     if (!o.no_progress) {
-      std::fprintf(stderr, "wharf: 1 MiB RPC requests, 4 in flight, for %d s...\n", o.goodput_seconds);
+      std::fprintf(stderr, "%s: 1 MiB RPC requests, 4 in flight, for %d s...\n", proto.c_str(),
+                   o.goodput_seconds);
     }
     auto result = bench::RunWharfGoodput(g, clock);
     if (result.ok()) {
-      wharf_goodput = *result;
+      wharf_goodputs.emplace_back(proto, *result);
     } else {
-      std::fprintf(stderr, "wharf bench: wharf goodput: %s\n", result.status().ToString().c_str());
+      std::fprintf(stderr, "wharf bench: %s goodput: %s\n", proto.c_str(),
+                   result.status().ToString().c_str());
       ++failures;
     }
   }
 
   std::fputs(bench::FormatTable(report).c_str(), stdout);
-  if (wharf_goodput) {
-    std::printf("wharf goodput           %.2f Gbit/s (1 MiB RPC requests, 4 in flight, %.0f s, %llu messages)\n",
-                wharf_goodput->bits_per_second / 1e9, wharf_goodput->seconds,
-                static_cast<unsigned long long>(wharf_goodput->messages));
+  for (const auto& [proto, goodput] : wharf_goodputs) {
+    std::printf("%-9s goodput       %.2f Gbit/s (1 MiB RPC requests, 4 in flight, %.0f s, %llu messages)\n",
+                proto.c_str(), goodput.bits_per_second / 1e9, goodput.seconds,
+                static_cast<unsigned long long>(goodput.messages));
   }
-  std::fputs(RatioLines(report, wharf_goodput).c_str(), stdout);
+  std::fputs(RatioLines(report, wharf_goodputs).c_str(), stdout);
   std::fflush(stdout);
   if (!o.json_path.empty()) {
     Status s = bench::WriteTextFile(o.json_path, bench::FormatJson(report));
@@ -195,9 +208,11 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
   CLI::App* baseline = bench->add_subcommand(
       "baseline",
       "Round trips with the echo server in a separate process: kernel UDP/TCP ping-pong, "
-      "and wharf with --proto wharf (with --goodput: one iperf3 TCP stream, and wharf 1 MiB "
-      "RPC goodput when wharf is listed). Example comparing wharf with its baseline:\n"
-      "  wharf bench baseline --proto udp,wharf --mode poll --goodput");
+      "and wharf with --proto wharf (homa://) or wharf-tcp (tcp://) (with --goodput: one "
+      "iperf3 TCP stream, and wharf 1 MiB RPC goodput for each wharf proto listed). Examples "
+      "comparing wharf with its baselines:\n"
+      "  wharf bench baseline --proto udp,wharf --mode poll --goodput\n"
+      "  wharf bench baseline --proto tcp,wharf-tcp --mode poll --goodput");
   options.baseline_command = baseline;
   BenchBaselineOptions& o = options.baseline;
   baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
@@ -218,12 +233,12 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       ->check(CLI::IsMember({"poll", "block"}));
   baseline
       ->add_option("--proto", o.protos,
-                   "Ping-pong over 'udp', 'tcp' (TCP_NODELAY) or 'wharf' (RPCs through the "
-                   "public API, embedded mode); a comma-separated list runs each in this one "
+                   "Ping-pong over 'udp', 'tcp' (TCP_NODELAY), 'wharf' (RPCs through the "
+                   "public API, embedded mode, homa://) or 'wharf-tcp' (the same over tcp://); a comma-separated list runs each in this one "
                    "invocation, and wharf rows get ratio lines against the others")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"udp", "tcp", "wharf"}));
+      ->check(CLI::IsMember({"udp", "tcp", "wharf", "wharf-tcp"}));
   baseline
       ->add_option("--address", o.address,
                    "Numeric IPv4/IPv6 address the servers bind and the clients connect to "

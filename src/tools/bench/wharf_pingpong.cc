@@ -21,16 +21,17 @@ constexpr uint32_t kStop = 3;
 constexpr uint32_t kSink = 4;  // takes a request, answers empty (goodput)
 constexpr int kServerOpenFailed = 4;
 
-std::string Uri(const std::string& address, uint16_t port) {
+std::string Uri(const std::string& scheme, const std::string& address, uint16_t port) {
   bool v6 = address.find(':') != std::string::npos;
-  return "homa://" + (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+  return scheme + "://" + (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
-// A free UDP port for the server (bound and released here; the forked server
-// binds it again). The warm-up absorbs the start-up race.
-Result<uint16_t> FreeUdpPort(const std::string& address) {
+// A free UDP (homa) or TCP port for the server (bound and released here; the
+// forked server binds it again). The warm-up absorbs the start-up race.
+Result<uint16_t> FreePort(const std::string& scheme, const std::string& address) {
   WHARF_ASSIGN_OR_RETURN(SocketAddress a, ParseSocketAddress(address, 0));
-  WHARF_ASSIGN_OR_RETURN(UniqueFd fd, OpenSocket(a.family(), SOCK_DGRAM));
+  WHARF_ASSIGN_OR_RETURN(UniqueFd fd,
+                         OpenSocket(a.family(), scheme == "tcp" ? SOCK_STREAM : SOCK_DGRAM));
   if (::bind(fd.get(), a.get(), a.length) != 0) return ErrnoToStatus(errno, "bind " + address);
   return LocalPort(fd.get());
 }
@@ -90,15 +91,15 @@ class WharfClient final : public PingPongClient {
 
 }  // namespace
 
-Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const Clock& clock,
-                                        const ProgressFn& progress) {
+Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const std::string& scheme,
+                                        const Clock& clock, const ProgressFn& progress) {
   WHARF_RETURN_IF_ERROR(ValidatePingPongOptions(options, 64u << 20));
   uint16_t port = options.port;
   if (port == 0) {
-    WHARF_ASSIGN_OR_RETURN(port, FreeUdpPort(options.address));
+    WHARF_ASSIGN_OR_RETURN(port, FreePort(scheme, options.address));
   }
   const bool spin = options.mode == WaitMode::kBusyPoll;
-  const std::string target = Uri(options.address, port);
+  const std::string target = Uri(scheme, options.address, port);
   const PinPlan pinning = PlanPinning(options.pin, options.client_cpu, options.server_cpu);
   const TimeNs server_deadline_ns = ServerDeadline(options, clock);
   WHARF_ASSIGN_OR_RETURN(
@@ -106,9 +107,9 @@ Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const Cl
         return ServeWharf(target, spin, clock, server_deadline_ns);
       }));
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                         Endpoint::Open(Options(Uri(options.address, 0), spin)));
+                         Endpoint::Open(Options(Uri(scheme, options.address, 0), spin)));
   WharfClient client(std::move(ep), target, options.size_bytes, clock);
-  const std::string what = "wharf " + std::string(WaitModeName(options.mode)) + " " +
+  const std::string what = "wharf " + scheme + " " + std::string(WaitModeName(options.mode)) + " " +
                            std::to_string(options.size_bytes) + " B";
   WHARF_ASSIGN_OR_RETURN(PingPongResult result,
                          RunPingPongLoop(options, pinning, clock, progress, what, server, client));
@@ -117,8 +118,8 @@ Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const Cl
 }
 
 Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock& clock) {
-  WHARF_ASSIGN_OR_RETURN(uint16_t port, FreeUdpPort(options.address));
-  const std::string target = Uri(options.address, port);
+  WHARF_ASSIGN_OR_RETURN(uint16_t port, FreePort(options.scheme, options.address));
+  const std::string target = Uri(options.scheme, options.address, port);
   const PinPlan pinning = PlanPinning(options.pin, options.client_cpu, options.server_cpu);
   const TimeNs server_deadline_ns =
       clock.NowNs() + static_cast<TimeNs>((options.seconds + 10) * kNsPerSec);
@@ -127,7 +128,7 @@ Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock
         return ServeWharf(target, /*spin=*/true, clock, server_deadline_ns);
       }));
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                         Endpoint::Open(Options(Uri(options.address, 0), true)));
+                         Endpoint::Open(Options(Uri(options.scheme, options.address, 0), true)));
   WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin_client,
                          ScopedCpuPin::Pin(pinning.pin ? pinning.client_cpu : -1));
   // Warm up: one message end to end (also waits out the server's start).

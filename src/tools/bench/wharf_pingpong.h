@@ -14,11 +14,13 @@
 namespace wharf::tools::bench {
 
 // kBusyPoll: both endpoints spin (endpoint.spin = 1 s, longer than any gap);
-// kBlocking: endpoint.spin = 0, every wait sleeps in epoll.
-Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const Clock& clock,
-                                        const ProgressFn& progress);
+// kBlocking: endpoint.spin = 0, every wait sleeps in epoll. `scheme` is the
+// transport: "homa" or "tcp".
+Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const std::string& scheme,
+                                        const Clock& clock, const ProgressFn& progress);
 
 struct GoodputOptions {
+  std::string scheme = "homa";  // the transport wharf uses
   std::string address = "127.0.0.1";
   size_t message_bytes = 1 << 20;  // request size; responses are empty
   int window = 4;                  // requests in flight
