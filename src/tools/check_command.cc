@@ -3,18 +3,21 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "base/clock.h"
-#include "homa/homa_transport.h"
-#include "transport/udp/udp_datagram.h"
 #include "wharf/build_info.h"
+#include "wharf/endpoint.h"
 
 namespace wharf::tools {
 namespace {
+
+constexpr uint32_t kEcho = 1;
 
 Buffer Pattern(size_t size, uint8_t seed) {
   Buffer b = Buffer::Allocate(size);
@@ -27,69 +30,62 @@ bool SameBytes(const Buffer& a, const Buffer& b) {
          (a.size() == 0 || std::equal(a.data(), a.data() + a.size(), b.data()));
 }
 
-// Runs echo RPCs between two endpoints in this process; returns "" or a reason.
-std::string EchoSmokeTest(const CheckOptions& options, std::string* detail) {
-  auto bind = transport::NetAddress::Parse(options.address + ":0");
-  if (!bind.ok()) return bind.status().ToString();
-  transport::UdpOptions udp;
-  udp.bind = *bind;
-  auto server_net = transport::UdpDatagram::Open(udp);
-  if (!server_net.ok()) return server_net.status().ToString();
-  auto client_net = transport::UdpDatagram::Open(udp);
-  if (!client_net.ok()) return client_net.status().ToString();
-  const Clock& clock = SystemClock::Get();
-  homa::HomaConfig config;
-  auto server = homa::HomaTransport::Create(config, server_net->get(), clock);
+// The counters of `ep` whose names start with `prefix`, as "name=value ...".
+std::string CountersText(const Endpoint& ep, const std::string& prefix) {
+  std::string out;
+  for (const auto& [name, value] : ep.Stats()) {
+    if (name.rfind(prefix, 0) != 0 || value == 0) continue;
+    out += (out.empty() ? "" : ", ") + name + " " + std::to_string(value);
+  }
+  return out;
+}
+
+// Echo RPCs between two endpoints of `scheme` in this process (the server
+// driven by its own thread); returns "" or a reason, and a summary in `detail`.
+std::string EchoSmokeTest(const std::string& scheme, const CheckOptions& options,
+                          std::string* detail) {
+  std::string host =
+      options.address.find(':') != std::string::npos ? "[" + options.address + "]" : options.address;
+  auto server = Endpoint::Open({.address = scheme + "://" + host + ":0"});
   if (!server.ok()) return server.status().ToString();
-  auto client = homa::HomaTransport::Create(config, client_net->get(), clock);
+  auto client = Endpoint::Open({.address = scheme + "://" + host + ":0"});
   if (!client.ok()) return client.status().ToString();
+  Status served = (*server)->Serve(
+      kEcho, [](const RpcContext&, Buffer request) { return Result<Buffer>(std::move(request)); });
+  if (!served.ok()) return served.ToString();
+  std::thread server_thread([&] { (void)(*server)->Run(std::chrono::milliseconds(options.timeout_ms)); });
 
   const std::vector<size_t> sizes = {0, 1, 1000, 1452, 100'000, 1'000'000};
+  std::vector<Completion> calls;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    auto id = (*client)->SendRequest((*server_net)->LocalAddress(),
-                                     Pattern(sizes[i], static_cast<uint8_t>(i)), i);
-    if (!id.ok()) return id.status().ToString();
+    calls.push_back((*client)->ICall((*server)->address(), kEcho,
+                                     Pattern(sizes[i], static_cast<uint8_t>(i)),
+                                     {.deadline = std::chrono::milliseconds(options.timeout_ms)}));
   }
-  size_t done = 0;
-  TimeNs deadline = clock.NowNs() + options.timeout_ms * kNsPerMs;
-  while (done < sizes.size()) {
-    if (clock.NowNs() > deadline) {
-      return "timed out after " + std::to_string(options.timeout_ms) + " ms with " +
-             std::to_string(done) + " of " + std::to_string(sizes.size()) + " echoes back";
-    }
-    (*server)->Poll();
-    homa::HomaEvent event;
-    while ((*server)->PopEvent(&event)) {
-      if (event.kind != homa::HomaEvent::Kind::kRequest) continue;
-      Status s = (*server)->SendResponse(event.server_key, std::move(event.message));
-      if (!s.ok()) return s.ToString();
-    }
-    (*client)->Poll();
-    while ((*client)->PopEvent(&event)) {
-      if (event.kind == homa::HomaEvent::Kind::kFailed) return event.status.ToString();
-      size_t index = event.cookie;
-      if (index >= sizes.size()) return "response with unknown cookie";
-      if (!SameBytes(event.message, Pattern(sizes[index], static_cast<uint8_t>(index)))) {
-        return "echo of " + std::to_string(sizes[index]) + " bytes came back different";
-      }
-      ++done;
+  std::string failure;
+  for (size_t i = 0; i < calls.size() && failure.empty(); ++i) {
+    Status s = calls[i].Wait();
+    if (!s.ok()) {
+      failure = "echo of " + std::to_string(sizes[i]) + " bytes: " + s.ToString();
+    } else if (!SameBytes(calls[i].TakeMessage(), Pattern(sizes[i], static_cast<uint8_t>(i)))) {
+      failure = "echo of " + std::to_string(sizes[i]) + " bytes came back different";
     }
   }
-  const auto& stats = (*client)->stats();
-  *detail = std::to_string(sizes.size()) + " echo RPCs (0 B to 1 MB) byte-exact; client sent " +
-            std::to_string(stats.packets_sent) + " packets, received " +
-            std::to_string(stats.packets_received) + "; GSO " +
-            ((*client_net)->gso_enabled() ? "on" : "off") + ", GRO " +
-            ((*client_net)->gro_enabled() ? "on" : "off");
+  (*server)->Shutdown();
+  server_thread.join();
+  if (!failure.empty()) return failure;
+  *detail = std::to_string(sizes.size()) + " echo RPCs (0 B to 1 MB) byte-exact; client: " +
+            CountersText(**client, scheme == "homa" ? "udp." : "tcp.");
   return "";
 }
 
 }  // namespace
 
 void AddCheckFlags(CLI::App& app, CheckOptions& options) {
-  app.add_option("--address", options.address, "Loopback address to bind the test sockets on")
+  app.add_option("--address", options.address, "Loopback address to bind the test endpoints on")
       ->capture_default_str();
-  app.add_option("--timeout-ms", options.timeout_ms, "Give up after this many milliseconds")
+  app.add_option("--timeout-ms", options.timeout_ms,
+                 "Give up on a transport's smoke test after this many milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 600'000));
 }
@@ -97,14 +93,18 @@ void AddCheckFlags(CLI::App& app, CheckOptions& options) {
 int RunCheck(const CheckOptions& options) {
   std::printf("wharf %s (%s build)\n", kVersion, kBuildType);
   std::printf("transports: %s\n", kTransports);
-  std::string detail;
-  std::string failure = EchoSmokeTest(options, &detail);
-  if (!failure.empty()) {
-    std::printf("loopback smoke test: FAILED: %s\n", failure.c_str());
-    return 1;
+  int failures = 0;
+  for (const std::string scheme : {"homa", "tcp"}) {
+    std::string detail;
+    std::string failure = EchoSmokeTest(scheme, options, &detail);
+    if (!failure.empty()) {
+      std::printf("%s:// loopback smoke test: FAILED: %s\n", scheme.c_str(), failure.c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("%s:// loopback smoke test: ok (%s)\n", scheme.c_str(), detail.c_str());
   }
-  std::printf("loopback smoke test: ok (%s)\n", detail.c_str());
-  return 0;
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace wharf::tools

@@ -1,7 +1,8 @@
 // `wharf check`: prints the version and the transports this build carries,
-// then runs a smoke test of the real data path on loopback: two Homa-style
-// endpoints on real UDP sockets exchange echo RPCs of several sizes (from
-// empty to several hundred packets), content checked byte for byte.
+// then runs a smoke test of the real data path on loopback for each
+// transport: two endpoints in this process (public API, real sockets)
+// exchange echo RPCs of several sizes (from empty to several hundred
+// packets or chunks), content checked byte for byte.
 #pragma once
 
 #include <string>
@@ -13,8 +14,8 @@ class App;
 namespace wharf::tools {
 
 struct CheckOptions {
-  std::string address = "127.0.0.1";  // loopback address to bind both sockets on
-  int timeout_ms = 5000;              // give up waiting after this long
+  std::string address = "127.0.0.1";  // loopback address to bind both endpoints on
+  int timeout_ms = 5000;              // give up waiting after this long (per transport)
 };
 
 void AddCheckFlags(CLI::App& app, CheckOptions& options);
