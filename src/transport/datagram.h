@@ -13,12 +13,18 @@
 
 namespace wharf::transport {
 
-// One datagram to send. `bytes` is borrowed for the duration of Send().
+// One datagram to send: `bytes` followed by `payload`, both borrowed for the
+// duration of Send(). The split lets a protocol send a header it just wrote
+// and message bytes it holds elsewhere without first copying them together
+// (a gather send: real transports hand the kernel both pieces).
 struct OutDatagram {
   NetAddress to;
   std::span<const std::byte> bytes;
   // 0 (lowest) .. 7 (highest); mapped to DSCP by real transports.
   uint8_t priority = 0;
+  std::span<const std::byte> payload = {};
+
+  size_t size() const { return bytes.size() + payload.size(); }
 };
 
 // One received datagram. `bytes` points into the transport's receive buffers
@@ -45,9 +51,15 @@ class Datagram {
   // MaxDatagramBytes(). Control path: called once per new peer.
   virtual size_t MaxDatagramBytesTo(const NetAddress& /*to*/) { return MaxDatagramBytes(); }
 
+  // True when datagrams to `to` never leave this host (loopback, or one of
+  // this host's own addresses): Send itself delivers them, no NIC queue
+  // builds up below the socket, so a sender has nothing to pace. Control
+  // path: called once per new peer.
+  virtual bool IsLocalPath(const NetAddress& /*to*/) { return false; }
+
   // Sends a batch in order. Returns how many were accepted; fewer than
   // batch.size() means the socket is full (try the rest later). A datagram
-  // larger than MaxDatagramBytes() is an InvalidArgument error.
+  // whose size() is over MaxDatagramBytes() is an InvalidArgument error.
   virtual Result<size_t> Send(std::span<const OutDatagram> batch) = 0;
 
   // Non-blocking. Fills up to out.size() entries; returns how many. 0 means

@@ -119,15 +119,22 @@ Result<size_t> FakeNetwork::Send(FakeDatagram& sender, std::span<const OutDatagr
   // Validate first so that a bad batch sends nothing: the caller cannot tell
   // which prefix went out from an error.
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].bytes.size() > max_datagram_bytes_) {
+    if (batch[i].size() > max_datagram_bytes_) {
       return InvalidArgumentError(
           "fake endpoint " + sender.host_name() + " (" + sender.LocalAddress().ToString() +
           "): datagram " + std::to_string(i) + " of the batch, to " + batch[i].to.ToString() +
-          ", is " + std::to_string(batch[i].bytes.size()) + " bytes, over MaxDatagramBytes " +
+          ", is " + std::to_string(batch[i].size()) + " bytes, over MaxDatagramBytes " +
           std::to_string(max_datagram_bytes_));
     }
   }
-  for (const OutDatagram& datagram : batch) Transmit(sender, datagram);
+  for (const OutDatagram& datagram : batch) {
+    // The network carries whole datagrams: join a gathered one here.
+    std::vector<std::byte> bytes;
+    bytes.reserve(datagram.size());
+    bytes.assign(datagram.bytes.begin(), datagram.bytes.end());
+    bytes.insert(bytes.end(), datagram.payload.begin(), datagram.payload.end());
+    Transmit(sender, datagram.to, std::move(bytes));
+  }
   return batch.size();
 }
 
@@ -138,12 +145,12 @@ void FakeNetwork::Lose(PacketLog::EntryId log_id, LinkCounters& counters, Packet
   if (LogEntry* entry = log_.Find(log_id)) entry->loss = loss;
 }
 
-void FakeNetwork::Transmit(const FakeDatagram& sender, const OutDatagram& datagram) {
+void FakeNetwork::Transmit(const FakeDatagram& sender, const NetAddress& to,
+                           std::vector<std::byte> bytes) {
   const std::string& src = sender.host_name();
-  std::string description = describer_(datagram.bytes);
-  auto endpoint = endpoints_.find(datagram.to);
-  std::string dst =
-      endpoint == endpoints_.end() ? datagram.to.ToString() : endpoint->second->host_name();
+  std::string description = describer_(bytes);
+  auto endpoint = endpoints_.find(to);
+  std::string dst = endpoint == endpoints_.end() ? to.ToString() : endpoint->second->host_name();
   LinkCounters& counters = CountersFor(src, dst);
   ++counters.sent;
 
@@ -163,8 +170,7 @@ void FakeNetwork::Transmit(const FakeDatagram& sender, const OutDatagram& datagr
   const LinkConfig& config = links_.Get(src, dst);
   FaultDecision random = dice_.Roll(config);
   FaultDecision scripted = script_.Apply(src, dst, description, random.drop);
-  TimeNs arrival_ns =
-      links_.Transmit(src, dst, datagram.bytes.size(), clock_.NowNs()) + config.delay_ns;
+  TimeNs arrival_ns = links_.Transmit(src, dst, bytes.size(), clock_.NowNs()) + config.delay_ns;
 
   // 4: lost, or on its way (maybe late, maybe twice).
   if (scripted.drop) {
@@ -179,8 +185,8 @@ void FakeNetwork::Transmit(const FakeDatagram& sender, const OutDatagram& datagr
   packet.src_host = src;
   packet.dst_host = dst;
   packet.from = sender.LocalAddress();
-  packet.to = datagram.to;
-  packet.bytes.assign(datagram.bytes.begin(), datagram.bytes.end());
+  packet.to = to;
+  packet.bytes = std::move(bytes);
   LogEntry entry{src, dst, description};
   entry.delayed = delayed;
   packet.log_id = log_.Record(std::move(entry));

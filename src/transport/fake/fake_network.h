@@ -177,8 +177,8 @@ class FakeNetwork {
   Result<size_t> Send(FakeDatagram& sender, std::span<const OutDatagram> batch);
   void Detach(FakeDatagram& endpoint);
 
-  // Steps 1-4 above for one datagram.
-  void Transmit(const FakeDatagram& sender, const OutDatagram& datagram);
+  // Steps 1-4 above for one datagram (its parts joined into `bytes`).
+  void Transmit(const FakeDatagram& sender, const NetAddress& to, std::vector<std::byte> bytes);
   // Takes ownership of `packet` and schedules its arrival at `at_ns`.
   void Launch(Packet packet, TimeNs at_ns);
   // Timer callback: step 5 and delivery.

@@ -77,6 +77,25 @@ TEST_F(FakeNetworkTest, DeliversAtExactlyTheDelay) {
   EXPECT_EQ(net_.InFlight(), 0u);
 }
 
+TEST_F(FakeNetworkTest, GatheredDatagramTravelsJoinedAndIsLoggedWhole) {
+  std::string_view header = "DATA ";
+  std::string_view payload = "1400@0";
+  OutDatagram d{addr_b_, AsBytes(header), 0, AsBytes(payload)};
+  ASSERT_TRUE(a_->Send(std::span<const OutDatagram>(&d, 1)).ok());
+  RunUntilIdle();
+  EXPECT_EQ(Drain(*b_), (std::vector<std::string>{"DATA 1400@0"}));
+  EXPECT_EQ(net_.Log(), "A->B DATA 1400@0");
+}
+
+TEST_F(FakeNetworkTest, GatheredDatagramOverTheLimitIsRejectedWhole) {
+  net_.SetMaxDatagramBytes(10);
+  OutDatagram d{addr_b_, AsBytes("123456"), 0, AsBytes("7890X")};
+  Result<size_t> sent = a_->Send(std::span<const OutDatagram>(&d, 1));
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(net_.InFlight(), 0u);
+}
+
 TEST_F(FakeNetworkTest, LinksArePerDirection) {
   LinkConfig slow;
   slow.delay_ns = 100;

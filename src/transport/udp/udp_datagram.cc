@@ -1,6 +1,7 @@
 // UdpDatagram: opening the socket, batched GSO sends, batched GRO receives.
 #include "transport/udp/udp_datagram.h"
 
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@ constexpr size_t kGroSlotBytes = 65536;
 // UIO_MAXIOV: the kernel caps a sendmmsg/recvmmsg vector at this many.
 constexpr size_t kMaxBatch = 1024;
 constexpr uint8_t kMaxPriority = 7;
+// A datagram goes out as up to two iovecs: its header part and its payload.
+constexpr size_t kIovsPerDatagram = 2;
 // Each ECONNREFUSED consumes one pending ICMP report; more in a row than
 // this means reports keep arriving faster than we send, so the datagram at
 // the front is dropped rather than spinning.
@@ -59,6 +62,32 @@ Result<NetAddress> FromKernelAddress(const sockaddr_storage& from, socklen_t len
     return NetAddress::Ipv4(ntohl(be), address.port());
   }
   return address;
+}
+
+// 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104.
+bool IsLoopbackIp(const NetAddress& a) {
+  const std::array<uint8_t, 16>& ip = a.ip_bytes();
+  if (a.is_v4()) return ip[0] == 127;
+  static constexpr std::array<uint8_t, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                          0, 0, 0, 0, 0, 0, 0, 1};
+  return ip == kV6Loopback || (IsV4Mapped(ip) && ip[12] == 127);
+}
+
+// Whether `a`'s IP is configured on one of this host's interfaces (the
+// kernel then routes it through the loopback device too).
+bool IsHostAddress(const NetAddress& a) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (const ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    const sockaddr* sa = i->ifa_addr;
+    if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) continue;
+    const socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    Result<NetAddress> mine = NetAddress::FromSockaddr(sa, len);
+    found = mine.ok() && mine->family() == a.family() && mine->ip_bytes() == a.ip_bytes();
+  }
+  freeifaddrs(list);
+  return found;
 }
 
 bool IsFullSocket(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS; }
@@ -117,6 +146,22 @@ size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
   return result;
 }
 
+bool UdpDatagram::IsLocalPath(const NetAddress& to) {
+  // One answer per IP, whatever the port.
+  const NetAddress key = to.WithPort(0);
+  auto cached = local_path_.find(key);
+  if (cached != local_path_.end()) return cached->second;
+  NetAddress plain = key;
+  if (to.is_v6() && IsV4Mapped(to.ip_bytes())) {
+    uint32_t be = 0;
+    std::memcpy(&be, &to.ip_bytes()[12], 4);
+    plain = NetAddress::Ipv4(ntohl(be), 0);
+  }
+  const bool local = IsLoopbackIp(to) || IsHostAddress(plain);
+  local_path_.emplace(key, local);
+  return local;
+}
+
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
   const NetAddress& bind_address = options.bind;
   const std::string where = "UDP socket on " + bind_address.ToString();
@@ -128,6 +173,10 @@ Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options
   if (options.mtu < min_mtu || options.mtu > 65535) {
     return InvalidArgumentError(where + ": mtu " + std::to_string(options.mtu) + " is outside " +
                                 std::to_string(min_mtu) + "..65535");
+  }
+  if (options.default_priority > kMaxPriority) {
+    return InvalidArgumentError(where + ": default_priority " +
+                                std::to_string(options.default_priority) + " is outside 0..7");
   }
   if (options.batch == 0 || options.batch > kMaxBatch) {
     return InvalidArgumentError(where + ": batch " + std::to_string(options.batch) +
@@ -184,9 +233,15 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
       std::min(options.mtu - ip_header_bytes - kUdpHeaderBytes, kMaxUdpPayloadBytes);
   gso_ = options.enable_gso && udp::ProbeGso(fd_);
   gro_ = options.enable_gro && udp::EnableGro(fd_);
+  const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
+  // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
+  if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {
+    socket_tos_v4_ = default_tos;
+  }
+  if (ipv6_ && udp::SetSocketTos(fd_, false, default_tos)) socket_tos_v6_ = default_tos;
 
   send_msgs_.resize(batch_);
-  send_iovs_.resize(batch_ * gso_limits_.max_segments);
+  send_iovs_.resize(batch_ * kIovsPerDatagram * gso_limits_.max_segments);
   send_addrs_.resize(batch_);
   send_controls_.resize(batch_);
   send_runs_.resize(batch_);
@@ -199,15 +254,28 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   recv_iovs_.resize(batch_);
   recv_addrs_.resize(batch_);
   recv_controls_.resize(batch_);
+  // The receive headers point at their slots for good; ReadMessages only
+  // resets what the kernel writes back.
+  for (size_t i = 0; i < batch_; ++i) {
+    recv_iovs_[i].iov_base = &recv_buffers_[i * slot_bytes_];
+    recv_iovs_[i].iov_len = slot_bytes_;
+    msghdr& hdr = recv_msgs_[i].msg_hdr;
+    hdr = msghdr{};
+    hdr.msg_name = &recv_addrs_[i];
+    hdr.msg_iov = &recv_iovs_[i];
+    hdr.msg_iovlen = 1;
+    if (gro_) hdr.msg_control = recv_controls_[i].bytes;
+  }
+  recv_window_ = batch_;
   return OkStatus();
 }
 
 Status UdpDatagram::CheckBatch(std::span<const OutDatagram> batch) const {
   for (size_t i = 0; i < batch.size(); ++i) {
     const OutDatagram& d = batch[i];
-    if (d.bytes.size() > max_datagram_bytes_) {
+    if (d.size() > max_datagram_bytes_) {
       return InvalidArgumentError("datagram " + std::to_string(i) + " to " + d.to.ToString() +
-                                  " is " + std::to_string(d.bytes.size()) + " bytes, over the " +
+                                  " is " + std::to_string(d.size()) + " bytes, over the " +
                                   std::to_string(max_datagram_bytes_) + "-byte limit (mtu " +
                                   std::to_string(mtu_) + ") of " + local_.ToString());
     }
@@ -236,12 +304,19 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
   while (index < rest.size() && messages < batch_) {
     const size_t run = udp::NextGsoRun(rest.subspan(index), gso, gso_limits_);
     const OutDatagram& first = rest[index];
-    iovec* iovs = &send_iovs_[messages * gso_limits_.max_segments];
+    iovec* iovs = &send_iovs_[messages * kIovsPerDatagram * gso_limits_.max_segments];
+    size_t iov_count = 0;
     for (size_t j = 0; j < run; ++j) {
-      const std::span<const std::byte> bytes = rest[index + j].bytes;
-      // The kernel only reads through iov_base; the cast is its C signature.
-      iovs[j].iov_base = const_cast<std::byte*>(bytes.data());
-      iovs[j].iov_len = bytes.size();
+      // Gather: each datagram's two parts go to the kernel as they are (it
+      // only reads through iov_base; the cast is its C signature). With GSO
+      // the kernel cuts the concatenation of all parts every gso_size bytes,
+      // which are exactly the datagrams' boundaries.
+      for (std::span<const std::byte> part : {rest[index + j].bytes, rest[index + j].payload}) {
+        if (part.empty()) continue;
+        iovs[iov_count].iov_base = const_cast<std::byte*>(part.data());
+        iovs[iov_count].iov_len = part.size();
+        ++iov_count;
+      }
     }
     msghdr& hdr = send_msgs_[messages].msg_hdr;
     hdr = msghdr{};
@@ -249,12 +324,15 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
     hdr.msg_namelen = ToKernelAddress(first.to, ipv6_, &send_addrs_[messages], &ipv4_header);
     hdr.msg_name = &send_addrs_[messages];
     hdr.msg_iov = iovs;
-    hdr.msg_iovlen = run;
-    const auto gso_size = static_cast<uint16_t>(run > 1 ? first.bytes.size() : 0);
-    // Class-selector DSCP: priority in the top three bits of the TOS byte.
-    const auto tos = static_cast<uint8_t>(first.priority << 5);
+    hdr.msg_iovlen = iov_count;
+    const auto gso_size = static_cast<uint16_t>(run > 1 ? first.size() : 0);
+    // Class-selector DSCP: priority in the top three bits of the TOS byte;
+    // a control message only when the socket's own marking differs.
+    const int tos = first.priority << 5;
+    const int socket_tos = ipv4_header ? socket_tos_v4_ : socket_tos_v6_;
     const size_t control_len =
-        udp::WriteSendControl(send_controls_[messages].bytes, gso_size, tos, ipv4_header);
+        udp::WriteSendControl(send_controls_[messages].bytes, gso_size,
+                              tos == socket_tos ? udp::kSocketTos : tos, ipv4_header);
     if (control_len > 0) {
       hdr.msg_control = send_controls_[messages].bytes;
       hdr.msg_controllen = control_len;
@@ -273,7 +351,9 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
   int refused_in_row = 0;
   while (done < batch.size()) {
     const size_t messages = PlanMessages(batch.subspan(done));
-    const int sent = syscalls_->SendMmsg(fd_, send_msgs_.data(), static_cast<unsigned>(messages));
+    const int sent = messages == 1 ? syscalls_->SendOne(fd_, send_msgs_.data())
+                                   : syscalls_->SendMmsg(fd_, send_msgs_.data(),
+                                                         static_cast<unsigned>(messages));
     if (sent > 0) {
       if (retry_plain_) {
         // The datagrams GSO could not send went out plain: GSO is at fault.
@@ -322,35 +402,42 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
     if (done > 0) return done;
     const OutDatagram& failed = batch[done];
     return ErrnoToStatus(err, "sendmmsg to " + failed.to.ToString() + " (" +
-                                  std::to_string(failed.bytes.size()) + " bytes) from " +
+                                  std::to_string(failed.size()) + " bytes) from " +
                                   local_.ToString());
   }
   return done;
 }
 
 Result<size_t> UdpDatagram::ReadMessages(size_t count) {
+  count = std::min(count, recv_window_);
   for (size_t i = 0; i < count; ++i) {
-    recv_iovs_[i].iov_base = &recv_buffers_[i * slot_bytes_];
-    recv_iovs_[i].iov_len = slot_bytes_;
     msghdr& hdr = recv_msgs_[i].msg_hdr;
-    hdr = msghdr{};
-    hdr.msg_name = &recv_addrs_[i];
     hdr.msg_namelen = sizeof(sockaddr_storage);
-    hdr.msg_iov = &recv_iovs_[i];
-    hdr.msg_iovlen = 1;
-    if (gro_) {
-      hdr.msg_control = recv_controls_[i].bytes;
-      hdr.msg_controllen = sizeof(recv_controls_[i].bytes);
-    }
+    hdr.msg_controllen = gro_ ? sizeof(recv_controls_[i].bytes) : 0;
+    hdr.msg_flags = 0;
     recv_msgs_[i].msg_len = 0;
   }
   int refused_in_row = 0;
   while (true) {
-    const int got = syscalls_->RecvMmsg(fd_, recv_msgs_.data(), static_cast<unsigned>(count));
-    if (got >= 0) return static_cast<size_t>(got);
+    const int got = count == 1
+                        ? syscalls_->RecvOne(fd_, recv_msgs_.data())
+                        : syscalls_->RecvMmsg(fd_, recv_msgs_.data(), static_cast<unsigned>(count));
+    if (got >= 0) {
+      // A read that emptied the socket is most likely followed by a lone
+      // packet (a request, a reply): read that with a window of one, because
+      // recvmmsg tries the slot after the last datagram it finds, and that
+      // failed attempt sits on every round trip's critical path. A read that
+      // filled its window means a burst: widen it again, doubling.
+      const auto n = static_cast<size_t>(got);
+      recv_window_ = n < count ? 1 : std::min(batch_, count * 2);
+      return n;
+    }
     const int err = errno;
     if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) return size_t{0};
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      recv_window_ = 1;
+      return size_t{0};
+    }
     // A pending ICMP report (IP_RECVERR) fails the read that meets it and is
     // cleared by it; the datagrams behind it are still queued.
     if (err == ECONNREFUSED && ++refused_in_row <= kMaxRefusedInRow) {

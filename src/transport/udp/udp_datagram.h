@@ -52,6 +52,11 @@ struct UdpOptions {
   // Most messages per sendmmsg / recvmmsg call, 1..1024. With GRO on, each
   // receive slot holds a 64 KiB buffer, so this also sizes that memory.
   size_t batch = 32;
+  // The priority (0..7) most datagrams carry. The socket is marked with it,
+  // so only datagrams of other priorities need a per-packet control
+  // message. The protocol sends short messages and all control packets at
+  // 7, the latency-critical case.
+  uint8_t default_priority = 7;
   // Borrowed; null means the real system calls. For failure injection in
   // tests; must outlive the UdpDatagram.
   udp::UdpSyscalls* syscalls = nullptr;
@@ -114,6 +119,9 @@ class UdpDatagram final : public Datagram {
   // The route's MTU towards `to` (asked of the kernel once per destination
   // through a connected probe socket, then cached), capped by UdpOptions::mtu.
   size_t MaxDatagramBytesTo(const NetAddress& to) override;
+  // Loopback addresses and this host's own interface addresses (asked of
+  // the kernel once per destination IP, then cached).
+  bool IsLocalPath(const NetAddress& to) override;
 
   // Whether sends currently coalesce with GSO (probed at Open; turns false
   // if the kernel later rejects a GSO send).
@@ -164,8 +172,14 @@ class UdpDatagram final : public Datagram {
   NetAddress local_;
   size_t max_datagram_bytes_ = 0;
   std::unordered_map<NetAddress, size_t> path_max_bytes_;  // MaxDatagramBytesTo cache
+  std::unordered_map<NetAddress, bool> local_path_;        // IsLocalPath cache, port 0
   bool gso_ = false;
   bool gro_ = false;
+  // The TOS byte the socket puts on packets with an IPv4 / IPv6 header when
+  // no control message overrides it (UdpOptions::default_priority, if the
+  // kernel accepted it).
+  int socket_tos_v4_ = 0;
+  int socket_tos_v6_ = 0;
   int recv_buffer_bytes_ = 0;
   int send_buffer_bytes_ = 0;
   // Set after a GSO send was rejected: the next attempt goes out plain, and
@@ -174,8 +188,9 @@ class UdpDatagram final : public Datagram {
   UdpStats stats_;
 
   // Send scratch, sized at Open so that Send never allocates. Message i uses
-  // send_iovs_[i * max_segments ...], send_addrs_[i], send_controls_[i] and
-  // carries send_runs_[i] datagrams.
+  // send_iovs_[i * 2 * max_segments ...] (two per datagram: its bytes and its
+  // payload), send_addrs_[i], send_controls_[i] and carries send_runs_[i]
+  // datagrams.
   std::vector<mmsghdr> send_msgs_;
   std::vector<iovec> send_iovs_;
   std::vector<sockaddr_storage> send_addrs_;
@@ -190,6 +205,9 @@ class UdpDatagram final : public Datagram {
   std::vector<iovec> recv_iovs_;
   std::vector<sockaddr_storage> recv_addrs_;
   std::vector<ReceiveControl> recv_controls_;
+  // Most kernel messages the next read asks for (1..batch_), see
+  // ReadMessages.
+  size_t recv_window_ = 1;
 
   // Drain cursor over the last recvmmsg result: messages [next_message_,
   // read_messages_) are not fully handed out; within next_message_ (when

@@ -298,6 +298,74 @@ TEST_P(UdpDatagramTest, GsoAndGroForcedOffStillDeliverEverything) {
   EXPECT_EQ(receiver->stats().gro_coalesced, 0u);
 }
 
+// Each datagram split into a header part (`bytes`) and a payload borrowed
+// from elsewhere, as the protocol sends DATA: the receiver sees them joined.
+Outgoing SplitEach(const Outgoing& whole, size_t header_bytes) {
+  Outgoing out;
+  out.payloads = whole.payloads;
+  for (size_t i = 0; i < whole.datagrams.size(); ++i) {
+    std::span<const std::byte> all = out.payloads[i];
+    const size_t cut = std::min(header_bytes, all.size());
+    out.datagrams.push_back(OutDatagram{whole.datagrams[i].to, all.first(cut),
+                                        whole.datagrams[i].priority, all.subspan(cut)});
+  }
+  return out;
+}
+
+TEST_P(UdpDatagramTest, GatheredDatagramsArriveJoined) {
+  for (bool gso : {false, true}) {
+    SCOPED_TRACE(gso ? "GSO allowed" : "GSO off");
+    UdpOptions options = OptionsFor(family());
+    options.enable_gso = gso;
+    auto sender = MustOpen(options);
+    auto receiver = MustOpen(OptionsFor(family()));
+    ASSERT_TRUE(sender && receiver);
+    // 40 equal-sized datagrams and a short tail (one GSO run when allowed),
+    // then a header-only one and a payload-only one.
+    Outgoing whole = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+    Outgoing out = SplitEach(whole, 48);
+    out.payloads.push_back(Payload(41, 30));
+    out.payloads.push_back(Payload(42, 500));
+    out.datagrams.push_back(OutDatagram{receiver->LocalAddress(), out.payloads[41], 0});
+    out.datagrams.push_back(
+        OutDatagram{receiver->LocalAddress(), {}, 0, std::span<const std::byte>(out.payloads[42])});
+    SendAll(*sender, out.datagrams);
+    ExpectSameDatagrams(ReceiveUpTo(*receiver, 43), out, sender->LocalAddress());
+    EXPECT_EQ(sender->stats().sent, 43u);
+    if (gso && sender->gso_enabled()) {
+      EXPECT_EQ(sender->stats().gso_sends, 1u);
+    }
+  }
+}
+
+TEST_P(UdpDatagramTest, GatheredDatagramOverTheLimitCountsBothParts) {
+  auto sender = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender);
+  const size_t max = sender->MaxDatagramBytes();
+  Outgoing out = SplitEach(MakeOutgoing(Loopback(family(), 9), {max + 1}), 48);
+  Result<size_t> sent = sender->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sent.status().message().find(std::to_string(max + 1) + " bytes"), std::string::npos)
+      << sent.status();
+}
+
+TEST_P(UdpDatagramTest, LoopbackAndOwnAddressesAreLocalPaths) {
+  auto socket = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(socket);
+  EXPECT_TRUE(socket->IsLocalPath(Loopback(family(), 9)));
+  EXPECT_TRUE(socket->IsLocalPath(Loopback(family(), 10)));  // cached per IP
+  if (family() == Family::kIpv4) {
+    EXPECT_TRUE(socket->IsLocalPath(NetAddress::Ipv4(0x7F0000FE, 9)));  // 127.0.0.254
+    // TEST-NET-2 is never configured on a host.
+    EXPECT_FALSE(socket->IsLocalPath(NetAddress::Ipv4(0xC6336401, 9)));  // 198.51.100.1
+  } else {
+    std::array<uint8_t, 16> doc{0x20, 0x01, 0x0d, 0xb8};  // 2001:db8:: (documentation)
+    doc[15] = 1;
+    EXPECT_FALSE(socket->IsLocalPath(NetAddress::Ipv6(doc, 9)));
+  }
+}
+
 TEST_P(UdpDatagramTest, OversizeDatagramIsRejectedAndNothingIsSent) {
   auto sender = MustOpen(OptionsFor(family()));
   auto receiver = MustOpen(OptionsFor(family()));
@@ -417,6 +485,25 @@ TEST_P(UdpDatagramTest, PriorityTravelsAsClassSelectorDscp) {
   EXPECT_EQ(reader.NextTos(), 5 << 5);
   EXPECT_EQ(reader.NextTos(), 0);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(reader.NextTos(), 3 << 5) << "segment " << i;
+}
+
+TEST_P(UdpDatagramTest, DefaultPriorityIsTheSocketsMarkingAndOthersOverrideIt) {
+  for (uint8_t socket_priority : {uint8_t{7}, uint8_t{0}}) {
+    SCOPED_TRACE("default priority " + std::to_string(socket_priority));
+    UdpOptions options = OptionsFor(family());
+    options.default_priority = socket_priority;
+    auto sender = MustOpen(options);
+    ASSERT_TRUE(sender);
+    TosReader reader(family());
+    for (uint8_t priority : {uint8_t{7}, uint8_t{0}, uint8_t{7}, uint8_t{2}}) {
+      Outgoing one = MakeOutgoing(reader.local(), {40}, priority);
+      SendAll(*sender, one.datagrams);
+      EXPECT_EQ(reader.NextTos(), priority << 5) << "priority " << int{priority};
+    }
+  }
+  UdpOptions bad = OptionsFor(family());
+  bad.default_priority = 8;
+  EXPECT_FALSE(UdpDatagram::Open(bad).ok());
 }
 
 TEST_P(UdpDatagramTest, TruncatedDatagramsAreDroppedAndCounted) {

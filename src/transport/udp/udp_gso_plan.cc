@@ -6,14 +6,14 @@ namespace wharf::transport::udp {
 size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& limits) {
   if (rest.empty()) return 0;
   const OutDatagram& first = rest.front();
-  const size_t segment = first.bytes.size();
+  const size_t segment = first.size();
   // An empty first datagram has no segment size to split by.
   if (!gso || segment == 0) return 1;
   size_t run = 1;
   size_t payload = segment;
   while (run < rest.size() && run < limits.max_segments) {
     const OutDatagram& next = rest[run];
-    const size_t size = next.bytes.size();
+    const size_t size = next.size();
     if (next.to != first.to || next.priority != first.priority) break;
     if (size == 0 || size > segment) break;
     if (payload + size > limits.max_payload_bytes) break;

@@ -24,10 +24,10 @@ struct GsoLimits {
 // How many datagrams from the front of `rest` go out as one message (>= 1
 // when rest is non-empty, 0 when it is empty). A run longer than one shares
 // the destination and priority of its first datagram, every member but the
-// last has the first one's size, and the last is no longer than that and
-// not empty (the kernel splits the payload every `size` bytes, so an empty
-// tail would vanish and a longer one would be split in two). With
-// `gso` false every run has length 1.
+// last has the first one's size() (bytes and payload together), and the last
+// is no longer than that and not empty (the kernel splits the payload every
+// `size` bytes, so an empty tail would vanish and a longer one would be
+// split in two). With `gso` false every run has length 1.
 size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& limits);
 
 }  // namespace wharf::transport::udp

@@ -37,7 +37,7 @@ bool EnableGro(int fd) {
   return setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 }
 
-size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool ipv4_header) {
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header) {
   // CMSG_FIRSTHDR/NXTHDR need a msghdr to walk; a local one describing the
   // caller's buffer is enough.
   msghdr msg{};
@@ -54,7 +54,7 @@ size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool
     used += CMSG_SPACE(sizeof(uint16_t));
     cmsg = CMSG_NXTHDR(&msg, cmsg);
   }
-  if (tos != 0) {
+  if (tos != kSocketTos) {
     const int value = tos;
     cmsg->cmsg_level = ipv4_header ? IPPROTO_IP : IPPROTO_IPV6;
     cmsg->cmsg_type = ipv4_header ? IP_TOS : IPV6_TCLASS;
@@ -63,6 +63,12 @@ size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool
     used += CMSG_SPACE(sizeof(int));
   }
   return used;
+}
+
+bool SetSocketTos(int fd, bool ipv4_header, uint8_t tos) {
+  const int value = tos;
+  return setsockopt(fd, ipv4_header ? IPPROTO_IP : IPPROTO_IPV6, ipv4_header ? IP_TOS : IPV6_TCLASS,
+                    &value, sizeof(value)) == 0;
 }
 
 std::optional<size_t> ReadGroSegmentBytes(const msghdr& msg) {

@@ -54,15 +54,25 @@ inline constexpr size_t kSendControlBytes = CMSG_SPACE(sizeof(uint16_t)) + CMSG_
 // the one we want.
 inline constexpr size_t kReceiveControlBytes = CMSG_SPACE(sizeof(int)) * 4;
 
+// WriteSendControl's `tos` when the socket's own TOS / traffic class applies.
+inline constexpr int kSocketTos = -1;
+
 // Writes the control messages for one outgoing message into `control`
 // (kSendControlBytes, aligned for cmsghdr) and returns the length to store
 // in msg_controllen (0 when neither is needed).
 //   gso_size: segment size for a coalesced message, 0 for a plain one.
-//   tos: the IPv4 TOS / IPv6 traffic class byte, 0 to leave the default.
+//   tos: the IPv4 TOS / IPv6 traffic class byte (0..255), or kSocketTos to
+//     leave the socket's (see SetSocketTos).
 //   ipv4_header: whether the packet goes out with an IPv4 header (a v4
 //     socket, or a dual-stack v6 socket sending to a v4-mapped address,
 //     which the kernel routes through its IPv4 path and so reads IP_TOS).
-size_t WriteSendControl(std::byte* control, uint16_t gso_size, uint8_t tos, bool ipv4_header);
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header);
+
+// Sets the TOS (packets with an IPv4 header) or traffic class (IPv6 header)
+// that the socket's packets carry when no control message says otherwise,
+// so that the most common marking costs no per-packet control message.
+// False when the kernel refuses (the default, 0, then stays).
+bool SetSocketTos(int fd, bool ipv4_header, uint8_t tos);
 
 // The GRO segment size carried by a received message, or nullopt when the
 // kernel delivered a single datagram.

@@ -26,13 +26,13 @@ msghdr MsgOver(std::byte* control, size_t len) {
 
 TEST(WriteSendControlTest, NothingNeededWritesNothing) {
   alignas(cmsghdr) std::byte control[kSendControlBytes];
-  EXPECT_EQ(WriteSendControl(control, 0, 0, true), 0u);
-  EXPECT_EQ(WriteSendControl(control, 0, 0, false), 0u);
+  EXPECT_EQ(WriteSendControl(control, 0, kSocketTos, true), 0u);
+  EXPECT_EQ(WriteSendControl(control, 0, kSocketTos, false), 0u);
 }
 
 TEST(WriteSendControlTest, GsoOnly) {
   alignas(cmsghdr) std::byte control[kSendControlBytes];
-  size_t len = WriteSendControl(control, 1400, 0, true);
+  size_t len = WriteSendControl(control, 1400, kSocketTos, true);
   ASSERT_EQ(len, CMSG_SPACE(sizeof(uint16_t)));
   msghdr msg = MsgOver(control, len);
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -63,6 +63,17 @@ TEST(WriteSendControlTest, TosOnlyIpv4AndIpv6) {
   EXPECT_EQ(c->cmsg_level, IPPROTO_IPV6);
   EXPECT_EQ(c->cmsg_type, IPV6_TCLASS);
   EXPECT_EQ(CmsgValue<int>(c), 0x20);
+}
+
+TEST(WriteSendControlTest, ZeroTosIsWrittenWhenTheSocketHasAnother) {
+  alignas(cmsghdr) std::byte control[kSendControlBytes];
+  size_t len = WriteSendControl(control, 0, 0, true);
+  ASSERT_EQ(len, CMSG_SPACE(sizeof(int)));
+  msghdr msg = MsgOver(control, len);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cmsg_type, IP_TOS);
+  EXPECT_EQ(CmsgValue<int>(c), 0);
 }
 
 TEST(WriteSendControlTest, GsoAndTosFillTheWholeBuffer) {
@@ -157,6 +168,18 @@ TEST(SetBufferBytesTest, BadDescriptorIsAnErrorNamingTheOption) {
 TEST(SocketProbesTest, BadDescriptorIsRefused) {
   EXPECT_FALSE(ProbeGso(-1));
   EXPECT_FALSE(EnableGro(-1));
+  EXPECT_FALSE(SetSocketTos(-1, true, 0xe0));
+}
+
+TEST(SetSocketTosTest, SetsTheIpv4TosTheSocketReports) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SetSocketTos(fd, true, 0xe0));
+  int tos = 0;
+  socklen_t len = sizeof(tos);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_IP, IP_TOS, &tos, &len), 0);
+  EXPECT_EQ(tos, 0xe0);
+  close(fd);
 }
 
 }  // namespace

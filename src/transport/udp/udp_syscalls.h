@@ -20,6 +20,14 @@ class UdpSyscalls {
   // Always non-blocking (MSG_DONTWAIT).
   virtual int RecvMmsg(int fd, mmsghdr* msgs, unsigned int count) = 0;
 
+  // The same for exactly one message (returns 1 or -1, sets msg_len). The
+  // kernel's single-message calls (sendto, recvmsg) skip work the batched
+  // ones do per call, which a lone request or reply pays on its critical
+  // path; a test double that scripts only the batched calls sees these as
+  // batches of one.
+  virtual int SendOne(int fd, mmsghdr* msg) { return SendMmsg(fd, msg, 1); }
+  virtual int RecvOne(int fd, mmsghdr* msg) { return RecvMmsg(fd, msg, 1); }
+
   // The real system calls. A process-wide object that lives forever.
   static UdpSyscalls& Kernel();
 };
