@@ -4,6 +4,7 @@
 #include "homa/homa_transport.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace wharf::homa {
@@ -13,6 +14,15 @@ constexpr size_t kTxBatch = 32;          // datagrams per Send() call
 constexpr size_t kRxBatch = 32;          // datagrams per Receive() call
 constexpr int kMaxRxBatchesPerPoll = 8;  // bound the work of one Poll
 constexpr int kMaxTxPacketsPerPump = 256;
+// DATA payloads up to this size are copied next to their header: one
+// contiguous datagram lets the transport use its cheapest send call, which
+// matters more for a short message than a copy of a few hundred bytes.
+// Longer payloads are sent from the message in place (see EmitData).
+constexpr size_t kInlinePayloadBytes = 512;
+// A transmit slot holds any packet header, or a DATA header and an inline
+// payload.
+constexpr size_t kTxSlotBytes =
+    std::max(wire::kMaxHeaderBytes, wire::kDataHeaderBytes + kInlinePayloadBytes);
 
 Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
   auto bad = [](std::string key, std::string why) {
@@ -52,8 +62,7 @@ Result<std::unique_ptr<HomaTransport>> HomaTransport::Create(const HomaConfig& c
   return std::unique_ptr<HomaTransport>(new HomaTransport(config, net, clock));
 }
 
-HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
-                             const Clock& clock)
+HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net, const Clock& clock)
     : config_(config),
       net_(net),
       clock_(clock),
@@ -62,12 +71,12 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
       grants_(config.overcommit, config.max_sched_priority),
       pacer_(config.link_bps, config.max_nic_backlog_ns),
       next_tick_ns_(clock.NowNs() + config.tick_ns),
-      tx_slot_bytes_(std::max(net->MaxDatagramBytes(), wire::kMaxHeaderBytes)) {
+      max_datagram_bytes_(net->MaxDatagramBytes()) {
   // Client ids start from the wall clock so that a restarted client's ids
   // exceed every id of its previous incarnation: servers may still hold an
   // at-most-once floor for this address and port (docs/protocol.md).
   next_client_id_ = std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
-  tx_buffer_.resize(kTxBatch * tx_slot_bytes_);
+  tx_buffer_.resize(kTxBatch * kTxSlotBytes);
   tx_batch_.reserve(kTxBatch);
   rx_batch_.resize(kRxBatch);
 }
@@ -241,7 +250,10 @@ int HomaTransport::PumpSends(TimeNs now) {
     }
     // SRPT: the queue head is the message closest to done. Short messages
     // bypass the pacer; everything else waits for the NIC queue to drain.
-    if (rpc.out->length() >= config_.pacer_bypass_bytes && !pacer_.CanSend(now)) break;
+    if (rpc.out->length() >= config_.pacer_bypass_bytes && rpc.peer->paced &&
+        !pacer_.CanSend(now)) {
+      break;
+    }
     EmitData(rpc, now);
     ++produced;
     if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
@@ -261,7 +273,7 @@ int HomaTransport::PumpSends(TimeNs now) {
 
 std::span<std::byte> HomaTransport::NextTxSlot() {
   if (tx_batch_.size() == kTxBatch) FlushTx();
-  return {tx_buffer_.data() + tx_batch_.size() * tx_slot_bytes_, tx_slot_bytes_};
+  return {tx_buffer_.data() + tx_batch_.size() * kTxSlotBytes, kTxSlotBytes};
 }
 
 void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
@@ -284,13 +296,23 @@ void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
   if (rpc.is_client()) data.ack_floor = ClientFloor(*rpc.peer, rpc.peer_port);
 
   std::span<std::byte> slot = NextTxSlot();
-  // The slot is sized for the largest datagram, so these cannot fail.
+  // The slot holds any header, so this cannot fail.
   (void)wire::EncodeDataHeader(common, data, slot);
-  std::copy_n(rpc.out->bytes().data() + slice.offset, slice.length,
-              slot.data() + wire::kDataHeaderBytes);
-  size_t size = wire::kDataHeaderBytes + slice.length;
-  tx_batch_.push_back({rpc.peer_addr, slot.first(size), slice.priority});
-  pacer_.OnSent(now, size);
+  std::span<const std::byte> payload = rpc.out->bytes().subspan(slice.offset, slice.length);
+  if (payload.size() <= kInlinePayloadBytes) {
+    if (!payload.empty()) {
+      std::memcpy(slot.data() + wire::kDataHeaderBytes, payload.data(), payload.size());
+    }
+    tx_batch_.push_back(
+        {rpc.peer_addr, slot.first(wire::kDataHeaderBytes + payload.size()), slice.priority});
+  } else {
+    // Gather send: the payload goes out from the message itself, uncopied.
+    // It stays valid until FlushTx, which runs before anything can free it
+    // (see tx_batch_).
+    tx_batch_.push_back(
+        {rpc.peer_addr, slot.first(wire::kDataHeaderBytes), slice.priority, payload});
+  }
+  if (rpc.peer->paced) pacer_.OnSent(now, wire::kDataHeaderBytes + slice.length);
   ++stats_.data_sent;
   if (slice.retransmit) ++stats_.data_retransmitted;
 }
@@ -362,8 +384,11 @@ void HomaTransport::RunGrantPass() {
                         : 0;
     target = std::min<uint64_t>(target, uint64_t{in.granted()} + room);
     if (target <= in.granted()) break;
-    // Grant in whole packets (or the tail) so the sender never sends runts.
-    if (target - in.granted() < packet && target != in.length()) continue;
+    // Grant up to a packet boundary (or the tail): the sender cuts packets
+    // at multiples of its packet size from offset 0, so any other grant
+    // offset would make it send a runt for every grant.
+    if (target != in.length()) target -= target % packet;
+    if (target <= in.granted()) continue;
     srpt_granted_since_fifo_ += target - in.granted();
     SendGrant(rpc, static_cast<uint32_t>(target), ranked.priority);
   }
@@ -375,8 +400,10 @@ void HomaTransport::RunGrantPass() {
       srpt_granted_since_fifo_ = 0;
       if (auto oldest = grants_.Oldest()) {
         Rpc& rpc = *by_handle_.at(*oldest);
-        uint64_t target =
-            std::min<uint64_t>(rpc.in->length(), uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes);
+        // Rounded up to a packet boundary, as SRPT grants are rounded down.
+        const uint64_t packet = rpc.peer->payload_bytes;
+        uint64_t target = uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes;
+        target = std::min<uint64_t>(rpc.in->length(), (target + packet - 1) / packet * packet);
         if (target > rpc.in->granted()) {
           ++stats_.fifo_grants;
           SendGrant(rpc, static_cast<uint32_t>(target),
@@ -428,7 +455,10 @@ Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
   Peer& peer = peers_.Get(addr);
   if (peer.payload_bytes == 0) {
     peer.last_heard_ns = clock_.NowNs();  // first contact: control path
-    size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), tx_slot_bytes_);
+    size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), max_datagram_bytes_);
+    // Nothing queues below the socket on a local path: the pacer, which
+    // models a NIC queue, would only hold such packets back.
+    peer.paced = !net_->IsLocalPath(addr);
     peer.payload_bytes = static_cast<uint32_t>(
         datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
   }

@@ -165,10 +165,13 @@ class HomaTransport final : public transport::MessageTransport {
   int64_t tick_count_ = 0;
   std::deque<HomaEvent> events_;
 
-  // Transmit batch: slots of max datagram size, flushed with one Send().
+  // Transmit batch, flushed with one Send(): packet headers in slots of
+  // tx_buffer_, DATA payloads borrowed from their messages. Every PumpSends
+  // is followed by FlushTx before anything else runs, so no message is freed
+  // while the batch still points into it.
   std::vector<std::byte> tx_buffer_;
   std::vector<transport::OutDatagram> tx_batch_;
-  size_t tx_slot_bytes_;
+  size_t max_datagram_bytes_;
   std::vector<transport::InDatagram> rx_batch_;
 
   HomaStats stats_;

@@ -39,6 +39,9 @@ struct Peer {
   // Message bytes per DATA packet to this peer: its path's datagram limit
   // minus the DATA header (set when the peer is first seen).
   uint32_t payload_bytes = 0;
+  // False when the path never leaves this host (Datagram::IsLocalPath):
+  // packets to it neither wait for the pacer nor count toward its backlog.
+  bool paced = true;
   // The peer's cutoffs: priority for our unscheduled data to it. Until it
   // sends CUTOFFS we assume ours.
   std::array<uint32_t, wire::kNumPriorities> cutoffs{};
