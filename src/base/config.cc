@@ -13,106 +13,140 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <utility>
 
+#include "base/config_subprocess.h"
 #include "base/config_value.h"
 
 namespace wharf {
 namespace {
 
-// Finds the first YAML anchor or alias from parser events alone, before any
-// node is built. Config files have no use for them, and yaml-cpp turns a
-// self-referencing alias (`a: &x [*x]`) into a cycle of shared nodes that is
-// never freed and that expands without end: refusing them up front keeps a
-// hostile or mistaken file from exhausting memory (found by config_fuzzer).
-class AnchorFinder final : public YAML::EventHandler {
- public:
-  std::optional<YAML::Mark> found;
+// Why parsing runs in a child process. yaml-cpp 0.7 (Debian 12) does not
+// finish on some malformed documents, allocating as it loops (found by
+// config_fuzzer; fuzz/known_hangs/). The ones understood so far are refused
+// up front by DocumentChecker, but yaml-cpp is too large to prove that no
+// other input loops: its scanner and parser are ~4000 lines of state. The
+// ways to bound code that may not terminate are: (a) refuse the inputs that
+// loop, which needs that proof; (b) run it in a process that can be killed;
+// (c) a thread with a watchdog, which cannot stop a thread that loops. So
+// Parse forks a child that runs yaml-cpp under an address-space limit and
+// sends back the flattened entries (or the error), and the parent kills it
+// when the time limit passes (base/config_subprocess.h; that file says why
+// running yaml-cpp in the child of a multi-threaded process is sound with
+// glibc). Costs: a fork per document, which copies the caller's page tables
+// (under a millisecond for a small process, about 20 ms per 500 MB resident;
+// configs are read at startup), and Parse fails, with kInternal, where fork
+// is not allowed.
+// The only in-process shortcut is a document of blanks and comments, which
+// needs no parser at all (IsBlankOrComments).
 
-  void OnDocumentStart(const YAML::Mark&) override {}
+// Reads parser events alone, before any node is built, and stops the parse
+// (by throwing Stop) at the first thing that would make yaml-cpp loop for
+// ever or build without bound:
+// - Anchors and aliases. Config files have no use for them, and yaml-cpp
+//   turns a self-referencing alias (`a: &x [*x]`) into a cycle of shared
+//   nodes that is never freed and that expands without end.
+// - A document that starts where the previous one started. yaml-cpp's
+//   SingleDocParser::HandleNode returns a null, without consuming it, for a
+//   token no value can start with (a ',' outside [...] or {...}); at the top
+//   level that ends the document, Parser::HandleNextDocument starts the next
+//   one at the same token, and so on for ever (every known hang). A
+//   document that consumed nothing is exactly that loop; since a config is a
+//   single document anyway, refusing a second one that makes no progress
+//   loses nothing.
+// - More nodes than a config can hold: each key is two nodes (name and
+//   value), plus the root, so past 2 * kMaxEntries + 1 the flattener would
+//   refuse the document anyway; stopping here keeps yaml-cpp from building
+//   millions of nodes first.
+class DocumentChecker final : public YAML::EventHandler {
+ public:
+  enum class Problem { kNone, kAnchor, kNoProgress, kTooManyNodes };
+  struct Stop {};
+
+  explicit DocumentChecker(size_t max_nodes) : max_nodes_(max_nodes) {}
+
+  Problem problem = Problem::kNone;
+  YAML::Mark where;  // of the problem
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents_ > 0 && mark.pos == last_start_.pos && mark.line == last_start_.line &&
+        mark.column == last_start_.column) {
+      Fail(Problem::kNoProgress, mark);
+    }
+    last_start_ = mark;
+    ++documents_;
+  }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Check(mark, anchor); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Check(mark, 1); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Node(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Fail(Problem::kAnchor, mark); }
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                 const std::string&) override {
-    Check(mark, anchor);
+    Node(mark, anchor);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    Check(mark, anchor);
+    Node(mark, anchor);
   }
   void OnSequenceEnd() override {}
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    Check(mark, anchor);
+    Node(mark, anchor);
   }
   void OnMapEnd() override {}
 
  private:
-  void Check(const YAML::Mark& mark, YAML::anchor_t anchor) {
-    if (anchor != YAML::NullAnchor && !found) found = mark;
+  void Node(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) Fail(Problem::kAnchor, mark);
+    if (++nodes_ > max_nodes_) Fail(Problem::kTooManyNodes, mark);
   }
+  [[noreturn]] void Fail(Problem p, const YAML::Mark& mark) {
+    problem = p;
+    where = mark;
+    throw Stop{};
+  }
+
+  const size_t max_nodes_;
+  size_t nodes_ = 0;
+  size_t documents_ = 0;
+  YAML::Mark last_start_;
 };
 
-// yaml-cpp 0.7 can loop forever on a ',' that begins a line outside any flow
-// collection (e.g. a file that is just ","; found by config_fuzzer). In
-// block context such a line is never valid YAML (',' is a flow indicator
-// and cannot start a plain scalar), so refusing it loses nothing. Tracks
-// flow depth ([ { ... } ]) outside quotes and comments; returns the 1-based
-// line and column of the first such ',', or nullopt.
-std::optional<std::pair<int, int>> FindLineStartingWithComma(std::string_view text) {
-  int depth = 0;
-  int line = 1;
-  int col = 1;
-  bool line_start = true;  // only blanks seen on this line so far
-  char quote = 0;          // inside '...' or "..." when set
-  char prev = 0;           // last non-blank character on this line (0: none)
-  size_t start = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // UTF-8 byte order mark
-  for (size_t i = start; i < text.size(); ++i, ++col) {
-    char c = text[i];
-    // A document marker at the start of a line leaves the line "empty".
-    if (col == 1 && quote == 0 && (text.substr(i, 3) == "---" || text.substr(i, 3) == "...")) {
-      i += 2, col += 2;
-      continue;
-    }
+// True if `text` is only blank lines and comments, in printable ASCII: an
+// empty document for any YAML parser, so Parse answers it without running
+// one (the engine parses "" whenever no config file is given). Each line is
+// spaces, then optionally '#' and printable characters or tabs.
+bool IsBlankOrComments(std::string_view text) {
+  bool comment = false;
+  for (const char c : text) {
     if (c == '\n') {
-      ++line, col = 0, line_start = true, prev = 0;
-      continue;
-    }
-    if (quote != 0) {
-      if (quote == '"' && c == '\\') {
-        ++i, ++col;  // the escaped character
-      } else if (c == quote) {
-        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
-          ++i, ++col;  // '' is an escaped quote
-        } else {
-          quote = 0;
-        }
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    if (c == '#' && (line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++col;
-      continue;
-    }
-    if (line_start && c == ',' && depth == 0) return std::make_pair(line, col);
-    line_start = false;
-    // A quote starts a quoted scalar only where a scalar can start; inside a
-    // plain scalar (it's, a"b) it is an ordinary character.
-    const bool scalar_start = prev == 0 || std::string_view(":-?[{,").find(prev) != std::string_view::npos;
-    prev = c;
-    if ((c == '"' || c == '\'') && scalar_start) {
-      quote = c;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+      comment = false;
+    } else if (comment) {
+      if (c != '\t' && (c < 0x20 || c > 0x7e)) return false;
+    } else if (c == '#') {
+      comment = true;
+    } else if (c != ' ') {
+      return false;
     }
   }
-  return std::nullopt;
+  return true;
+}
+
+// The byte at a yaml-cpp mark (0-based line and column, counted in bytes
+// for UTF-8 after any byte order mark), or 0 if there is none.
+char CharAt(std::string_view text, const YAML::Mark& mark) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  size_t at = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    at = text.find('\n', at);
+    if (at == std::string_view::npos) return 0;
+    ++at;
+  }
+  at += static_cast<size_t>(std::max(0, mark.column));
+  return at < text.size() ? text[at] : 0;
 }
 
 // yaml-cpp marks are 0-based; people and editors count lines from 1.
@@ -158,9 +192,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 // functions) only so that ConfigDoc can befriend it.
 class ConfigFlattener {
  public:
-  // Bounds on the flattened tree. YAML aliases can make a file describe a
-  // cycle ("a: &x [*x]") or an exponential tree (nested lists of aliases),
-  // so both depth and size are capped rather than trusted.
+  // Bounds on the flattened tree: a config is small and shallow, and both
+  // depth and size are capped rather than trusted.
   static constexpr int kMaxDepth = 64;
   static constexpr size_t kMaxEntries = 100'000;
 
@@ -170,7 +203,7 @@ class ConfigFlattener {
   Status Add(const YAML::Node& node, const std::string& key, int line, int depth = 0) {
     if (depth > kMaxDepth || doc_.entries_.size() >= kMaxEntries) {
       return InvalidArgumentError(fmt::format(
-          "{}:{}: {}: nested deeper than {} levels or more than {} keys (a recursive alias?)",
+          "{}:{}: {}: nested deeper than {} levels or more than {} keys",
           doc_.source_name_, line, key, kMaxDepth, kMaxEntries));
     }
     ConfigDoc::Entry& entry = doc_.entries_[key];
@@ -236,7 +269,97 @@ class ConfigFlattener {
   ConfigDoc& doc_;
 };
 
-Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
+// Carries a parse result from the parser process to the caller: 'E', the
+// status code and message; or 'D' and every entry. Both ends are this
+// binary, so integers go in native byte order; the reader still checks every
+// length and value, since it is input from another process.
+class ConfigCodec {
+ public:
+  static std::string Encode(const Result<ConfigDoc>& result) {
+    std::string out;
+    if (!result.ok()) {
+      out += 'E';
+      PutU32(out, static_cast<uint32_t>(result.status().code()));
+      PutString(out, result.status().message());
+      return out;
+    }
+    out += 'D';
+    PutU32(out, static_cast<uint32_t>(result->entries_.size()));
+    for (const auto& [key, entry] : result->entries_) {
+      PutString(out, key);
+      out += static_cast<char>(entry.kind);
+      PutU32(out, static_cast<uint32_t>(entry.line));
+      PutString(out, entry.scalar);
+      PutU32(out, static_cast<uint32_t>(entry.children.size()));
+      for (const std::string& child : entry.children) PutString(out, child);
+    }
+    return out;
+  }
+
+  static Result<ConfigDoc> Decode(std::string_view in, std::string source_name) {
+    Reader r{in};
+    ConfigDoc doc(std::move(source_name));
+    const char tag = r.Byte();
+    if (tag == 'E') {
+      const uint32_t code = r.U32();
+      std::string message(r.String());
+      if (r.ok && r.rest.empty() && code != 0 && code <= static_cast<uint32_t>(StatusCode::kDataLoss)) {
+        return Status(static_cast<StatusCode>(code), std::move(message));
+      }
+    } else if (tag == 'D') {
+      for (uint32_t n = r.U32(); r.ok && n > 0; --n) {
+        std::string key(r.String());
+        ConfigDoc::Entry entry;
+        const auto kind = static_cast<uint8_t>(r.Byte());
+        entry.kind = static_cast<ConfigDoc::Kind>(kind);
+        entry.line = static_cast<int>(r.U32());
+        entry.scalar = std::string(r.String());
+        for (uint32_t c = r.U32(); r.ok && c > 0; --c) entry.children.emplace_back(r.String());
+        if (kind > static_cast<uint8_t>(ConfigDoc::Kind::kList)) r.ok = false;
+        if (r.ok) doc.entries_.emplace_hint(doc.entries_.end(), std::move(key), std::move(entry));
+      }
+      if (r.ok && r.rest.empty()) return doc;
+    }
+    return InternalError(fmt::format("{}: YAML parser process sent a malformed result",
+                                     doc.source_name_));
+  }
+
+ private:
+  static void PutU32(std::string& out, uint32_t v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  static void PutString(std::string& out, std::string_view s) {
+    PutU32(out, static_cast<uint32_t>(s.size()));
+    out += s;
+  }
+  // Reads from `rest`; on running short, sets ok = false and reads zeros.
+  struct Reader {
+    std::string_view rest;
+    bool ok = true;
+    std::string_view Take(size_t n) {
+      if (!ok || n > rest.size()) {
+        ok = false;
+        return {};
+      }
+      std::string_view got = rest.substr(0, n);
+      rest.remove_prefix(n);
+      return got;
+    }
+    char Byte() {
+      const std::string_view b = Take(1);
+      return b.empty() ? '\0' : b[0];
+    }
+    uint32_t U32() {
+      uint32_t v = 0;
+      const std::string_view b = Take(sizeof(v));
+      if (!b.empty()) std::memcpy(&v, b.data(), sizeof(v));
+      return v;
+    }
+    std::string_view String() { return Take(U32()); }
+  };
+};
+
+Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path, const ConfigParseLimits& limits) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, fmt::format("config file {}", path));
   std::string text;
@@ -266,29 +389,71 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
   }
   ::close(fd);
   WHARF_RETURN_IF_ERROR(status);
-  return Parse(text, path);
+  return Parse(text, path, limits);
 }
 
-Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name) {
+Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name,
+                                   const ConfigParseLimits& limits) {
+  if (IsBlankOrComments(text)) return ConfigDoc(std::move(source_name));
+  SubprocessLimits sub;
+  sub.time_limit_ms = limits.time_limit_ms;
+  sub.memory_limit_bytes = limits.memory_limit_bytes;
+  sub.in_child = limits.in_parser_process;
+  Result<std::string> reply = RunInSubprocess(
+      sub, [&] { return ConfigCodec::Encode(ParseHere(text, source_name)); });
+  if (reply.ok()) return ConfigCodec::Decode(*reply, std::move(source_name));
+  switch (reply.status().code()) {
+    case StatusCode::kDeadlineExceeded:
+      return InvalidArgumentError(
+          fmt::format("{}: YAML parser did not finish within {} ms (malformed document?)",
+                      source_name, limits.time_limit_ms));
+    case StatusCode::kResourceExhausted:
+      if (limits.memory_limit_bytes == 0) {
+        return InvalidArgumentError(fmt::format("{}: YAML parser ran out of memory", source_name));
+      }
+      return InvalidArgumentError(
+          fmt::format("{}: YAML parser needed more than {} MiB of memory (malformed document?)",
+                      source_name, limits.memory_limit_bytes >> 20));
+    default:
+      return InternalError(
+          fmt::format("{}: YAML parser failed: {}", source_name, reply.status().message()));
+  }
+}
+
+Result<ConfigDoc> ConfigDoc::ParseHere(std::string_view text, std::string source_name) {
   ConfigDoc doc(std::move(source_name));
   const std::string& src = doc.source_name_;
-  if (auto comma = FindLineStartingWithComma(text)) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: a line cannot start "
-                                            "with ',' outside [...] or {{...}}",
-                                            src, comma->first, comma->second));
-  }
   try {
     {
       std::istringstream in{std::string(text)};
       YAML::Parser parser(in);
-      AnchorFinder finder;
-      while (!finder.found && parser.HandleNextDocument(finder)) {
+      DocumentChecker checker(2 * ConfigFlattener::kMaxEntries + 1);
+      try {
+        while (parser.HandleNextDocument(checker)) {
+        }
+      } catch (const DocumentChecker::Stop&) {
       }
-      if (finder.found) {
-        return InvalidArgumentError(fmt::format(
-            "{}:{}:{}: YAML anchors and aliases (&name, *name) are not supported in wharf "
-            "config files; write the values out",
-            src, finder.found->line + 1, finder.found->column + 1));
+      const YAML::Mark& at = checker.where;
+      switch (checker.problem) {
+        case DocumentChecker::Problem::kNone:
+          break;
+        case DocumentChecker::Problem::kAnchor:
+          return InvalidArgumentError(fmt::format(
+              "{}:{}:{}: YAML anchors and aliases (&name, *name) are not supported in wharf "
+              "config files; write the values out",
+              src, at.line + 1, at.column + 1));
+        case DocumentChecker::Problem::kNoProgress: {
+          const char c = CharAt(text, at);
+          return InvalidArgumentError(
+              c == ','
+                  ? fmt::format("{}:{}:{}: YAML syntax error: unexpected ',' outside [...] or {{...}}",
+                                src, at.line + 1, at.column + 1)
+                  : fmt::format("{}:{}:{}: YAML syntax error: no value can start here", src,
+                                at.line + 1, at.column + 1));
+        }
+        case DocumentChecker::Problem::kTooManyNodes:
+          return InvalidArgumentError(fmt::format("{}:{}: more than {} keys", src, at.line + 1,
+                                                  ConfigFlattener::kMaxEntries));
       }
     }
     const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
@@ -312,8 +477,9 @@ Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_nam
       return InvalidArgumentError(fmt::format("{}: YAML error: {}", src, e.msg));
     return InvalidArgumentError(
         fmt::format("{}:{}:{}: YAML error: {}", src, e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const std::bad_alloc&) {
+    throw;  // the memory limit: RunInSubprocess reports it
   } catch (const std::exception& e) {
-    // yaml-cpp may also throw std:: exceptions (bad_alloc on huge input).
     return InvalidArgumentError(fmt::format("{}: cannot load YAML: {}", src, e.what()));
   }
   return doc;
