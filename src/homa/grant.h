@@ -21,20 +21,24 @@
 
 namespace wharf::homa {
 
+struct Rpc;
+
 // Owned by the transport. Single-threaded.
 class GrantScheduler {
  public:
   struct Ranked {
     uint64_t id;
     uint8_t priority;
+    Rpc* rpc;  // as given to Upsert
   };
 
   GrantScheduler(int overcommit, int max_sched_priority)
       : overcommit_(overcommit), max_sched_priority_(max_sched_priority) {}
 
   // Adds or re-ranks message `id` from `peer` with `remaining` bytes left to
-  // receive. `birth_ns` orders FIFO grants.
-  void Upsert(uint64_t id, uint64_t peer, uint32_t remaining, TimeNs birth_ns);
+  // receive. `birth_ns` orders FIFO grants. `rpc` is carried along (and
+  // handed back by ActiveSet and OldestRpc), so the caller needs no lookup.
+  void Upsert(uint64_t id, uint64_t peer, uint32_t remaining, TimeNs birth_ns, Rpc* rpc = nullptr);
   void Remove(uint64_t id);
   bool Contains(uint64_t id) const { return index_.contains(id); }
   size_t size() const { return index_.size(); }
@@ -42,9 +46,13 @@ class GrantScheduler {
   // The messages to grant to now, best first, with their scheduled priority
   // (best gets max_sched_priority, then one lower each, never below 0).
   std::vector<Ranked> ActiveSet() const;
+  // The same into `out` (cleared first), reusing its memory.
+  void ActiveSet(std::vector<Ranked>* out) const;
 
   // The oldest grantable message, for FIFO grants.
   std::optional<uint64_t> Oldest() const;
+  // Its rpc (null when none is grantable).
+  Rpc* OldestRpc() const;
 
   int overcommit() const { return overcommit_; }
 
@@ -53,6 +61,7 @@ class GrantScheduler {
   struct Info {
     uint64_t peer;
     Key key;
+    Rpc* rpc;
   };
   void ReindexPeer(uint64_t peer, const std::optional<Key>& old_best);
 

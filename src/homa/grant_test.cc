@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "homa/rpc.h"
+
 namespace wharf::homa {
 namespace {
 
@@ -72,6 +74,24 @@ TEST(GrantSchedulerTest, ManyMessagesFromOnePeerCostOneSlot) {
   for (uint64_t i = 0; i < 10000; ++i) g.Upsert(i, 1, 100'000 + i, 0);
   g.Upsert(20000, 2, 999'999, 0);
   EXPECT_EQ(Ids(g.ActiveSet()), (std::vector<uint64_t>{0, 20000}));
+}
+
+TEST(GrantSchedulerTest, CarriesTheRpcOfEachMessage) {
+  GrantScheduler g(8, 3);
+  Rpc a;
+  Rpc b;
+  EXPECT_EQ(g.OldestRpc(), nullptr);
+  g.Upsert(1, 10, 5000, /*birth_ns=*/2, &a);
+  g.Upsert(2, 11, 1000, /*birth_ns=*/1, &b);
+  std::vector<GrantScheduler::Ranked> active;
+  g.ActiveSet(&active);
+  ASSERT_EQ(active.size(), 2u);
+  EXPECT_EQ(active[0].rpc, &b);
+  EXPECT_EQ(active[1].rpc, &a);
+  EXPECT_EQ(g.OldestRpc(), &b);
+  g.Upsert(2, 11, 900, 1, &b);  // re-ranked, same rpc
+  g.Remove(2);
+  EXPECT_EQ(g.OldestRpc(), &a);
 }
 
 }  // namespace

@@ -54,22 +54,24 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
 
 Rpc* HomaTransport::FindRpcFor(Peer& peer, const wire::CommonHeader& common) {
   if (FromClient(common)) {
-    auto it = server_rpcs_.find({peer.addr, common.sport, common.rpc_id});
-    return it == server_rpcs_.end() ? nullptr : it->second.get();
+    auto record = peer.clients.find(common.sport);
+    return record == peer.clients.end() ? nullptr : record->second.Find(common.rpc_id);
   }
-  auto it = client_rpcs_.find(common.rpc_id ^ 1);
-  return it == client_rpcs_.end() ? nullptr : it->second.get();
+  std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(common.rpc_id ^ 1);
+  return rpc == nullptr ? nullptr : rpc->get();
 }
 
 void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
                                const wire::Data& data) {
   ++stats_.data_received;
   // Acks and the floor ride on DATA in either direction; handle them first,
-  // they may release other RPCs.
-  if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
+  // they may release other RPCs. The floor goes first: an ack below it then
+  // needs no tombstone (the floor covers it), which saves inserting one
+  // only to erase it again for nearly every RPC.
   if (FromClient(common) && data.header.ack_floor != 0) {
     AdvanceFloor(peer, common.sport, data.header.ack_floor);
   }
+  if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
   // A sender using stale cutoffs gets ours (at most once per peer per tick).
   if (data.header.cutoff_version != config_.cutoff_version &&
       peer.cutoffs_sent_tick != tick_count_) {
@@ -89,11 +91,11 @@ void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
 
 void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& common,
                                       const wire::Data& data) {
-  ServerRpcKey key{peer.addr, common.sport, common.rpc_id};
-  auto it = server_rpcs_.find(key);
-  if (it == server_rpcs_.end()) {
+  ClientRecord& record = peer.clients[common.sport];
+  Rpc* found = record.Find(common.rpc_id);
+  if (found == nullptr) {
     // At-most-once: a finished RPC is never re-created by a late packet.
-    if (peer.clients[common.sport].IsFinished(common.rpc_id)) {
+    if (record.IsFinished(common.rpc_id)) {
       ++stats_.late_duplicates;
       return;
     }
@@ -102,12 +104,13 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       // failed request, which answers with the error. From then on it is an
       // ordinary RPC (acks, at-most-once); its other packets are duplicates.
       ++stats_.oversize_dropped;
-      Rpc& rpc = NewRpc(common.rpc_id ^ 1, RpcState::kServerInService, peer, common.sport);
+      Rpc& rpc =
+          NewServerRpc(peer, record, common.sport, common.rpc_id, RpcState::kServerInService);
       rpc.Heard();
       HomaEvent event;
       event.kind = HomaEvent::Kind::kRequest;
-      event.client_id = key.client_id;
-      event.server_key = key;
+      event.client_id = common.rpc_id;
+      event.server_key = {peer.addr, common.sport, common.rpc_id};
       event.status = ResourceExhaustedError(
           "request of " + std::to_string(data.header.message_length) +
           " bytes is over the server's homa.max_message_bytes (" +
@@ -119,11 +122,10 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       ++stats_.memory_dropped;
       return;
     }
-    Rpc& rpc = NewRpc(common.rpc_id ^ 1, RpcState::kServerReceiving, peer, common.sport);
-    rpc.in.emplace(data.header.message_length, data.header.incoming, now_ns_);
-    it = server_rpcs_.find(key);
+    found = &NewServerRpc(peer, record, common.sport, common.rpc_id, RpcState::kServerReceiving);
+    found->in.emplace(data.header.message_length, data.header.incoming, now_ns_);
   }
-  Rpc& rpc = *it->second;
+  Rpc& rpc = *found;
   rpc.Heard();
   if (rpc.state != RpcState::kServerReceiving) {
     ++stats_.duplicate_data;  // the request is complete; this is a copy
@@ -139,21 +141,21 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
   }
   UpdateOutstanding(rpc);
   if (rpc.in->complete()) {
-    DeliverRequest(rpc, key);
+    DeliverRequest(rpc, {peer.addr, common.sport, common.rpc_id});
   } else if (rpc.in->NeedsGrants()) {
-    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns());
+    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns(), &rpc);
     grants_dirty_ = true;
   }
 }
 
 void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& common,
                                        const wire::Data& data) {
-  auto it = client_rpcs_.find(common.rpc_id ^ 1);
-  if (it == client_rpcs_.end()) {
+  std::unique_ptr<Rpc>* found = client_rpcs_.Find(common.rpc_id ^ 1);
+  if (found == nullptr) {
     ++stats_.duplicate_data;  // finished or cancelled; the server gets our ack
     return;
   }
-  Rpc& rpc = *it->second;
+  Rpc& rpc = **found;
   rpc.Heard();
   if (!rpc.in) {
     if (data.header.message_length > config_.max_message_bytes) {
@@ -194,7 +196,7 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
     events_.push_back(std::move(event));
     FinishClientRpc(rpc);
   } else if (rpc.in->NeedsGrants()) {
-    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns());
+    grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns(), &rpc);
     grants_dirty_ = true;
   }
 }
@@ -247,7 +249,7 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
   if (rpc == nullptr) return;
   if (!rpc->is_client()) {
     // The client no longer wants this RPC.
-    DestroyServerRpc({peer.addr, common.sport, rpc->client_id()}, /*tombstone=*/true);
+    DestroyServerRpc(peer, common.sport, rpc->client_id(), /*tombstone=*/true);
     return;
   }
   if (rpc->state == RpcState::kClientSending && rpc->out) {
@@ -284,7 +286,7 @@ void HomaTransport::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
 void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) {
   if (FromClient(common)) return;  // only servers ask for acks
   uint64_t client_id = common.rpc_id ^ 1;
-  if (client_rpcs_.contains(client_id)) return;  // still in progress: we will RESEND
+  if (client_rpcs_.Contains(client_id)) return;  // still in progress: we will RESEND
   // Finished here: answer with everything we owe that server port, the asked
   // id included, and our floor.
   peer.pending_acks.push_back({client_id, common.sport});
@@ -294,7 +296,7 @@ void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) 
 void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
   if (ack.server_port != port_) return;
   ++stats_.acks_received;
-  DestroyServerRpc({peer.addr, client_port, ack.client_id}, /*tombstone=*/true);
+  DestroyServerRpc(peer, client_port, ack.client_id, /*tombstone=*/true);
 }
 
 void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor) {
@@ -303,10 +305,8 @@ void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floo
   record.floor = floor;
   record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(floor));
   // RPCs below the floor are finished as far as the client is concerned.
-  while (!record.live.empty() && *record.live.begin() < floor) {
-    uint64_t id = *record.live.begin();
-    DestroyServerRpc({peer.addr, client_port, id}, /*tombstone=*/false);
-    record.live.erase(id);  // in case the RPC was already gone
+  while (!record.live.empty() && record.live.begin()->first < floor) {
+    DestroyServerRpc(peer, client_port, record.live.begin()->first, /*tombstone=*/false);
   }
 }
 

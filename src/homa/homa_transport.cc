@@ -96,12 +96,12 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
   uint64_t id = next_client_id_;
   next_client_id_ += 2;
   Peer& peer = PeerFor(server);
-  Rpc& rpc = NewRpc(id, RpcState::kClientSending, peer, server.port());
+  Rpc& rpc = NewClientRpc(id, peer, server.port());
   rpc.cookie = cookie;
   uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
                   peer.UnschedPriority(length));
-  peer.outstanding[server.port()].insert(id);
+  peer.outstanding[server.port()].Add(id);
   QueueForSend(rpc);
   now_ns_ = clock_.NowNs();
   PumpSends(now_ns_);
@@ -110,13 +110,13 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
 }
 
 Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
-  auto it = server_rpcs_.find(key);
-  if (it == server_rpcs_.end()) {
+  Rpc* found = FindServerRpc(key);
+  if (found == nullptr) {
     return NotFoundError("homa: RPC " + std::to_string(key.client_id) + " from " +
                          key.client.ToString() +
                          " is gone (the client finished, cancelled or timed out)");
   }
-  Rpc& rpc = *it->second;
+  Rpc& rpc = *found;
   if (rpc.state != RpcState::kServerInService) {
     return FailedPreconditionError("homa: RPC " + std::to_string(key.client_id) + " from " +
                                    key.client.ToString() + " was already answered");
@@ -139,9 +139,9 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
 }
 
 bool HomaTransport::Cancel(uint64_t client_id) {
-  auto it = client_rpcs_.find(client_id);
-  if (it == client_rpcs_.end()) return false;
-  FinishClientRpc(*it->second);
+  std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(client_id);
+  if (rpc == nullptr) return false;
+  FinishClientRpc(**rpc);
   return true;
 }
 
@@ -166,7 +166,7 @@ PollResult HomaTransport::Poll() {
   FlushTx();
 
   result.next_deadline = next_tick_ns_;
-  if (!events_.empty()) result.next_deadline = now;
+  if (pending_events() > 0) result.next_deadline = now;
   if (!send_queue_.empty()) {
     result.next_deadline = std::min(result.next_deadline, std::max(now, pacer_.NextSendTime()));
   }
@@ -174,16 +174,20 @@ PollResult HomaTransport::Poll() {
 }
 
 TimeNs HomaTransport::NextDeadline() const {
-  if (!events_.empty()) return clock_.NowNs();
+  if (pending_events() > 0) return clock_.NowNs();
   TimeNs next = next_tick_ns_;
   if (!send_queue_.empty()) next = std::min(next, pacer_.NextSendTime());
   return next;
 }
 
 bool HomaTransport::PopEvent(HomaEvent* out) {
-  if (events_.empty()) return false;
-  *out = std::move(events_.front());
-  events_.pop_front();
+  if (events_head_ == events_.size()) return false;
+  *out = std::move(events_[events_head_++]);
+  if (events_head_ == events_.size()) {
+    // Drained: reuse the vector from the start.
+    events_.clear();
+    events_head_ = 0;
+  }
   return true;
 }
 
@@ -224,26 +228,15 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
 
 void HomaTransport::QueueForSend(Rpc& rpc) {
   if (!rpc.out || !rpc.out->HasPacketReady()) return;
-  uint32_t key = rpc.out->bytes_remaining();
-  if (rpc.in_send_queue) {
-    if (rpc.send_queue_key == key) return;
-    send_queue_.erase({rpc.send_queue_key, rpc.handle});
-  }
-  send_queue_.emplace(key, rpc.handle);
-  rpc.in_send_queue = true;
-  rpc.send_queue_key = key;
+  send_queue_.Set(rpc, rpc.out->bytes_remaining());
 }
 
-void HomaTransport::DequeueFromSend(Rpc& rpc) {
-  if (!rpc.in_send_queue) return;
-  send_queue_.erase({rpc.send_queue_key, rpc.handle});
-  rpc.in_send_queue = false;
-}
+void HomaTransport::DequeueFromSend(Rpc& rpc) { send_queue_.Remove(rpc); }
 
 int HomaTransport::PumpSends(TimeNs now) {
   int produced = 0;
   while (!send_queue_.empty() && produced < kMaxTxPacketsPerPump) {
-    Rpc& rpc = *by_handle_.at(send_queue_.begin()->second);
+    Rpc& rpc = send_queue_.Top();
     if (!rpc.out || !rpc.out->HasPacketReady()) {
       DequeueFromSend(rpc);
       continue;
@@ -366,12 +359,13 @@ void HomaTransport::FlushTx() {
 
 void HomaTransport::RunGrantPass() {
   grants_dirty_ = false;
-  std::vector<GrantScheduler::Ranked> active = grants_.ActiveSet();
+  std::vector<GrantScheduler::Ranked>& active = active_grants_;
+  grants_.ActiveSet(&active);
   if (active.empty()) return;
   // Homa's dynamic window: share max_incoming among the active messages.
   const uint64_t share = config_.max_incoming_bytes / (active.size() + 1);
   for (const auto& ranked : active) {
-    Rpc& rpc = *by_handle_.at(ranked.id);
+    Rpc& rpc = *ranked.rpc;
     IncomingMessage& in = *rpc.in;
     const uint32_t packet = rpc.peer->payload_bytes;
     uint64_t window = std::max<uint64_t>(packet, share);
@@ -398,8 +392,8 @@ void HomaTransport::RunGrantPass() {
     uint64_t period = uint64_t{config_.fifo_grant_bytes} * 1000 / config_.grant_fifo_permille;
     if (srpt_granted_since_fifo_ >= period) {
       srpt_granted_since_fifo_ = 0;
-      if (auto oldest = grants_.Oldest()) {
-        Rpc& rpc = *by_handle_.at(*oldest);
+      if (Rpc* oldest = grants_.OldestRpc()) {
+        Rpc& rpc = *oldest;
         // Rounded up to a packet boundary, as SRPT grants are rounded down.
         const uint64_t packet = rpc.peer->payload_bytes;
         uint64_t target = uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes;
@@ -431,24 +425,54 @@ void HomaTransport::StopGranting(Rpc& rpc) {
 
 // -------------------------------------------------------------- lifecycle
 
-Rpc& HomaTransport::NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t peer_port) {
-  auto rpc = std::make_unique<Rpc>();
-  rpc->id = id;
-  rpc->handle = next_handle_++;
-  rpc->state = state;
-  rpc->peer = &peer;
-  rpc->peer_addr = peer.addr;
-  rpc->peer_port = peer_port;
-  Rpc& ref = *rpc;
-  by_handle_[ref.handle] = &ref;
-  if (ref.is_client()) {
-    client_rpcs_[id] = std::move(rpc);
+Rpc& HomaTransport::NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port) {
+  std::unique_ptr<Rpc>& slot = client_rpcs_.Insert(id, std::make_unique<Rpc>());
+  Rpc& rpc = *slot;
+  InitRpc(rpc, id, RpcState::kClientSending, peer, server_port);
+  return rpc;
+}
+
+Rpc& HomaTransport::NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port,
+                                 uint64_t client_id, RpcState state) {
+  std::unique_ptr<Rpc>& slot = record.live[client_id];
+  slot = std::make_unique<Rpc>();
+  Rpc& rpc = *slot;
+  InitRpc(rpc, client_id ^ 1, state, peer, client_port);
+  ++num_server_rpcs_;
+  return rpc;
+}
+
+void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, uint16_t peer_port) {
+  rpc.id = id;
+  rpc.handle = next_handle_++;
+  rpc.state = state;
+  rpc.peer = &peer;
+  rpc.peer_addr = peer.addr;
+  rpc.peer_port = peer_port;
+  // Newest at the end of the list of all RPCs.
+  rpc.older = newest_rpc_;
+  rpc.newer = nullptr;
+  if (newest_rpc_ != nullptr) {
+    newest_rpc_->newer = &rpc;
   } else {
-    ServerRpcKey key{peer.addr, peer_port, ref.client_id()};
-    peer.clients[peer_port].live.insert(key.client_id);
-    server_rpcs_[key] = std::move(rpc);
+    oldest_rpc_ = &rpc;
   }
-  return ref;
+  newest_rpc_ = &rpc;
+}
+
+void HomaTransport::UnlinkRpc(Rpc& rpc) {
+  DequeueFromSend(rpc);
+  ReleaseIncoming(rpc);
+  (rpc.older != nullptr ? rpc.older->newer : oldest_rpc_) = rpc.newer;
+  (rpc.newer != nullptr ? rpc.newer->older : newest_rpc_) = rpc.older;
+  rpc.older = rpc.newer = nullptr;
+}
+
+Rpc* HomaTransport::FindServerRpc(const ServerRpcKey& key) {
+  Peer* peer = peers_.Find(key.client);
+  if (peer == nullptr) return nullptr;
+  auto record = peer->clients.find(key.client_port);
+  return record == peer->clients.end() ? nullptr : record->second.Find(key.client_id);
 }
 
 Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
@@ -468,7 +492,7 @@ Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
 uint64_t HomaTransport::ClientFloor(Peer& peer, uint16_t server_port) const {
   auto it = peer.outstanding.find(server_port);
   if (it == peer.outstanding.end() || it->second.empty()) return next_client_id_;
-  return *it->second.begin();
+  return it->second.Floor();
 }
 
 bool HomaTransport::ReserveIncoming(uint32_t length) {
@@ -511,18 +535,13 @@ void HomaTransport::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
 }
 
 void HomaTransport::FinishClientRpc(Rpc& rpc) {
-  DequeueFromSend(rpc);
-  ReleaseIncoming(rpc);
+  UnlinkRpc(rpc);
   Peer& peer = *rpc.peer;
   auto out = peer.outstanding.find(rpc.peer_port);
-  if (out != peer.outstanding.end()) {
-    out->second.erase(rpc.id);
-    if (out->second.empty()) peer.outstanding.erase(out);
-  }
+  if (out != peer.outstanding.end()) out->second.Remove(rpc.id);
   // Tell the server it may forget the RPC (piggybacked or in the next ACK).
   peer.pending_acks.push_back({rpc.id, rpc.peer_port});
-  by_handle_.erase(rpc.handle);
-  client_rpcs_.erase(rpc.id);  // destroys rpc
+  client_rpcs_.Erase(rpc.id);  // destroys rpc
 }
 
 void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
@@ -535,18 +554,15 @@ void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
   FinishClientRpc(rpc);
 }
 
-void HomaTransport::DestroyServerRpc(const ServerRpcKey& key, bool tombstone) {
-  auto it = server_rpcs_.find(key);
-  Peer& peer = peers_.Get(key.client);
-  ClientRecord& record = peer.clients[key.client_port];
-  if (tombstone && key.client_id >= record.floor) record.tombstones.insert(key.client_id);
-  if (it == server_rpcs_.end()) return;
-  Rpc& rpc = *it->second;
-  DequeueFromSend(rpc);
-  ReleaseIncoming(rpc);
-  record.live.erase(key.client_id);
-  by_handle_.erase(rpc.handle);
-  server_rpcs_.erase(it);
+void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t client_id,
+                                     bool tombstone) {
+  ClientRecord& record = peer.clients[client_port];
+  if (tombstone && client_id >= record.floor) record.tombstones.insert(client_id);
+  auto it = record.live.find(client_id);
+  if (it == record.live.end()) return;
+  UnlinkRpc(*it->second);
+  record.live.erase(it);  // destroys the rpc
+  --num_server_rpcs_;
 }
 
 }  // namespace wharf::homa

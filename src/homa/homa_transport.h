@@ -11,20 +11,18 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <set>
 #include <span>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
 #include "homa/config.h"
 #include "homa/grant.h"
+#include "homa/id_map.h"
 #include "homa/pacer.h"
 #include "homa/peer_table.h"
 #include "homa/rpc.h"
+#include "homa/send_queue.h"
 #include "homa/stats.h"
 #include "transport/datagram.h"
 #include "transport/message_transport.h"
@@ -70,10 +68,10 @@ class HomaTransport final : public transport::MessageTransport {
   int ReadableFd() const override { return net_->ReadableFd(); }
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
-  size_t pending_events() const { return events_.size(); }
+  size_t pending_events() const { return events_.size() - events_head_; }
 
   size_t num_client_rpcs() const { return client_rpcs_.size(); }
-  size_t num_server_rpcs() const { return server_rpcs_.size(); }
+  size_t num_server_rpcs() const { return num_server_rpcs_; }
 
  private:
   HomaTransport(const HomaConfig& config, transport::Datagram* net, const Clock& clock);
@@ -95,6 +93,7 @@ class HomaTransport final : public transport::MessageTransport {
   Peer& PeerFor(const transport::NetAddress& addr);
   // The RPC a packet from `peer` is about, or nullptr.
   Rpc* FindRpcFor(Peer& peer, const wire::CommonHeader& common);
+  Rpc* FindServerRpc(const ServerRpcKey& key);
 
   // --- sending (homa_transport.cc) ---
   void QueueForSend(Rpc& rpc);
@@ -112,9 +111,17 @@ class HomaTransport final : public transport::MessageTransport {
   void StopGranting(Rpc& rpc);
 
   // --- lifecycle (homa_transport.cc) ---
-  Rpc& NewRpc(uint64_t id, RpcState state, Peer& peer, uint16_t peer_port);
+  Rpc& NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port);
+  Rpc& NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port, uint64_t client_id,
+                    RpcState state);
+  void InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, uint16_t peer_port);
+  // Takes rpc out of the send queue, the grant scheduler and the list of
+  // all RPCs, before its table destroys it.
+  void UnlinkRpc(Rpc& rpc);
   void FinishClientRpc(Rpc& rpc);  // removes from queues and tables, records floor
-  void DestroyServerRpc(const ServerRpcKey& key, bool tombstone);
+  // Forgets the server side of the client's RPC (if still held); with
+  // `tombstone`, also remembers it as finished when above the floor.
+  void DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t client_id, bool tombstone);
   void FailClientRpc(Rpc& rpc, Status status);
   void DeliverRequest(Rpc& rpc, const ServerRpcKey& key);
   uint64_t ClientFloor(Peer& peer, uint16_t server_port) const;
@@ -142,16 +149,21 @@ class HomaTransport final : public transport::MessageTransport {
   PeerTable peers_;
   uint64_t next_client_id_;
   uint64_t next_handle_ = 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Rpc>> client_rpcs_;  // by our id
-  std::unordered_map<ServerRpcKey, std::unique_ptr<Rpc>, ServerRpcKeyHash> server_rpcs_;
-  std::unordered_map<uint64_t, Rpc*> by_handle_;
+  // Client RPCs by our id (owning). Server RPCs are owned by their client's
+  // ClientRecord in the peer table, reached through the peer.
+  IdMap<std::unique_ptr<Rpc>> client_rpcs_;
+  size_t num_server_rpcs_ = 0;
+  // Every live RPC, oldest first, linked through Rpc::older/newer: the
+  // timer's walk, in a deterministic order.
+  Rpc* oldest_rpc_ = nullptr;
+  Rpc* newest_rpc_ = nullptr;
 
   GrantScheduler grants_;
+  std::vector<GrantScheduler::Ranked> active_grants_;  // RunGrantPass scratch
   bool grants_dirty_ = false;
   uint64_t srpt_granted_since_fifo_ = 0;  // bytes, for the FIFO share
   Pacer pacer_;
-  // SRPT send queue: (bytes remaining, handle).
-  std::set<std::pair<uint32_t, uint64_t>> send_queue_;
+  SendQueue send_queue_;
   uint64_t incoming_buffer_bytes_ = 0;
   // Granted (or unscheduled) but not yet received, over all incoming
   // messages: Homa's max_incoming bound, which keeps incast from filling
@@ -163,7 +175,10 @@ class HomaTransport final : public transport::MessageTransport {
   // handlers use it instead of reading the clock once per packet.
   TimeNs now_ns_ = 0;
   int64_t tick_count_ = 0;
-  std::deque<HomaEvent> events_;
+  // Events not yet popped: events_[events_head_ ..]. A vector used as a
+  // queue (cleared whenever drained), so steady traffic never allocates.
+  std::vector<HomaEvent> events_;
+  size_t events_head_ = 0;
 
   // Transmit batch, flushed with one Send(): packet headers in slots of
   // tx_buffer_, DATA payloads borrowed from their messages. Every PumpSends

@@ -19,21 +19,24 @@ OutgoingMessage::OutgoingMessage(Buffer message, uint32_t unsched_bytes,
 }
 
 bool OutgoingMessage::HasPacketReady() const {
-  if (!resend_queue_.empty()) return true;
+  if (resend_head_ < resend_queue_.size()) return true;
   if (!first_sent_) return true;
   return next_offset_ < granted_;
 }
 
 DataSlice OutgoingMessage::NextPacket() {
   DataSlice slice;
-  if (!resend_queue_.empty()) {
-    auto& [begin, end] = resend_queue_.front();
+  if (resend_head_ < resend_queue_.size()) {
+    auto& [begin, end] = resend_queue_[resend_head_];
     slice.offset = begin;
     slice.length = std::min(end - begin, packet_payload_bytes_);
     slice.priority = begin < unsched_limit_ ? unsched_priority_ : sched_priority_;
     slice.retransmit = true;
     begin += slice.length;
-    if (begin >= end) resend_queue_.pop_front();
+    if (begin >= end && ++resend_head_ == resend_queue_.size()) {
+      resend_queue_.clear();
+      resend_head_ = 0;
+    }
     return slice;
   }
   slice.offset = next_offset_;
@@ -72,7 +75,8 @@ bool OutgoingMessage::HandleResend(uint32_t offset, uint32_t length, uint8_t pri
   uint32_t sent_end = std::min(end, next_offset_);
   if (offset < sent_end) {
     // Merge with the queue tail when it is the same request repeated.
-    if (resend_queue_.empty() || resend_queue_.back() != std::make_pair(offset, sent_end)) {
+    if (resend_head_ == resend_queue_.size() ||
+        resend_queue_.back() != std::make_pair(offset, sent_end)) {
       resend_queue_.emplace_back(offset, sent_end);
     }
   }
@@ -81,6 +85,7 @@ bool OutgoingMessage::HandleResend(uint32_t offset, uint32_t length, uint8_t pri
 
 void OutgoingMessage::Restart() {
   resend_queue_.clear();
+  resend_head_ = 0;
   next_offset_ = 0;
   first_sent_ = false;
   granted_ = unsched_limit_;

@@ -5,8 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "homa/config.h"
 #include "wharf/buffer.h"
@@ -71,8 +72,11 @@ class OutgoingMessage {
   uint32_t granted_;
   uint32_t next_offset_ = 0;
   bool first_sent_ = false;  // matters only for the 0-byte message
-  // Ranges [begin, end) to retransmit, in request order.
-  std::deque<std::pair<uint32_t, uint32_t>> resend_queue_;
+  // Ranges [begin, end) to retransmit, in request order, from
+  // resend_queue_[resend_head_] on. A vector, not a deque: almost always
+  // empty, and an empty std::deque allocates.
+  std::vector<std::pair<uint32_t, uint32_t>> resend_queue_;
+  size_t resend_head_ = 0;
 };
 
 }  // namespace wharf::homa

@@ -1,6 +1,9 @@
 // PeerTable and Peer helpers.
 #include "homa/peer_table.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace wharf::homa {
 
 uint8_t Peer::UnschedPriority(uint32_t length) const {
@@ -14,7 +17,39 @@ uint8_t Peer::UnschedPriority(uint32_t length) const {
   return 0;
 }
 
-Peer& PeerTable::Get(const transport::NetAddress& addr) {
+void OutstandingIds::Remove(uint64_t id) {
+  auto it = std::lower_bound(ids_.begin() + static_cast<ptrdiff_t>(head_), ids_.end(), id);
+  if (it == ids_.end() || *it != id) return;  // unknown or already finished
+  *it |= 1;
+  --live_;
+  if (live_ == 0) {
+    ids_.clear();
+    head_ = 0;
+  } else if (ids_.size() - head_ > 2 * live_ + 64) {
+    // Mostly finished ids: keep the unfinished ones only.
+    std::erase_if(ids_, [](uint64_t v) { return (v & 1) != 0; });
+    head_ = 0;
+  }
+}
+
+uint64_t OutstandingIds::Floor() {
+  while ((ids_[head_] & 1) != 0) ++head_;
+  return ids_[head_];
+}
+
+size_t PeerTable::AddressHash::operator()(const transport::NetAddress& a) const noexcept {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  std::memcpy(&lo, a.ip_bytes().data(), 8);
+  std::memcpy(&hi, a.ip_bytes().data() + 8, 8);
+  uint64_t h = (lo * 0x9E3779B97F4A7C15ULL) ^ (hi * 0xC2B2AE3D27D4EB4FULL) ^
+               (uint64_t{a.port()} << 8 | static_cast<uint64_t>(a.family()));
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
+Peer& PeerTable::GetSlow(const transport::NetAddress& addr) {
   auto& slot = peers_[addr];
   if (!slot) {
     slot = std::make_unique<Peer>();
@@ -25,6 +60,7 @@ Peer& PeerTable::Get(const transport::NetAddress& addr) {
     slot->cutoffs = config_.unsched_cutoffs;
     slot->cutoff_version = config_.cutoff_version;
   }
+  last_ = slot.get();
   return *slot;
 }
 

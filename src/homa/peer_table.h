@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "homa/config.h"
+#include "homa/rpc.h"
 #include "transport/net_address.h"
 #include "wire/packet.h"
 
@@ -24,13 +25,42 @@ namespace wharf::homa {
 struct ClientRecord {
   uint64_t floor = 0;
   std::set<uint64_t> tombstones;
-  // Ids of this client's RPCs that still have server state here, so that a
-  // rising floor can release them without scanning every RPC.
-  std::set<uint64_t> live;
+  // This client's RPCs that have server state here, by client id: the
+  // table that owns server RPCs. Ordered, so that a rising floor releases a
+  // prefix without scanning every RPC.
+  std::map<uint64_t, std::unique_ptr<Rpc>> live;
 
   bool IsFinished(uint64_t client_id) const {
     return client_id < floor || tombstones.contains(client_id);
   }
+  Rpc* Find(uint64_t client_id) const {
+    auto it = live.find(client_id);
+    return it == live.end() ? nullptr : it->second.get();
+  }
+};
+
+// Client side: our unfinished RPC ids to one server port, whose smallest is
+// the ack floor we report. Ids only grow, so Add appends to a sorted vector;
+// Remove marks the id finished in place (ids are even: the low bit is the
+// mark), Floor() drops finished ids from the front, and the vector is
+// compacted when finished ids pile up behind a long-running RPC. No
+// allocation per RPC, O(log n) Remove, amortised O(1) Floor.
+class OutstandingIds {
+ public:
+  // Precondition: id is even and larger than every id added before.
+  void Add(uint64_t id) {
+    ids_.push_back(id);
+    ++live_;
+  }
+  void Remove(uint64_t id);
+  bool empty() const { return live_ == 0; }
+  // The smallest unfinished id. Precondition: !empty().
+  uint64_t Floor();
+
+ private:
+  std::vector<uint64_t> ids_;  // sorted; finished ones have the low bit set
+  size_t head_ = 0;            // ids_[0, head_) are finished
+  size_t live_ = 0;            // unfinished ids in ids_
 };
 
 struct Peer {
@@ -62,7 +92,7 @@ struct Peer {
   // Acks we owe this peer's servers; piggybacked on DATA, or sent as ACK.
   std::vector<wire::Ack> pending_acks;
   // Our unfinished client RPC ids to each of its ports (the floor we report).
-  std::map<uint16_t, std::set<uint64_t>> outstanding;
+  std::map<uint16_t, OutstandingIds> outstanding;
   // Its clients (by their port) as seen by our server side.
   std::map<uint16_t, ClientRecord> clients;
 
@@ -83,11 +113,17 @@ struct Peer {
 };
 
 // Owned by HomaTransport. Peers live as long as the transport (a later change
-// garbage-collects idle peers; see docs/protocol.md).
+// garbage-collects idle peers; see docs/protocol.md), so Peer references
+// stay valid.
 class PeerTable {
  public:
   explicit PeerTable(const HomaConfig& config) : config_(config) {}
-  Peer& Get(const transport::NetAddress& addr);
+  // Looked up for every packet: the last peer found answers without
+  // hashing when the next packet is from it too.
+  Peer& Get(const transport::NetAddress& addr) {
+    if (last_ != nullptr && last_->addr == addr) return *last_;
+    return GetSlow(addr);
+  }
   Peer* Find(const transport::NetAddress& addr);
   size_t size() const { return peers_.size(); }
   template <typename Fn>
@@ -96,9 +132,17 @@ class PeerTable {
   }
 
  private:
+  // A few multiplies over the address as words; std::hash<NetAddress> mixes
+  // it byte by byte, which showed in per-packet profiles.
+  struct AddressHash {
+    size_t operator()(const transport::NetAddress& a) const noexcept;
+  };
+  Peer& GetSlow(const transport::NetAddress& addr);
+
   const HomaConfig& config_;
   uint64_t next_id_ = 1;
-  std::unordered_map<transport::NetAddress, std::unique_ptr<Peer>> peers_;
+  std::unordered_map<transport::NetAddress, std::unique_ptr<Peer>, AddressHash> peers_;
+  Peer* last_ = nullptr;  // the peer Get returned last
 };
 
 }  // namespace wharf::homa

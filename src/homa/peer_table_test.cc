@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <iterator>
+#include <set>
+
 namespace wharf::homa {
 namespace {
 
@@ -95,6 +99,68 @@ TEST(PeerTableTest, GetCreatesOnceWithOurCutoffsAndAnId) {
   int count = 0;
   table.ForEach([&](Peer&) { ++count; });
   EXPECT_EQ(count, 2);
+
+  // Alternating lookups (the last-peer shortcut must not confuse them).
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(&table.Get(a), &pa);
+    EXPECT_EQ(&table.Get(b), &pb);
+  }
+  std::array<uint8_t, 16> v6{};
+  v6[15] = 1;
+  Peer& pc = table.Get(NetAddress::Ipv6(v6, 4000));
+  EXPECT_NE(&pc, &pa);
+  EXPECT_EQ(table.size(), 3u);
+}
+
+TEST(OutstandingIdsTest, FloorIsTheSmallestUnfinishedId) {
+  OutstandingIds ids;
+  EXPECT_TRUE(ids.empty());
+  ids.Add(10);
+  ids.Add(12);
+  ids.Add(14);
+  EXPECT_EQ(ids.Floor(), 10u);
+  ids.Remove(12);  // out of order
+  EXPECT_EQ(ids.Floor(), 10u);
+  ids.Remove(10);
+  EXPECT_EQ(ids.Floor(), 14u);
+  ids.Remove(10);  // twice: nothing
+  ids.Remove(99);  // unknown: nothing
+  EXPECT_EQ(ids.Floor(), 14u);
+  ids.Remove(14);
+  EXPECT_TRUE(ids.empty());
+  ids.Add(16);
+  EXPECT_EQ(ids.Floor(), 16u);
+}
+
+// One long-running RPC while many short ones start and finish behind it:
+// the floor stays at the long one, and finished ids are compacted away.
+TEST(OutstandingIdsTest, ManyFinishedBehindALongRunningOne) {
+  OutstandingIds ids;
+  ids.Add(2);
+  std::set<uint64_t> ref = {2};
+  uint64_t next = 4;
+  for (int i = 0; i < 10000; ++i) {
+    ids.Add(next);
+    ref.insert(next);
+    next += 2;
+    if (i % 3 != 2) {
+      // Finish the newest-but-one (out of order), keeping some alive.
+      const uint64_t victim = *std::prev(ref.end(), ref.size() > 2 ? 2 : 1);
+      if (victim != 2) {
+        ids.Remove(victim);
+        ref.erase(victim);
+      }
+    }
+    ASSERT_EQ(ids.Floor(), *ref.begin());
+  }
+  while (ref.size() > 1) {
+    const uint64_t id = *std::next(ref.begin());
+    ids.Remove(id);
+    ref.erase(id);
+    ASSERT_EQ(ids.Floor(), 2u);
+  }
+  ids.Remove(2);
+  EXPECT_TRUE(ids.empty());
 }
 
 }  // namespace

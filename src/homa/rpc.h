@@ -34,7 +34,8 @@ struct Rpc {
   // Our id: even on the client; client id ^ 1 on the server. Packets we send
   // carry it; packets from the peer carry id ^ 1.
   uint64_t id = 0;
-  // Engine-wide unique handle for the grant and send queues.
+  // Transport-wide unique, in creation order: breaks ties in the grant and
+  // send queues (older first).
   uint64_t handle = 0;
   RpcState state = RpcState::kClientSending;
   transport::NetAddress peer_addr;
@@ -57,9 +58,14 @@ struct Rpc {
   uint64_t outstanding_bytes = 0;
   // Client: times the request was restarted after RPC_UNKNOWN.
   int restarts = 0;
-  // Position in the SRPT send queue, when queued.
-  bool in_send_queue = false;
-  uint32_t send_queue_key = 0;
+  // Place in the SRPT SendQueue: heap index (-1 when not queued) and the
+  // untransmitted bytes it is ranked by.
+  int64_t send_index = -1;
+  uint32_t send_key = 0;
+  // Neighbours in the transport's list of all live RPCs, oldest first (the
+  // timer walks it; the tables that own RPCs are not ordered).
+  Rpc* older = nullptr;
+  Rpc* newer = nullptr;
 
   bool is_client() const { return (id & 1) == 0; }
   // The peer sent something about this RPC.

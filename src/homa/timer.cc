@@ -28,8 +28,8 @@ void HomaTransport::Tick() {
   ++tick_count_;
   const TimeNs now = now_ns_;
   const DurationNs timeout_ns = config_.timeout_ticks * config_.tick_ns;
-  std::vector<uint64_t> dead_clients;
-  std::vector<ServerRpcKey> dead_servers;
+  std::vector<Rpc*> dead_clients;
+  std::vector<Rpc*> dead_servers;
   // Probes due this tick; served oldest first (largest ticks_since_probe) so
   // that budgets rotate through every RPC instead of favouring the ones the
   // table happens to list first.
@@ -55,23 +55,26 @@ void HomaTransport::Tick() {
   auto starved_by_us = [](const Rpc& rpc) {
     return rpc.in && rpc.in->NeedsGrants() && !rpc.in->FirstGap();
   };
-  for (auto& [id, rpc] : client_rpcs_) {
+  // Every RPC, oldest first: client RPCs, then server RPCs.
+  for (Rpc* rpc = oldest_rpc_; rpc != nullptr; rpc = rpc->newer) {
+    if (!rpc->is_client()) continue;
     ++rpc->silent_ticks;
     if (presumed_dead(*rpc)) {
-      dead_clients.push_back(id);
+      dead_clients.push_back(rpc);
     } else if (starved_by_us(*rpc)) {
       KeepAlive(*rpc, now);
     } else {
       consider(*rpc, config_.resend_ticks);
     }
   }
-  for (auto& [key, rpc] : server_rpcs_) {
+  for (Rpc* rpc = oldest_rpc_; rpc != nullptr; rpc = rpc->newer) {
+    if (rpc->is_client()) continue;
     // The application holds the RPC: the client keeps it alive with RESENDs
     // that we answer with BUSY; no timer of ours runs.
     if (rpc->state == RpcState::kServerInService) continue;
     ++rpc->silent_ticks;
     if (presumed_dead(*rpc)) {
-      dead_servers.push_back(key);
+      dead_servers.push_back(rpc);
     } else if (rpc->state == RpcState::kServerReceiving) {
       if (starved_by_us(*rpc)) {
         KeepAlive(*rpc, now);
@@ -84,10 +87,13 @@ void HomaTransport::Tick() {
                now - rpc->peer->last_heard_ns >= timeout_ns) {
       // Sending, waiting for grants: the client probes us; if the whole
       // client went quiet, give up.
-      dead_servers.push_back(key);
+      dead_servers.push_back(rpc);
     }
   }
-  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return a.waited > b.waited; });
+  // Longest-waiting first; among equals, oldest RPC first.
+  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+    return a.waited != b.waited ? a.waited > b.waited : a.rpc->handle < b.rpc->handle;
+  });
   int probes = 0;
   for (const Due& d : due) {
     if (probes >= kMaxProbesPerTick) break;
@@ -102,19 +108,19 @@ void HomaTransport::Tick() {
       SendResend(rpc);
     }
   }
-  for (uint64_t id : dead_clients) {
-    auto it = client_rpcs_.find(id);
-    if (it == client_rpcs_.end()) continue;
-    Rpc& rpc = *it->second;
+  // Failing an RPC destroys only that RPC, so the others' pointers hold.
+  for (Rpc* dead : dead_clients) {
+    Rpc& rpc = *dead;
+    const uint64_t id = rpc.id;
     ++stats_.client_timeouts;
     FailClientRpc(rpc, UnavailableError(
                            "homa: no answer from " + rpc.peer_addr.ToString() + " for " +
                            std::to_string(config_.timeout_ticks * config_.tick_ns / kNsPerMs) +
                            " ms (RPC " + std::to_string(id) + "); peer presumed dead"));
   }
-  for (const ServerRpcKey& key : dead_servers) {
+  for (Rpc* dead : dead_servers) {
     ++stats_.server_timeouts;
-    DestroyServerRpc(key, /*tombstone=*/true);
+    DestroyServerRpc(*dead->peer, dead->peer_port, dead->client_id(), /*tombstone=*/true);
   }
   FlushAcks();
 }
