@@ -1,0 +1,291 @@
+// TcpMessageTransport's I/O: epoll registration, accept, dial, read, write,
+// and closing a connection (which hands its requests back to their peer for
+// re-sending).
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "stream/tcp_transport.h"
+
+namespace wharf::stream {
+namespace {
+
+constexpr int kMaxAcceptsPerPoll = 64;
+// Bytes read from one connection per Poll, so one busy peer cannot starve
+// the others (epoll is level-triggered: the rest is read next time).
+constexpr size_t kMaxReadBytesPerPoll = 4 << 20;
+
+uint32_t EventsFor(bool want_write) {
+  return EPOLLIN | EPOLLRDHUP | (want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+}
+
+}  // namespace
+
+Connection* TcpMessageTransport::AddConnection(int fd, bool outbound,
+                                               const transport::NetAddress& remote,
+                                               Connection::State state) {
+  const uint64_t id = next_conn_id_++;
+  auto conn = std::make_unique<Connection>(id, fd, outbound, remote, state, config_.chunk_bytes,
+                                           parser_limits_, &budget_,
+                                           static_cast<ConnectionHandler*>(this), syscalls_);
+  Connection* raw = conn.get();
+  raw->opened_ns = now_;
+  raw->deadline_ns = now_ + config_.peer_timeout_ns;
+  epoll_event ev{};
+  // A connect in progress reports its outcome as writability.
+  const bool connecting = state == Connection::State::kConnecting;
+  ev.events = connecting ? static_cast<uint32_t>(EPOLLOUT) : EventsFor(false);
+  ev.data.u64 = id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: epoll_ctl add for {}: {}", remote.ToString(),
+                           ErrnoToStatus(errno, "epoll_ctl").ToString());
+    return nullptr;  // conn (and fd) destroyed here
+  }
+  raw->epoll_out = connecting;
+  conns_.emplace(id, std::move(conn));
+  timers_dirty_ = true;  // its handshake deadline
+  return raw;
+}
+
+void TcpMessageTransport::AcceptAll() {
+  for (int i = 0; i < kMaxAcceptsPerPoll; ++i) {
+    Result<std::optional<transport::tcp::Accepted>> accepted = transport::tcp::Accept(listen_fd_);
+    if (!accepted.ok()) {
+      // EMFILE and friends: nothing to do but report and try next Poll.
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: accept on {}: {}", local_.ToString(),
+                             accepted.status().ToString());
+      return;
+    }
+    if (!accepted->has_value()) return;
+    const transport::tcp::Accepted& a = **accepted;
+    Status options = transport::tcp::ApplyOptions(a.fd, socket_options_);
+    if (!options.ok()) {
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: connection from {}: {}", a.peer.ToString(),
+                             options.ToString());
+      close(a.fd);
+      continue;
+    }
+    Connection* conn = AddConnection(a.fd, /*outbound=*/false, a.peer, Connection::State::kHandshake);
+    if (conn == nullptr) continue;
+    ++stats_.connections_opened;
+    ++stats_.connections_accepted;
+    SendHello(*conn);
+  }
+}
+
+void TcpMessageTransport::Dial(Peer& peer) {
+  bool done = false;
+  // From the IP we listen on: the peer names us by the source address.
+  Result<int> fd = transport::tcp::StartConnect(peer.identity, &done, local_);
+  Status failed = fd.status();
+  if (fd.ok()) {
+    failed = transport::tcp::ApplyOptions(*fd, socket_options_);
+    if (!failed.ok()) close(*fd);
+  }
+  if (!failed.ok()) {
+    ++stats_.connect_failures;
+    WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {}", failed.ToString());
+    peer.OnConnectionLost(now_, config_);
+    timers_dirty_ = true;
+    return;
+  }
+  Connection* conn = AddConnection(*fd, /*outbound=*/true, peer.identity,
+                                   done ? Connection::State::kHandshake : Connection::State::kConnecting);
+  if (conn == nullptr) {
+    peer.OnConnectionLost(now_, config_);
+    return;
+  }
+  conn->peer = &peer;
+  peer.connections.push_back(conn);
+  peer.disconnected_since_ns = kNever;
+  if (done) OnConnected(*conn);
+}
+
+void TcpMessageTransport::OnConnected(Connection& conn) {
+  conn.set_state(Connection::State::kHandshake);
+  ++stats_.connections_opened;
+  // A successful connect is news from the peer: its kernel is alive.
+  if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+  SetWantWrite(conn, false);
+  SendHello(conn);
+}
+
+void TcpMessageTransport::SendHello(Connection& conn) {
+  std::array<std::byte, wire::kStreamHelloBytes> body{};
+  (void)wire::EncodeStreamHello({.listen_port = local_.port(), .instance_id = instance_id_}, body);
+  conn.queue().AddControl(
+      {.type = wire::StreamFrameType::kHello, .chunk_length = wire::kStreamHelloBytes}, body);
+  MarkDirty(conn);
+}
+
+void TcpMessageTransport::HandleIo(Connection& conn, uint32_t events) {
+  if (conn.state() == Connection::State::kConnecting) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+    Status connected = transport::tcp::FinishConnect(conn.fd(), conn.remote());
+    if (!connected.ok()) {
+      Close(conn, connected, CloseKind::kConnectFailed);
+      return;
+    }
+    OnConnected(conn);
+    return;
+  }
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) ReadFrom(conn);
+  if (!conn.closed() && (events & EPOLLOUT) != 0) Flush(conn);
+}
+
+void TcpMessageTransport::ReadFrom(Connection& conn) {
+  Connection::IoResult r = conn.Read(scratch_, kMaxReadBytesPerPoll);
+  if (r.bytes > 0) {
+    stats_.bytes_received += r.bytes;
+    ++stats_.reads;
+    if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+  }
+  switch (r.io) {
+    case Connection::Io::kOk:
+      return;
+    case Connection::Io::kPeerClosed:
+      Close(conn, UnavailableError("closed by the peer"), CloseKind::kPeerClosed);
+      return;
+    case Connection::Io::kSocketError:
+      Close(conn, r.error, CloseKind::kSocketError);
+      return;
+    case Connection::Io::kProtocolError:
+      Close(conn, r.error, CloseKind::kProtocolError);
+      return;
+  }
+}
+
+void TcpMessageTransport::Flush(Connection& conn) {
+  if (conn.closed() || conn.state() == Connection::State::kConnecting) return;
+  const uint64_t floor = conn.peer != nullptr && conn.open() ? ClientFloor(*conn.peer) : 0;
+  finished_.clear();
+  Connection::IoResult r = conn.Write(write_batch_bytes_, floor, &finished_);
+  if (r.bytes > 0) {
+    stats_.bytes_sent += r.bytes;
+    ++stats_.writes;
+  }
+  if (r.carried_floor) {
+    Peer& peer = *conn.peer;
+    peer.floor_sent = std::max(peer.floor_sent, floor);
+    if (peer.floor_sent >= ClientFloor(peer)) peer.ack_due_ns = kNever;
+  }
+  for (const SendQueue::Finished& f : finished_) {
+    if (f.type == wire::StreamFrameType::kRequest) {
+      ClientRpc* rpc = FindClientRpc(f.rpc_id);
+      if (rpc != nullptr && rpc->conn == &conn && rpc->handle == f.handle) {
+        rpc->handle = 0;
+        rpc->server_instance = conn.remote_instance;
+      }
+    } else if (conn.peer != nullptr) {
+      ClientRecord* record = table_.Find(conn.peer->identity);
+      if (record == nullptr) continue;
+      auto it = record->rpcs.find(f.rpc_id);
+      if (it == record->rpcs.end() || it->second.queued_on != &conn || it->second.handle != f.handle) {
+        continue;
+      }
+      it->second.queued_on = nullptr;
+      it->second.handle = 0;
+      table_.MarkWritten(conn.peer->identity, f.rpc_id);
+    }
+  }
+  if (r.io != Connection::Io::kOk) {
+    Close(conn, r.error, CloseKind::kSocketError);
+    return;
+  }
+  SetWantWrite(conn, r.blocked);
+  if (!finished_.empty()) EvictStoredResponses();
+}
+
+void TcpMessageTransport::MarkDirty(Connection& conn) {
+  if (conn.dirty || conn.closed()) return;
+  conn.dirty = true;
+  dirty_.push_back(conn.id());
+}
+
+void TcpMessageTransport::FlushDirty() {
+  // Flushing may dirty other connections (an eviction's ABORT): loop.
+  while (!dirty_.empty()) {
+    std::vector<uint64_t> ids;
+    ids.swap(dirty_);
+    for (uint64_t id : ids) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      it->second->dirty = false;
+      // A connection waiting for EPOLLOUT is not writable yet.
+      if (!it->second->epoll_out) Flush(*it->second);
+    }
+  }
+}
+
+void TcpMessageTransport::SetWantWrite(Connection& conn, bool want) {
+  if (conn.closed() || conn.epoll_out == want) return;
+  epoll_event ev{};
+  ev.events = EventsFor(want);
+  ev.data.u64 = conn.id();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn.fd(), &ev) == 0) conn.epoll_out = want;
+}
+
+void TcpMessageTransport::Close(Connection& conn, const Status& reason, CloseKind kind) {
+  if (conn.closed()) return;
+  Peer* peer = conn.peer;
+  const std::string who = peer != nullptr ? peer->identity.ToString() : conn.remote().ToString();
+  switch (kind) {
+    case CloseKind::kConnectFailed:
+      ++stats_.connect_failures;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {}", reason.ToString());
+      break;
+    case CloseKind::kProtocolError:
+      ++stats_.protocol_errors;
+      ++stats_.connections_closed;
+      ++stats_.connections_reset;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: closing connection {} with {}: {}",
+                             conn.id(), who, reason.ToString());
+      break;
+    default:
+      ++stats_.connections_closed;
+      ++stats_.connections_reset;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: connection {} with {} closed: {}",
+                             conn.id(), who, reason.ToString());
+      break;
+  }
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd(), nullptr);
+  conn.CloseSocket();
+  if (peer != nullptr) {
+    // Its requests go back to waiting (ahead of newer ones, in id order) to
+    // be re-sent whole on another connection; the server drops duplicates.
+    std::vector<uint64_t> back;
+    for (uint64_t id : peer->outstanding) {
+      ClientRpc* rpc = FindClientRpc(id);
+      if (rpc == nullptr || rpc->conn != &conn) continue;
+      if (rpc->handle != 0 && conn.queue().Started(rpc->handle)) {
+        rpc->server_instance = conn.remote_instance;
+      }
+      rpc->handle = 0;
+      rpc->conn = nullptr;
+      back.push_back(id);
+    }
+    peer->waiting.insert(peer->waiting.begin(), back.begin(), back.end());
+    // Its responses stay stored, ready for the next connection.
+    if (ClientRecord* record = table_.Find(peer->identity)) {
+      conn.queue().ForEachMessage([&](SendQueue::Handle, wire::StreamFrameType type, uint64_t id) {
+        if (type != wire::StreamFrameType::kResponse) return;
+        auto it = record->rpcs.find(id);
+        if (it != record->rpcs.end() && it->second.queued_on == &conn) {
+          it->second.queued_on = nullptr;
+          it->second.handle = 0;
+        }
+      });
+    }
+    peer->RemoveConnection(&conn);
+    if (peer->connections.empty()) peer->disconnected_since_ns = now_;
+    if (kind != CloseKind::kPeerRestarted) peer->OnConnectionLost(now_, config_);
+    AssignWaiting(*peer);
+  }
+  timers_dirty_ = true;
+  auto node = conns_.extract(conn.id());
+  if (!node.empty()) graveyard_.push_back(std::move(node.mapped()));
+}
+
+}  // namespace wharf::stream
