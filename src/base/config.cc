@@ -485,6 +485,49 @@ Result<ConfigDoc> ConfigDoc::ParseHere(std::string_view text, std::string source
   return doc;
 }
 
+Result<ConfigDoc> ConfigDoc::FromSettings(
+    const std::vector<std::pair<std::string, std::string>>& settings, std::string source_name) {
+  ConfigDoc doc(std::move(source_name));
+  doc.entries_[""].kind = Kind::kMap;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    const auto& [key, value] = settings[i];
+    const int line = static_cast<int>(i) + 1;
+    std::string parent;
+    size_t start = 0;
+    while (true) {
+      size_t dot = key.find('.', start);
+      std::string name = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (name.empty()) {
+        return InvalidArgumentError(fmt::format("{}:{}: '{}': expected dotted names, e.g. a.b",
+                                                doc.source_name_, line, key));
+      }
+      std::string path = parent.empty() ? name : parent + "." + name;
+      Entry& parent_entry = doc.entries_[parent];
+      if (parent_entry.kind != Kind::kMap) {
+        return InvalidArgumentError(fmt::format("{}:{}: '{}': '{}' is set as a value already",
+                                                doc.source_name_, line, key, parent));
+      }
+      auto [it, added] = doc.entries_.try_emplace(path);
+      if (added) parent_entry.children.push_back(name);
+      Entry& entry = it->second;
+      entry.line = line;
+      if (dot == std::string::npos) {
+        if (entry.kind == Kind::kMap) {
+          return InvalidArgumentError(fmt::format("{}:{}: '{}': is a section, not a value",
+                                                  doc.source_name_, line, key));
+        }
+        entry.kind = Kind::kScalar;
+        entry.scalar = value;
+        break;
+      }
+      if (added) entry.kind = Kind::kMap;
+      parent = std::move(path);
+      start = dot + 1;
+    }
+  }
+  return doc;
+}
+
 Status ConfigDoc::ErrorAt(int line, std::string_view key, std::string_view message) const {
   return InvalidArgumentError(fmt::format("{}:{}: {}: {}", source_name_, line, key, message));
 }

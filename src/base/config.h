@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -72,6 +73,13 @@ class ConfigDoc {
   // not the document).
   static Result<ConfigDoc> Parse(std::string_view text, std::string source_name,
                                  const ConfigParseLimits& limits = {});
+  // Settings given as ("section.name", value) pairs (`--set`, options in
+  // code), built directly: no YAML, so no parser process and nothing a value
+  // could inject. Pair i is "line" i + 1 in errors; a later pair for the same
+  // key wins. InvalidArgument for an empty key part, or a key that is both a
+  // value and a section ("a.b" and "a.b.c").
+  static Result<ConfigDoc> FromSettings(
+      const std::vector<std::pair<std::string, std::string>>& settings, std::string source_name);
 
   // Typed getters. A key that is absent (or has no value) gives the default;
   // a present one must parse as the type, or the result is kInvalidArgument

@@ -341,6 +341,39 @@ TEST(ConfigDocTest, AnchorsAndAliasesAreRefusedWithTheirPlace) {
   EXPECT_THAT(ErrorOf(ConfigDoc::Parse(bomb, "wharfd.yaml")), HasSubstr("anchors and aliases"));
 }
 
+TEST(ConfigDocTest, SettingsBuildADocumentWithoutYaml) {
+  auto doc = ConfigDoc::FromSettings(
+      {{"homa.overcommit", "4"}, {"udp.mtu", "{not: yaml}"}, {"homa.overcommit", "6"}}, "settings");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(*doc->GetInt("homa.overcommit", 8), 6);  // the later pair wins
+  // A value is only ever a scalar: YAML syntax in it is just text.
+  auto mtu = doc->GetUint("udp.mtu", 1500);
+  ASSERT_FALSE(mtu.ok());
+  EXPECT_NE(mtu.status().message().find("settings:2: udp.mtu"), std::string::npos) << mtu.status();
+  EXPECT_EQ(*doc->ChildKeys("homa"), std::vector<std::string>{"overcommit"});
+  EXPECT_TRUE(doc->CheckNoUnknownKeys().ok());
+  auto unknown = ConfigDoc::FromSettings({{"homa.overcomit", "4"}}, "settings");
+  ASSERT_TRUE(unknown.ok());
+  (void)unknown->GetInt("homa.overcommit", 8);
+  Status s = unknown->CheckNoUnknownKeys();
+  EXPECT_NE(s.message().find("did you mean 'homa.overcommit'"), std::string::npos) << s;
+}
+
+TEST(ConfigDocTest, SettingsWithBadKeysAreErrors) {
+  auto empty_part = ConfigDoc::FromSettings({{"homa..x", "1"}}, "settings");
+  ASSERT_FALSE(empty_part.ok());
+  EXPECT_NE(empty_part.status().message().find("settings:1: 'homa..x'"), std::string::npos)
+      << empty_part.status();
+  auto both = ConfigDoc::FromSettings({{"a.b", "1"}, {"a.b.c", "2"}}, "settings");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("settings:2: 'a.b.c': 'a.b' is set as a value"),
+            std::string::npos)
+      << both.status();
+  auto section = ConfigDoc::FromSettings({{"a.b.c", "1"}, {"a.b", "2"}}, "settings");
+  ASSERT_FALSE(section.ok());
+  EXPECT_NE(section.status().message().find("is a section"), std::string::npos);
+}
+
 TEST(ConfigDocTest, HasDoesNotMarkKnown) {
   ConfigDoc doc = MustParse("a: 1\nb:\n");
   EXPECT_TRUE(doc.Has("a"));
