@@ -12,6 +12,7 @@
 
 #include "engine/uri.h"
 #include "homa/homa_transport.h"
+#include "stream/tcp_transport.h"
 
 namespace wharf::internal {
 
@@ -85,6 +86,11 @@ Result<transport::MessageTransport*> EndpointCore::OpenTransport(
     udp.enable_gro = config_.gro;
     WHARF_ASSIGN_OR_RETURN(udp_, transport::UdpDatagram::Open(udp));
     WHARF_ASSIGN_OR_RETURN(opened, homa::HomaTransport::Create(config_.homa, udp_.get(), clock_));
+  } else if (scheme == "tcp") {
+    stream::TcpConfig tcp = config_.tcp;
+    tcp.bind = bind;
+    tcp.max_message_bytes = config_.homa.max_message_bytes;  // payload limit + frame
+    WHARF_ASSIGN_OR_RETURN(opened, stream::TcpMessageTransport::Open(tcp, clock_));
   } else {
     return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
   }

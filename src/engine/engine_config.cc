@@ -10,10 +10,8 @@
 namespace wharf::engine {
 namespace {
 
-// Turns {"homa.unsched_bytes", "60000"} pairs into nested YAML text, each
-// value single-quoted so no value can change the document's structure.
-Result<std::string> OverridesToYaml(const std::vector<std::pair<std::string, std::string>>& kv) {
-  std::map<std::string, std::map<std::string, std::string>> sections;
+// Overrides must be "section.name": every engine key has exactly that shape.
+Status CheckOverrideKeys(const std::vector<std::pair<std::string, std::string>>& kv) {
   for (const auto& [key, value] : kv) {
     size_t dot = key.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == key.size() ||
@@ -21,20 +19,8 @@ Result<std::string> OverridesToYaml(const std::vector<std::pair<std::string, std
       return InvalidArgumentError("setting '" + key +
                                   "': expected 'section.name' (e.g. homa.overcommit)");
     }
-    if (value.find('\n') != std::string::npos) {
-      return InvalidArgumentError("setting '" + key + "': the value has a line break");
-    }
-    std::string quoted = "'";
-    for (char c : value) quoted += (c == '\'') ? std::string("''") : std::string(1, c);
-    quoted += "'";
-    sections[key.substr(0, dot)][key.substr(dot + 1)] = quoted;
   }
-  std::string yaml;
-  for (const auto& [section, entries] : sections) {
-    yaml += section + ":\n";
-    for (const auto& [name, value] : entries) yaml += "  " + name + ": " + value + "\n";
-  }
-  return yaml;
+  return OkStatus();
 }
 
 // Reads each key from the overrides, falling back to the file, falling back
@@ -122,8 +108,8 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_ASSIGN_OR_RETURN(ConfigDoc file_doc,
                          file.empty() ? ConfigDoc::Parse("", "<no config file>")
                                       : ConfigDoc::LoadFile(file));
-  WHARF_ASSIGN_OR_RETURN(std::string yaml, OverridesToYaml(overrides));
-  WHARF_ASSIGN_OR_RETURN(ConfigDoc over_doc, ConfigDoc::Parse(yaml, "settings"));
+  WHARF_RETURN_IF_ERROR(CheckOverrideKeys(overrides));
+  WHARF_ASSIGN_OR_RETURN(ConfigDoc over_doc, ConfigDoc::FromSettings(overrides, "settings"));
   Layers l(file_doc, over_doc);
   EngineConfig c;
   homa::HomaConfig& h = c.homa;
@@ -177,6 +163,31 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Bytes(l, "udp.send_buffer_bytes", &c.send_buffer_bytes, INT32_MAX));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
+  stream::TcpConfig& t = c.tcp;
+  WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.chunk_bytes", &t.chunk_bytes, 64u << 20));
+  if (t.chunk_bytes < 1024) {
+    return InvalidArgumentError("tcp.chunk_bytes: expected at least 1KiB, got " +
+                                std::to_string(t.chunk_bytes));
+  }
+  WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.notsent_lowat_bytes", &t.notsent_lowat_bytes, INT32_MAX));
+  WHARF_RETURN_IF_ERROR(Int(l, "tcp.connections_per_peer", &t.connections_per_peer, 1, 64));
+  WHARF_RETURN_IF_ERROR(Int(l, "tcp.listen_backlog", &t.listen_backlog, 1, 65535));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.reconnect_min", &t.reconnect_min_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.reconnect_max", &t.reconnect_max_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.peer_timeout", &t.peer_timeout_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.ping_interval", &t.ping_interval_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.ack_delay", &t.ack_delay_ns));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.max_incoming_bytes", &t.max_incoming_bytes, UINT64_MAX));
+  WHARF_RETURN_IF_ERROR(
+      Bytes(l, "tcp.max_stored_response_bytes", &t.max_stored_response_bytes, UINT64_MAX));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.send_buffer_bytes", &t.send_buffer_bytes, INT32_MAX));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.recv_buffer_bytes", &t.recv_buffer_bytes, INT32_MAX));
+  if (t.reconnect_min_ns <= 0 || t.reconnect_max_ns < t.reconnect_min_ns) {
+    return InvalidArgumentError("tcp.reconnect_min/tcp.reconnect_max: expected 0 < min <= max");
+  }
+  if (t.peer_timeout_ns <= 0 || t.ping_interval_ns <= 0) {
+    return InvalidArgumentError("tcp.peer_timeout and tcp.ping_interval: expected > 0");
+  }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keepalive", &c.limits.keepalive_ns));
   WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));

@@ -10,12 +10,16 @@
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "homa/config.h"
+#include "stream/config.h"
 #include "wharf/result.h"
 
 namespace wharf::engine {
 
 struct EngineConfig {
   homa::HomaConfig homa;
+  // tcp:// (tcp.*); its bind address and message limit come from the
+  // endpoint's address and homa.max_message_bytes.
+  stream::TcpConfig tcp;
   // UDP socket (udp.*).
   // Upper bound; each peer's path MTU applies when smaller.
   size_t mtu = 65535;

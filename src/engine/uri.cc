@@ -9,7 +9,7 @@
 namespace wharf::engine {
 namespace {
 
-constexpr std::string_view kSchemes[] = {"homa"};
+constexpr std::string_view kSchemes[] = {"homa", "tcp"};
 
 }  // namespace
 
@@ -27,7 +27,7 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
   for (std::string_view s : kSchemes) known |= (s == uri.scheme);
   if (!known) {
     return InvalidArgumentError("address '" + std::string(text) + "': unknown scheme '" +
-                                uri.scheme + "' (this build speaks homa://)");
+                                uri.scheme + "' (this build speaks homa:// and tcp://)");
   }
   Result<transport::NetAddress> numeric = transport::NetAddress::Parse(rest);
   if (numeric.ok()) {

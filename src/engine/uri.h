@@ -1,6 +1,7 @@
-// engine/uri.h: wharf addresses: "homa://HOST:PORT", or "HOST:PORT" with the
-// default scheme. HOST is numeric IPv4, [IPv6], or a name resolved here (the
-// control path; never per message).
+// engine/uri.h: wharf addresses: "homa://HOST:PORT", "tcp://HOST:PORT", or
+// "HOST:PORT" with the default scheme (endpoint.default_transport). HOST is
+// numeric IPv4, [IPv6], or a name resolved here (the control path; never per
+// message).
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 namespace wharf::engine {
 
 struct Uri {
-  std::string scheme;  // "homa"
+  std::string scheme;  // "homa" or "tcp"
   transport::NetAddress address;
 };
 

@@ -16,6 +16,16 @@ TEST(UriTest, SchemeAndDefault) {
   EXPECT_TRUE(b->address.is_v6());
 }
 
+TEST(UriTest, TcpSchemeAndTcpDefault) {
+  auto a = ParseUri("tcp://198.18.0.2:4000");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->scheme, "tcp");
+  auto b = ParseUri("198.18.0.2:4000", "tcp");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->scheme, "tcp");
+  EXPECT_EQ(b->address, a->address);
+}
+
 TEST(UriTest, ResolvesLocalhost) {
   auto a = ParseUri("homa://localhost:7");
   ASSERT_TRUE(a.ok()) << a.status();

@@ -1,8 +1,9 @@
 // RPCs between two hosts (network namespaces on a bridge, 1500-byte links):
 // `wharf serve` on host 1, `wharf ping` on host 0. First every message size
-// of the loopback suite, each echo checked byte for byte by ping; then, with
-// 5% random loss on both hosts' input, 2,000 RPCs of mixed sizes that must
-// all complete and run on the server exactly once. Needs root; skips without.
+// of the loopback suite over each transport (homa://, tcp://), each echo
+// checked byte for byte by ping; then, with 5% random loss of UDP on both
+// hosts' input, 2,000 homa RPCs of mixed sizes that must all complete and run
+// on the server exactly once. Needs root; skips without.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,7 +21,7 @@ using netns::NetnsCluster;
 // Bound on one `wharf ping` run; only reached on failure.
 constexpr DurationNs kPingTimeoutNs = 60 * kNsPerSec;
 
-class NetnsRpcTest : public ::testing::Test {
+class NetnsRpcBase : public ::testing::Test {
  protected:
   void SetUp() override {
     if (Status supported = NetnsCluster::CheckSupported(); !supported.ok()) {
@@ -32,9 +33,9 @@ class NetnsRpcTest : public ::testing::Test {
   }
 
   // `wharf serve` on host 1, on the host's address and a kernel-picked port.
-  std::unique_ptr<ServeProcess> StartServer() {
+  std::unique_ptr<ServeProcess> StartServer(const std::string& scheme = "homa") {
     auto server = ServeProcess::Start(
-        {.listen = "homa://" + cluster_->address(1) + ":0",
+        {.listen = scheme + "://" + cluster_->address(1) + ":0",
          .process = {.netns = cluster_->namespace_name(1), .label = "wharf serve on host 1"}});
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? std::move(server).value() : nullptr;
@@ -52,10 +53,12 @@ class NetnsRpcTest : public ::testing::Test {
   std::unique_ptr<NetnsCluster> cluster_;
 };
 
-TEST_F(NetnsRpcTest, EverySizeIsEchoedByteForByte) {
-  auto server = StartServer();
+class NetnsRpcTest : public NetnsRpcBase, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(NetnsRpcTest, EverySizeIsEchoedByteForByte) {
+  auto server = StartServer(GetParam());
   ASSERT_NE(server, nullptr);
-  EXPECT_EQ(server->address().rfind("homa://" + cluster_->address(1) + ":", 0), 0u);
+  EXPECT_EQ(server->address().rfind(GetParam() + "://" + cluster_->address(1) + ":", 0), 0u);
   // The sizes of the loopback SizeTest on a real 1500-byte link. The last is
   // the largest payload that fits today: exactly 64 MiB fails on loopback
   // (SizeTest/DefaultMtu_67108864B), and would fail here the same way.
@@ -85,7 +88,12 @@ TEST_F(NetnsRpcTest, EverySizeIsEchoedByteForByte) {
 // Five concurrent pings of different sizes (400 RPCs each, 16 in flight per
 // ping) while each host drops 5% of the UDP packets it receives. Retransmitted
 // and duplicated requests must not run the handler twice.
-TEST_F(NetnsRpcTest, TwoThousandMixedRpcsUnderFivePercentLossRunExactlyOnce) {
+INSTANTIATE_TEST_SUITE_P(BothTransports, NetnsRpcTest, ::testing::Values("homa", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST_F(NetnsRpcBase, TwoThousandMixedRpcsUnderFivePercentLossRunExactlyOnce) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   ASSERT_OK(cluster_->SetLoss(0, 5));
