@@ -232,7 +232,8 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   max_datagram_bytes_ =
       std::min(options.mtu - ip_header_bytes - kUdpHeaderBytes, kMaxUdpPayloadBytes);
   gso_ = options.enable_gso && udp::ProbeGso(fd_);
-  gro_ = options.enable_gro && udp::EnableGro(fd_);
+  gro_ = options.enable_gro && (options.gro_on_loopback || !IsLoopbackIp(local_)) &&
+         udp::EnableGro(fd_);
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {

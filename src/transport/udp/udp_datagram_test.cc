@@ -268,7 +268,9 @@ TEST_P(UdpDatagramTest, GsoRunArrivesAsSeparateDatagrams) {
 
 TEST_P(UdpDatagramTest, GroReceiverSplitsAGsoBatch) {
   auto sender = MustOpen(OptionsFor(family()));
-  auto receiver = MustOpen(OptionsFor(family()));
+  UdpOptions gro = OptionsFor(family());
+  gro.gro_on_loopback = true;
+  auto receiver = MustOpen(gro);
   ASSERT_TRUE(sender && receiver);
   Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
   SendAll(*sender, out.datagrams);
@@ -279,6 +281,18 @@ TEST_P(UdpDatagramTest, GroReceiverSplitsAGsoBatch) {
     GTEST_SKIP() << "kernel lacks UDP GSO or GRO; datagrams arrived uncoalesced";
   }
   EXPECT_GE(receiver->stats().gro_coalesced, 1u);
+}
+
+TEST_P(UdpDatagramTest, LoopbackSocketLeavesGroOffAndStillGetsGsoBatchesWhole) {
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));  // enable_gro, but bound to loopback
+  ASSERT_TRUE(sender && receiver);
+  EXPECT_FALSE(receiver->gro_enabled());
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+  SendAll(*sender, out.datagrams);
+  // One slot at a time: every read is a single-message read.
+  ExpectSameDatagrams(ReceiveUpTo(*receiver, 41, /*out_slots=*/1), out, sender->LocalAddress());
+  EXPECT_EQ(receiver->stats().gro_coalesced, 0u);
 }
 
 TEST_P(UdpDatagramTest, GsoAndGroForcedOffStillDeliverEverything) {
@@ -513,6 +527,7 @@ TEST_P(UdpDatagramTest, TruncatedDatagramsAreDroppedAndCounted) {
     UdpOptions small = OptionsFor(family());
     small.mtu = family() == Family::kIpv4 ? 576 : 1280;
     small.enable_gro = gro;
+    small.gro_on_loopback = gro;
     auto receiver = MustOpen(small);
     ASSERT_TRUE(sender && receiver);
     const size_t limit = receiver->MaxDatagramBytes();

@@ -3,6 +3,8 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
+
 namespace wharf::transport::udp {
 namespace {
 
@@ -30,7 +32,22 @@ class KernelSyscalls final : public UdpSyscalls {
     return 1;
   }
   int RecvOne(int fd, mmsghdr* msg) override {
-    const ssize_t n = recvmsg(fd, &msg->msg_hdr, MSG_DONTWAIT);
+    msghdr& hdr = msg->msg_hdr;
+    if (hdr.msg_iovlen == 1 && hdr.msg_controllen == 0) {
+      // No control message wanted: recvfrom, the cheapest receive. With
+      // MSG_TRUNC it returns the datagram's real length, from which the
+      // truncation recvmsg would flag is told here.
+      auto namelen = static_cast<socklen_t>(hdr.msg_namelen);
+      const size_t room = hdr.msg_iov[0].iov_len;
+      const ssize_t n = recvfrom(fd, hdr.msg_iov[0].iov_base, room, MSG_DONTWAIT | MSG_TRUNC,
+                                 static_cast<sockaddr*>(hdr.msg_name), &namelen);
+      if (n < 0) return -1;
+      hdr.msg_namelen = namelen;
+      hdr.msg_flags = static_cast<size_t>(n) > room ? MSG_TRUNC : 0;
+      msg->msg_len = static_cast<unsigned int>(std::min(static_cast<size_t>(n), room));
+      return 1;
+    }
+    const ssize_t n = recvmsg(fd, &hdr, MSG_DONTWAIT);
     if (n < 0) return -1;
     msg->msg_len = static_cast<unsigned int>(n);
     return 1;
