@@ -103,8 +103,7 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
                   peer.UnschedPriority(length));
   peer.outstanding[server.port()].Add(id);
   QueueForSend(rpc);
-  now_ns_ = clock_.NowNs();
-  PumpSends(now_ns_);
+  PumpSends(/*clock_fresh=*/false);
   FlushTx();
   return id;
 }
@@ -132,8 +131,7 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
   rpc.state = RpcState::kServerSending;
   rpc.Heard();
   QueueForSend(rpc);
-  now_ns_ = clock_.NowNs();
-  PumpSends(now_ns_);
+  PumpSends(/*clock_fresh=*/false);
   FlushTx();
   return OkStatus();
 }
@@ -162,7 +160,7 @@ PollResult HomaTransport::Poll() {
     next_tick_ns_ = now + config_.tick_ns;
     ++result.work;
   }
-  result.work += PumpSends(now);
+  result.work += PumpSends(/*clock_fresh=*/true);
   FlushTx();
 
   result.next_deadline = next_tick_ns_;
@@ -233,8 +231,17 @@ void HomaTransport::QueueForSend(Rpc& rpc) {
 
 void HomaTransport::DequeueFromSend(Rpc& rpc) { send_queue_.Remove(rpc); }
 
-int HomaTransport::PumpSends(TimeNs now) {
+int HomaTransport::PumpSends(bool clock_fresh) {
   int produced = 0;
+  // Only the pacer needs the time, and only for paced peers: a request or
+  // response to a local peer goes out without reading the clock.
+  auto now = [&] {
+    if (!clock_fresh) {
+      now_ns_ = clock_.NowNs();
+      clock_fresh = true;
+    }
+    return now_ns_;
+  };
   while (!send_queue_.empty() && produced < kMaxTxPacketsPerPump) {
     Rpc& rpc = send_queue_.Top();
     if (!rpc.out || !rpc.out->HasPacketReady()) {
@@ -244,10 +251,10 @@ int HomaTransport::PumpSends(TimeNs now) {
     // SRPT: the queue head is the message closest to done. Short messages
     // bypass the pacer; everything else waits for the NIC queue to drain.
     if (rpc.out->length() >= config_.pacer_bypass_bytes && rpc.peer->paced &&
-        !pacer_.CanSend(now)) {
+        !pacer_.CanSend(now())) {
       break;
     }
-    EmitData(rpc, now);
+    EmitData(rpc, rpc.peer->paced ? now() : 0);
     ++produced;
     if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
       rpc.state = RpcState::kServerAwaitAck;

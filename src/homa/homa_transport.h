@@ -98,8 +98,11 @@ class HomaTransport final : public transport::MessageTransport {
   // --- sending (homa_transport.cc) ---
   void QueueForSend(Rpc& rpc);
   void DequeueFromSend(Rpc& rpc);
-  // Sends what the pacer allows; returns packets produced.
-  int PumpSends(TimeNs now);
+  // Sends what the pacer allows; returns packets produced. `clock_fresh`:
+  // now_ns_ was just read (in Poll); otherwise the clock is read if a paced
+  // packet needs it.
+  int PumpSends(bool clock_fresh);
+  // `now` matters only for a paced peer (the pacer's accounting).
   void EmitData(Rpc& rpc, TimeNs now);
   void EmitControl(const transport::NetAddress& to, uint16_t dport, uint64_t rpc_id,
                    const wire::Body& body, uint8_t flags = 0);
