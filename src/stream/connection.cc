@@ -49,7 +49,10 @@ Connection::IoResult Connection::Read(std::span<std::byte> scratch, size_t max_b
     const ssize_t got = syscalls_->Readv(fd_, iov, count);
     if (got < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return result;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        result.drained = true;
+        return result;
+      }
       result.io = Io::kSocketError;
       result.error = ErrnoToStatus(errno, "read from " + remote_.ToString());
       return result;
@@ -61,6 +64,7 @@ Connection::IoResult Connection::Read(std::span<std::byte> scratch, size_t max_b
     }
     const size_t n = static_cast<size_t>(got);
     result.bytes += n;
+    ++result.calls;
     const size_t into_message = std::min(n, direct.size());
     Status parsed = parser_.CommitDirect(into_message);
     if (parsed.ok() && n > into_message) parsed = parser_.Consume(scratch.first(n - into_message));
@@ -69,7 +73,10 @@ Connection::IoResult Connection::Read(std::span<std::byte> scratch, size_t max_b
       result.error = std::move(parsed);
       return result;
     }
-    if (n < offered) return result;  // drained the socket
+    if (n < offered) {
+      result.drained = true;
+      return result;
+    }
   }
   return result;
 }
@@ -99,6 +106,7 @@ Connection::IoResult Connection::Write(size_t batch_bytes, uint64_t ack_floor,
     const size_t n = static_cast<size_t>(sent);
     queue_.Commit(n, finished);
     result.bytes += n;
+    if (n > 0) ++result.calls;
     if (carried && n > 0) result.carried_floor = true;
     if (n < offered) {
       result.blocked = true;

@@ -65,6 +65,8 @@ class Connection final : private FrameParser::Sink {
   struct IoResult {
     Io io = Io::kOk;
     size_t bytes = 0;
+    size_t calls = 0;            // system calls that moved bytes
+    bool drained = false;        // Read: the socket had no more (EAGAIN or a short read)
     bool blocked = false;        // Write: the kernel took less than offered
     bool carried_floor = false;  // Write: a REQUEST header carried the floor
     Status error;
@@ -96,9 +98,10 @@ class Connection final : private FrameParser::Sink {
   FrameParser& parser() { return parser_; }
   const FrameParser& parser() const { return parser_; }
 
-  // Reads up to about `max_bytes` (until EAGAIN), feeding the parser; large
-  // payloads are read straight into their message. `scratch` is borrowed
-  // for the call.
+  // Reads until about `max_bytes` arrived or the socket is drained, feeding
+  // the parser; large payloads are read straight into their message. Other
+  // bytes go through `scratch` (borrowed for the call), at most its size per
+  // system call.
   IoResult Read(std::span<std::byte> scratch, size_t max_bytes);
   // Writes what the queue holds, in writev batches of about `batch_bytes`,
   // until it is empty or the kernel stops taking bytes. Messages whose last

@@ -16,6 +16,14 @@ constexpr int kMaxAcceptsPerPoll = 64;
 // Bytes read from one connection per Poll, so one busy peer cannot starve
 // the others (epoll is level-triggered: the rest is read next time).
 constexpr size_t kMaxReadBytesPerPoll = 4 << 20;
+// Reading stops for this Poll once this many events wait for the host (and
+// small frames arrive through a 64 KiB buffer, at most ~500 messages per
+// system call), so one Poll hands the host a bounded batch: a burst of
+// 20,000 small requests would otherwise keep a server's engine busy for a
+// long stretch without polling, while its blocked responses wait for
+// EPOLLOUT and its clients hear nothing. The rest stays in the kernel (TCP
+// flow control).
+constexpr size_t kMaxPendingEvents = 512;
 
 uint32_t EventsFor(bool want_write) {
   return EPOLLIN | EPOLLRDHUP | (want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
@@ -132,15 +140,27 @@ void TcpMessageTransport::HandleIo(Connection& conn, uint32_t events) {
     return;
   }
   if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) ReadFrom(conn);
-  if (!conn.closed() && (events & EPOLLOUT) != 0) Flush(conn);
+  if (!conn.closed() && (events & EPOLLOUT) != 0) {
+    // The socket had filled, and now takes bytes again: the peer
+    // acknowledged data (and, once its receive window filled, read it).
+    // That is news from the peer, and during a long upload to a peer that
+    // has nothing to say, the only news: its PONGs would wait behind the
+    // upload in its receive buffer.
+    const bool was_blocked = conn.epoll_out;
+    if (Flush(conn) > 0 && was_blocked && conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+  }
 }
 
 void TcpMessageTransport::ReadFrom(Connection& conn) {
-  Connection::IoResult r = conn.Read(scratch_, kMaxReadBytesPerPoll);
-  if (r.bytes > 0) {
+  size_t total = 0;
+  Connection::IoResult r;
+  while (total < kMaxReadBytesPerPoll && events_.size() < kMaxPendingEvents && !conn.closed()) {
+    r = conn.Read(scratch_, scratch_.size());
+    total += r.bytes;
     stats_.bytes_received += r.bytes;
-    ++stats_.reads;
-    if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+    stats_.reads += r.calls;
+    if (r.bytes > 0 && conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+    if (r.io != Connection::Io::kOk || r.drained) break;
   }
   switch (r.io) {
     case Connection::Io::kOk:
@@ -157,15 +177,13 @@ void TcpMessageTransport::ReadFrom(Connection& conn) {
   }
 }
 
-void TcpMessageTransport::Flush(Connection& conn) {
-  if (conn.closed() || conn.state() == Connection::State::kConnecting) return;
+size_t TcpMessageTransport::Flush(Connection& conn) {
+  if (conn.closed() || conn.state() == Connection::State::kConnecting) return 0;
   const uint64_t floor = conn.peer != nullptr && conn.open() ? ClientFloor(*conn.peer) : 0;
   finished_.clear();
   Connection::IoResult r = conn.Write(write_batch_bytes_, floor, &finished_);
-  if (r.bytes > 0) {
-    stats_.bytes_sent += r.bytes;
-    ++stats_.writes;
-  }
+  stats_.bytes_sent += r.bytes;
+  stats_.writes += r.calls;
   if (r.carried_floor) {
     Peer& peer = *conn.peer;
     peer.floor_sent = std::max(peer.floor_sent, floor);
@@ -192,10 +210,11 @@ void TcpMessageTransport::Flush(Connection& conn) {
   }
   if (r.io != Connection::Io::kOk) {
     Close(conn, r.error, CloseKind::kSocketError);
-    return;
+    return r.bytes;
   }
   SetWantWrite(conn, r.blocked);
   if (!finished_.empty()) EvictStoredResponses();
+  return r.bytes;
 }
 
 void TcpMessageTransport::MarkDirty(Connection& conn) {

@@ -17,7 +17,9 @@ namespace wharf::stream {
 namespace {
 
 constexpr uint64_t kListenId = 0;  // epoll data of the listening socket
-constexpr size_t kScratchBytes = 256 << 10;
+// Read buffer shared by all connections: the most small-frame bytes one
+// system call takes (see kMaxPendingEvents in tcp_io.cc).
+constexpr size_t kScratchBytes = 64 << 10;
 
 Status ValidateConfig(const TcpConfig& c) {
   auto bad = [](const std::string& key, const std::string& why) {

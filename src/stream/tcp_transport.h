@@ -133,7 +133,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
   void OnConnected(Connection& conn);
   void HandleIo(Connection& conn, uint32_t events);
   void ReadFrom(Connection& conn);
-  void Flush(Connection& conn);
+  // Writes what `conn` has queued; returns the bytes the kernel took.
+  size_t Flush(Connection& conn);
   void MarkDirty(Connection& conn);
   void FlushDirty();
   void SetWantWrite(Connection& conn, bool want);

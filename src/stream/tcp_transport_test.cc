@@ -157,6 +157,24 @@ TEST(TcpTransportTest, TenThousandConcurrentRpcsAreEachDeliveredOnce) {
   EXPECT_EQ(client.t->stats().responses_delivered, static_cast<uint64_t>(kRpcs));
 }
 
+TEST(TcpTransportTest, OnePollHandsTheHostABoundedBatchOfEvents) {
+  Harness h;
+  Node& client = h.AddNode();
+  Node& server = h.AddNode();
+  uint64_t first = Call(client, server, Pattern(10, 0));
+  ASSERT_TRUE(h.RunUntil([&] { return client.Completed(first); }));
+  // 5,000 small requests land in the server's socket at once...
+  for (int i = 0; i < 5000; ++i) Call(client, server, Pattern(100, static_cast<uint8_t>(i)));
+  ASSERT_EQ(client.t->num_client_rpcs(), 5000u);
+  // ...but one Poll delivers only about 512 of them (plus one read's worth),
+  // so the host gets back to polling (and to its blocked writes) soon.
+  server.t->Poll();
+  EXPECT_GT(server.t->pending_events(), 0u);
+  EXPECT_LT(server.t->pending_events(), 1100u);
+  ASSERT_TRUE(h.RunUntil([&] { return client.done.size() == 5001; }));
+  EXPECT_EQ(server.MaxHandled(), 1);
+}
+
 TEST(TcpTransportTest, ShortRpcOvertakesA64MiBRequestOnTheSameConnection) {
   Harness h;
   Node& client = h.AddNode();
