@@ -65,8 +65,11 @@ Peer& PeerTable::GetSlow(const transport::NetAddress& addr) {
 }
 
 Peer* PeerTable::Find(const transport::NetAddress& addr) {
+  if (last_ != nullptr && last_->addr == addr) return last_;
   auto it = peers_.find(addr);
-  return it == peers_.end() ? nullptr : it->second.get();
+  if (it == peers_.end()) return nullptr;
+  last_ = it->second.get();
+  return last_;
 }
 
 }  // namespace wharf::homa

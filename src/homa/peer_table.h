@@ -124,6 +124,7 @@ class PeerTable {
     if (last_ != nullptr && last_->addr == addr) return *last_;
     return GetSlow(addr);
   }
+  // Like Get, but never adds a peer: nullptr when unknown.
   Peer* Find(const transport::NetAddress& addr);
   size_t size() const { return peers_.size(); }
   template <typename Fn>
