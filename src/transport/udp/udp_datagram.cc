@@ -427,16 +427,25 @@ Result<size_t> UdpDatagram::ReadMessages(size_t count) {
       // A read that emptied the socket is most likely followed by a lone
       // packet (a request, a reply): read that with a window of one, because
       // recvmmsg tries the slot after the last datagram it finds, and that
-      // failed attempt sits on every round trip's critical path. A read that
-      // filled its window means a burst: widen it again, doubling.
+      // failed attempt sits on every round trip's critical path. Reads that
+      // fill their window mean a burst: widen it again, doubling, once two
+      // single reads in a row came back full (one alone is the usual lone
+      // packet, and the empty read after it is cheapest with recvfrom).
       const auto n = static_cast<size_t>(got);
-      recv_window_ = n < count ? 1 : std::min(batch_, count * 2);
+      if (n < count) {
+        recv_window_ = 1;
+        full_single_reads_ = 0;
+      } else if (count > 1 || ++full_single_reads_ >= 2) {
+        recv_window_ = std::min(batch_, count * 2);
+        full_single_reads_ = 0;
+      }
       return n;
     }
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) {
       recv_window_ = 1;
+      full_single_reads_ = 0;
       return size_t{0};
     }
     // A pending ICMP report (IP_RECVERR) fails the read that meets it and is

@@ -214,6 +214,7 @@ class UdpDatagram final : public Datagram {
   // Most kernel messages the next read asks for (1..batch_), see
   // ReadMessages.
   size_t recv_window_ = 1;
+  int full_single_reads_ = 0;  // single-message reads in a row that found one
 
   // Drain cursor over the last recvmmsg result: messages [next_message_,
   // read_messages_) are not fully handed out; within next_message_ (when
