@@ -35,7 +35,8 @@ wharf::Status AddEchoHandler(wharf::Endpoint& server) {
   return server.Serve(
       kEchoMethod,
       [](const wharf::RpcContext& ctx, wharf::Buffer request) -> wharf::Result<wharf::Buffer> {
-        std::printf("server: %zu bytes from %s\n", request.size(), ctx.peer.c_str());
+        std::printf("server: %zu bytes from %.*s\n", request.size(),
+                    static_cast<int>(ctx.peer.size()), ctx.peer.data());
         // Echo: hand the request's bytes back without a copy.
         return request;
       });

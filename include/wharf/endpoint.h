@@ -62,7 +62,9 @@ struct CallOptions {
 
 // What a server handler learns about the call it serves.
 struct RpcContext {
-  std::string peer;        // the client's address, "homa://1.2.3.4:5678"
+  // The client's address, "homa://1.2.3.4:5678"; valid during the handler
+  // call (copy it to keep it).
+  std::string_view peer;
   uint32_t method = 0;     // the method id the client called
 };
 

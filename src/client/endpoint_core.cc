@@ -94,11 +94,18 @@ Result<transport::MessageTransport*> EndpointCore::OpenTransport(
   } else {
     return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = opened->ReadableFd();
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
-    return ErrnoToStatus(errno, "endpoint: epoll_ctl");
+  {
+    std::lock_guard<std::mutex> lock(epoll_mu_);
+    const int fd = opened->ReadableFd();
+    if (fds_in_epoll_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        return ErrnoToStatus(errno, "endpoint: epoll_ctl");
+      }
+    }
+    transport_fds_.push_back(fd);
   }
   transports_.push_back(std::move(opened));
   return transports_.back().get();
@@ -137,10 +144,30 @@ void EndpointCore::Close() {
   WakeSleepers();
 }
 
+int EndpointCore::fd() const {
+  std::lock_guard<std::mutex> lock(epoll_mu_);
+  fd_exposed_ = true;
+  SetTransportFdsInEpoll(true);
+  return epoll_fd_;
+}
+
+void EndpointCore::SetTransportFdsInEpoll(bool in) const {
+  if (fds_in_epoll_ == in) return;
+  for (int fd : transport_fds_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    // Cannot fail for a valid fd and epoll set; a failure would only cost
+    // wake-ups (sleeps are bounded), so it is not worth a Status here.
+    (void)epoll_ctl(epoll_fd_, in ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+  }
+  fds_in_epoll_ = in;
+}
+
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
   constexpr size_t kMaxRemembered = 1024;
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto it = resolved_.find(std::string(address));
+  auto it = resolved_.find(address);
   if (it != resolved_.end()) return it->second;
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.default_scheme));
   if (resolved_.size() >= kMaxRemembered) resolved_.clear();
@@ -202,8 +229,18 @@ void EndpointCore::Sleep(TimeNs until_ns) {
   TimeNs now = clock_.NowNs();
   TimeNs span = until_ns == kNever ? 100 * kNsPerMs : std::max<TimeNs>(0, until_ns - now);
   timespec ts{static_cast<time_t>(span / kNsPerSec), static_cast<long>(span % kNsPerSec)};
+  {
+    // Added while the socket already holds data, a level-triggered fd is
+    // reported at once: nothing that arrived since the last poll is missed.
+    std::lock_guard<std::mutex> lock(epoll_mu_);
+    if (sleeping_in_epoll_++ == 0) SetTransportFdsInEpoll(true);
+  }
   epoll_event events[4];
   int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(epoll_mu_);
+    if (--sleeping_in_epoll_ == 0 && !fd_exposed_) SetTransportFdsInEpoll(false);
+  }
   for (int i = 0; i < n; ++i) {
     int fd = events[i].data.fd;
     if (fd == wake_fd_ || fd == timer_fd_) {

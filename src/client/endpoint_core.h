@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "base/clock.h"
 #include "engine/completion_state.h"
@@ -52,7 +53,9 @@ class EndpointCore final : public engine::ProgressDriver,
   void Close();
 
   std::string address() const { return address_; }
-  int fd() const { return epoll_fd_; }
+  // The epoll fd applications watch. From the first call on, the transports'
+  // fds stay in it (otherwise they are in it only while a thread sleeps).
+  int fd() const;
   const engine::EngineConfig& config() const { return config_; }
   // Every transport's counters, then the UDP socket's. Call under WithEngine.
   std::vector<std::pair<std::string, uint64_t>> Counters() const;
@@ -84,10 +87,14 @@ class EndpointCore final : public engine::ProgressDriver,
   // Wakes a thread sleeping in epoll (only if one is).
   void WakeSleepers();
   void Sleep(TimeNs until_ns);
+  // Adds (or removes) the transports' fds to (from) the epoll set. While no
+  // one sleeps and no application watches fd(), they stay out of it: a
+  // socket in an epoll set runs epoll's wake-up callback on every packet,
+  // which a spinning ping-pong pays for in each round trip. Under epoll_mu_.
+  void SetTransportFdsInEpoll(bool in) const;
   // Makes fd() readable at `deadline_ns` (if earlier than what is armed).
   void ArmTimer(TimeNs deadline_ns);
-  // Opens the transport for `scheme` bound to `bind` and adds its fd to the
-  // epoll set; the core owns it.
+  // Opens the transport for `scheme` bound to `bind`; the core owns it.
   Result<transport::MessageTransport*> OpenTransport(std::string_view scheme,
                                                      const transport::NetAddress& bind);
 
@@ -108,8 +115,22 @@ class EndpointCore final : public engine::ProgressDriver,
   // becomes readable when a timer is due (for applications' epoll loops).
   int timer_fd_ = -1;
   std::atomic<TimeNs> timer_armed_ns_{kNever};
-  // Resolve()'s memory, bounded; guarded by mu_.
-  std::unordered_map<std::string, engine::Uri> resolved_;
+  // Resolve()'s memory, bounded; guarded by mu_. Looked up by string_view
+  // (no allocation per call).
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>()(s);
+    }
+  };
+  std::unordered_map<std::string, engine::Uri, StringHash, std::equal_to<>> resolved_;
+  // The transports' fds, and whether they are in the epoll set now: while
+  // threads sleep (sleeping_in_epoll_ > 0) or once fd() was handed out.
+  mutable std::mutex epoll_mu_;
+  std::vector<int> transport_fds_;
+  mutable int sleeping_in_epoll_ = 0;
+  mutable bool fd_exposed_ = false;
+  mutable bool fds_in_epoll_ = false;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};

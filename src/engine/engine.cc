@@ -39,6 +39,14 @@ std::string Engine::UriOf(const PeerRef& peer) const {
   return std::string(transports_[peer.transport]->scheme()) + "://" + peer.address.ToString();
 }
 
+const std::string& Engine::PeerUri(const PeerRef& peer) {
+  constexpr size_t kMaxRemembered = 4096;
+  auto it = peer_uris_.find(peer);
+  if (it != peer_uris_.end()) return it->second;
+  if (peer_uris_.size() >= kMaxRemembered) peer_uris_.clear();
+  return peer_uris_.emplace(peer, UriOf(peer)).first->second;
+}
+
 Result<PeerRef> Engine::PeerFor(const Uri& uri) {
   for (size_t i = 0; i < transports_.size(); ++i) {
     if (transports_[i]->scheme() == uri.scheme) return PeerRef{static_cast<uint8_t>(i), uri.address};

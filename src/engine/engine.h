@@ -62,6 +62,10 @@ class Engine {
 
   // "homa://1.2.3.4:5678": a peer's address as applications see it.
   std::string UriOf(const PeerRef& peer) const;
+  // The same, remembered: handlers get it on every request, and formatting
+  // an address costs more than the rest of dispatching one. Valid until the
+  // next call.
+  const std::string& PeerUri(const PeerRef& peer);
   // The transports in use so far, primary first.
   const std::vector<transport::MessageTransport*>& transports() const { return transports_; }
 
@@ -190,6 +194,8 @@ class Engine {
   // the engine is mid-way through its own maps would let them invalidate it.
   std::vector<std::pair<std::function<void(const Status&)>, StatePtr>> callbacks_;
   std::map<std::pair<uint64_t, uint64_t>, BarrierRound> barriers_;  // (group, round)
+  // PeerUri's memory, bounded (cleared when full).
+  std::map<PeerRef, std::string> peer_uris_;
 };
 
 }  // namespace wharf::engine

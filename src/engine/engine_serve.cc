@@ -168,7 +168,7 @@ void Engine::HandleRpc(const ServerCall& key, const Frame& frame, Buffer payload
     return;
   }
   RpcContext context;
-  context.peer = UriOf(ClientOf(key));
+  context.peer = PeerUri(ClientOf(key));
   context.method = frame.code;
   Result<Buffer> result = InternalError("handler did not run");
   try {

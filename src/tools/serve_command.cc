@@ -29,13 +29,13 @@ void OnSignal(int) {
 // recorded per client; a second run of the same id is a duplicate.
 class ExecutionLog {
  public:
-  void Record(const std::string& peer, const Buffer& request) {
+  void Record(std::string_view peer, const Buffer& request) {
     std::lock_guard<std::mutex> lock(mu_);
     ++executed_;
     if (request.size() < 8) return;
     uint64_t id;
     std::memcpy(&id, request.data(), 8);
-    if (!seen_.emplace(peer, id).second) ++duplicates_;
+    if (!seen_.emplace(std::string(peer), id).second) ++duplicates_;
   }
   std::string Summary() {
     std::lock_guard<std::mutex> lock(mu_);
