@@ -1,0 +1,193 @@
+// UdpDatagram under injected system-call failures (UdpSyscalls): the errors
+// loopback does not produce on demand, such as a full socket part-way through
+// a batch, pending ICMP refusals, unreachable destinations and a device that
+// rejects GSO.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <deque>
+
+#include "transport/udp/udp_datagram.h"
+#include "transport/udp/udp_syscalls.h"
+#include "transport/udp/udp_test_support.h"
+
+namespace wharf::transport {
+namespace {
+
+using namespace udp_testing;  // NOLINT(google-build-using-namespace): test helpers
+
+// Passes calls through to the kernel after consuming a scripted step: an
+// errno to fail with (no kernel call), or a cap on how many messages the
+// kernel may take. Also fails every GSO message with `gso_errno` when set.
+class ScriptedSyscalls final : public udp::UdpSyscalls {
+ public:
+  struct Step {
+    int fail_errno = 0;
+    unsigned max_messages = UINT_MAX;
+  };
+  std::deque<Step> send_steps;
+  std::deque<Step> recv_steps;
+  int gso_errno = 0;
+  int send_calls = 0;
+
+  int SendMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
+    ++send_calls;
+    if (gso_errno != 0 && CarriesGso(msgs[0].msg_hdr)) return Fail(gso_errno);
+    Step step = Next(send_steps);
+    if (step.fail_errno != 0) return Fail(step.fail_errno);
+    return Kernel().SendMmsg(fd, msgs, std::min(count, step.max_messages));
+  }
+  int RecvMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
+    Step step = Next(recv_steps);
+    if (step.fail_errno != 0) return Fail(step.fail_errno);
+    return Kernel().RecvMmsg(fd, msgs, std::min(count, step.max_messages));
+  }
+
+ private:
+  static Step Next(std::deque<Step>& steps) {
+    if (steps.empty()) return Step{};
+    Step step = steps.front();
+    steps.pop_front();
+    return step;
+  }
+  static int Fail(int err) {
+    errno = err;
+    return -1;
+  }
+  static bool CarriesGso(msghdr& hdr) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(&hdr, c)) {
+      if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_SEGMENT) return true;
+    }
+    return false;
+  }
+};
+
+class UdpDatagramInjectionTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    UdpOptions options = OptionsFor(Family::kIpv4);
+    options.syscalls = &syscalls_;
+    sender_ = MustOpen(options);
+    receiver_options_ = OptionsFor(Family::kIpv4);
+    receiver_options_.syscalls = &syscalls_;
+    receiver_ = MustOpen(receiver_options_);
+    ASSERT_TRUE(sender_ && receiver_);
+  }
+
+  ScriptedSyscalls syscalls_;
+  UdpOptions receiver_options_;
+  std::unique_ptr<UdpDatagram> sender_;
+  std::unique_ptr<UdpDatagram> receiver_;
+};
+
+TEST_F(UdpDatagramInjectionTest, FullSocketMidBatchReturnsTheAcceptedCount) {
+  // Ten different sizes so that every datagram is its own message.
+  Outgoing out =
+      MakeOutgoing(receiver_->LocalAddress(), {100, 101, 102, 103, 104, 105, 106, 107, 108, 109});
+  syscalls_.send_steps = {{.max_messages = 2}, {.fail_errno = EAGAIN}};
+  Result<size_t> first = sender_->Send(out.datagrams);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, 2u);
+  Result<size_t> rest = sender_->Send(std::span(out.datagrams).subspan(2));
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(*rest, 8u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 10), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, FullSocketOnTheFirstMessageReturnsZero) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100});
+  syscalls_.send_steps = {{.fail_errno = EWOULDBLOCK}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 0u);
+  EXPECT_EQ(sender_->stats().sent, 0u);
+}
+
+TEST_F(UdpDatagramInjectionTest, PendingRefusalIsCountedAndTheDatagramRetried) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200, 300});
+  syscalls_.send_steps = {{.fail_errno = ECONNREFUSED}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 3u);
+  EXPECT_EQ(sender_->stats().refused, 1u);
+  EXPECT_EQ(sender_->stats().send_dropped, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 3), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, EndlessRefusalsDropTheFrontDatagram) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200});
+  syscalls_.send_steps.assign(9, {.fail_errno = ECONNREFUSED});
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 2u);
+  EXPECT_EQ(sender_->stats().refused, 9u);
+  EXPECT_EQ(sender_->stats().send_dropped, 1u);
+  std::vector<Received> got = ReceiveUpTo(*receiver_, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bytes == out.payloads[1]);
+}
+
+TEST_F(UdpDatagramInjectionTest, UnreachableDestinationIsDroppedAndTheBatchGoesOn) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100, 200, 300});
+  syscalls_.send_steps = {{.fail_errno = EHOSTUNREACH}};
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 3u);
+  EXPECT_EQ(sender_->stats().send_dropped, 1u);
+  std::vector<Received> got = ReceiveUpTo(*receiver_, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].bytes == out.payloads[1]);
+  EXPECT_TRUE(got[1].bytes == out.payloads[2]);
+}
+
+TEST_F(UdpDatagramInjectionTest, GsoRejectedByTheKernelFallsBackToPlainSends) {
+  if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; nothing to fall back from";
+  syscalls_.gso_errno = EIO;
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  SendAll(*sender_, out.datagrams);
+  EXPECT_FALSE(sender_->gso_enabled());
+  EXPECT_EQ(sender_->stats().gso_fallbacks, 1u);
+  EXPECT_EQ(sender_->stats().gso_sends, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, ErrorThatPlainSendsShareIsReportedNotBlamedOnGso) {
+  const bool had_gso = sender_->gso_enabled();
+  syscalls_.send_steps.assign(2, {.fail_errno = EINVAL});
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  Result<size_t> sent = sender_->Send(out.datagrams);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sent.status().message().find("sendmmsg to " + receiver_->LocalAddress().ToString()),
+            std::string::npos)
+      << sent.status();
+  EXPECT_EQ(sender_->gso_enabled(), had_gso);
+  EXPECT_EQ(sender_->stats().gso_fallbacks, 0u);
+}
+
+TEST_F(UdpDatagramInjectionTest, ReceiveRetriesAfterAPendingRefusal) {
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {100});
+  SendAll(*sender_, out.datagrams);
+  ASSERT_TRUE(Readable(*receiver_, kPollTimeoutMs));
+  syscalls_.recv_steps = {{.fail_errno = ECONNREFUSED}};
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 1), out, sender_->LocalAddress());
+  EXPECT_EQ(receiver_->stats().refused, 1u);
+}
+
+TEST_F(UdpDatagramInjectionTest, ReceiveErrorIsReportedWithTheLocalAddress) {
+  syscalls_.recv_steps = {{.fail_errno = EBADF}};
+  std::vector<InDatagram> slots(4);
+  Result<size_t> got = receiver_->Receive(slots);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("recvmmsg on " + receiver_->LocalAddress().ToString()),
+            std::string::npos)
+      << got.status();
+}
+
+}  // namespace
+}  // namespace wharf::transport
