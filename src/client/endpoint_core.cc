@@ -68,7 +68,7 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->engine_ = std::make_unique<engine::Engine>(
       primary, std::move(opener), core->clock_, core->config_.limits,
       std::weak_ptr<engine::ProgressDriver>(weak), [raw] { raw->WakeSleepers(); });
-  core->address_ = std::string(primary->scheme()) + "://" + primary->LocalAddress().ToString();
+  core->address_ = core->engine_->UriOf(engine::PeerRef{0, primary->LocalAddress()});
   return core;
 }
 

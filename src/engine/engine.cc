@@ -15,6 +15,12 @@ Status StatusFromReply(uint32_t code, const Buffer& text) {
   return Status(sc, std::string(text.AsStringView()));
 }
 
+// A request on a connection failed because the peer died (kUnavailable) or
+// no longer has the connection (kNotFound): the connection is over.
+bool ConnectionLost(const Status& status) {
+  return status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound;
+}
+
 }  // namespace
 
 Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
@@ -463,16 +469,16 @@ void Engine::HandleReply(transport::MessageEvent& event) {
       auto c = conns_.find(op.conn);
       if (c == conns_.end()) break;
       c->second.keepalive_in_flight = false;
-      bool gone = status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound;
-      if (gone && c->second.open) CloseConnection(c->second, status);
+      if (ConnectionLost(status) && c->second.open) CloseConnection(c->second, status);
       break;
     }
     case OpKind::kSend: {
       // A send that fails because the peer died or forgot the connection
       // ends it; a refusal (its queue is full) does not.
       auto c = conns_.find(op.conn);
-      bool gone = status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound;
-      if (gone && c != conns_.end() && c->second.open) CloseConnection(c->second, status);
+      if (ConnectionLost(status) && c != conns_.end() && c->second.open) {
+        CloseConnection(c->second, status);
+      }
       break;
     }
     default:

@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <string>
 
 #include "base/clock.h"
