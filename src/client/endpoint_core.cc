@@ -145,9 +145,15 @@ void EndpointCore::Close() {
 }
 
 int EndpointCore::fd() const {
-  std::lock_guard<std::mutex> lock(epoll_mu_);
-  fd_exposed_ = true;
-  SetTransportFdsInEpoll(true);
+  {
+    std::lock_guard<std::mutex> lock(epoll_mu_);
+    fd_exposed_ = true;
+    SetTransportFdsInEpoll(true);
+  }
+  // From now on the timer keeps fd() readable at each deadline; start with
+  // the one pending (ArmTimer runs under mu_, like every call into it).
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  const_cast<EndpointCore*>(this)->ArmTimer(engine_deadline_ns_.load());
   return epoll_fd_;
 }
 
@@ -191,7 +197,7 @@ int EndpointCore::PollOnce() {
   if (timer_armed_ns_ != kNever && read(timer_fd_, &drained, sizeof(drained)) > 0) {
     timer_armed_ns_ = kNever;
   }
-  if (read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
+  if (wake_pending_.exchange(false) && read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
   polling_ = this;
   transport::PollResult r = engine_->Poll();
   polling_ = nullptr;
@@ -200,8 +206,15 @@ int EndpointCore::PollOnce() {
 }
 
 void EndpointCore::ArmTimer(TimeNs deadline_ns) {
-  // Applications that sleep in their own epoll on fd() must be woken for the
-  // next deadline too; re-arm only when it moved earlier or fired (a syscall).
+  // Threads about to sleep read this; one already asleep, or an application
+  // asleep in its own epoll on fd(), must be woken for the deadline by the
+  // timer. A spinning thread needs neither, and a timerfd_settime costs
+  // more than a whole round trip (a VM exit here), so with no one asleep and
+  // fd() never handed out no timer is armed. Dekker-style with Sleep(): a
+  // thread either sees sleepers_ > 0 here or its deadline there.
+  engine_deadline_ns_.store(deadline_ns);
+  if (sleepers_.load() == 0 && !fd_exposed_.load()) return;
+  // Re-arm only when the deadline moved earlier or the timer fired.
   TimeNs armed = timer_armed_ns_;
   if (deadline_ns == kNever || (armed != kNever && deadline_ns >= armed)) return;
   itimerspec spec{};
@@ -220,12 +233,15 @@ void EndpointCore::CancelOp(uint64_t op_id) {
 
 void EndpointCore::WakeSleepers() {
   if (sleepers_.load() == 0) return;
+  wake_pending_ = true;
   uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof(one));
   (void)n;  // a full counter already wakes everyone
 }
 
 void EndpointCore::Sleep(TimeNs until_ns) {
+  // A deadline another thread set since our caller looked (see ArmTimer).
+  until_ns = std::min(until_ns, engine_deadline_ns_.load());
   TimeNs now = clock_.NowNs();
   TimeNs span = until_ns == kNever ? 100 * kNsPerMs : std::max<TimeNs>(0, until_ns - now);
   timespec ts{static_cast<time_t>(span / kNsPerSec), static_cast<long>(span % kNsPerSec)};
@@ -258,6 +274,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
   while (true) {
     if (done()) return true;
     TimeNs next = kNever;
+    TimeNs now = 0;  // the poll's reading of the clock, when it polled
     {
       std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock() && !closed_) {
@@ -265,12 +282,15 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
         transport::PollResult r = engine_->Poll();
         polling_ = nullptr;
         next = r.next_deadline;
+        now = r.now;
         ArmTimer(next);  // a syscall only when the deadline moved earlier
         if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
     }
     if (done()) return true;
-    TimeNs now = clock_.NowNs();
+    // One clock read per turn: reading it costs as much here (a VM's clock
+    // source) as a fifth of the turn.
+    if (now == 0) now = clock_.NowNs();
     if (now >= deadline_ns || closed_) return done();
     if (now < spin_until) {
       CpuRelax();
@@ -306,6 +326,7 @@ Status EndpointCore::RunUntil(TimeNs deadline_ns) {
 void EndpointCore::Shutdown() {
   shutdown_ = true;
   // The runner may be asleep in epoll: wake it regardless of the counter.
+  wake_pending_ = true;
   uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof(one));
   (void)n;

@@ -115,6 +115,11 @@ class EndpointCore final : public engine::ProgressDriver,
   // becomes readable when a timer is due (for applications' epoll loops).
   int timer_fd_ = -1;
   std::atomic<TimeNs> timer_armed_ns_{kNever};
+  // The engine's next deadline as of the last call into it (under mu_).
+  std::atomic<TimeNs> engine_deadline_ns_{kNever};
+  // Set before each write to wake_fd_, so that polls read (drain) it only
+  // when there is something to drain.
+  std::atomic<bool> wake_pending_{false};
   // Resolve()'s memory, bounded; guarded by mu_. Looked up by string_view
   // (no allocation per call).
   struct StringHash {
@@ -129,7 +134,7 @@ class EndpointCore final : public engine::ProgressDriver,
   mutable std::mutex epoll_mu_;
   std::vector<int> transport_fds_;
   mutable int sleeping_in_epoll_ = 0;
-  mutable bool fd_exposed_ = false;
+  mutable std::atomic<bool> fd_exposed_{false};
   mutable bool fds_in_epoll_ = false;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};

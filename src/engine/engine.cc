@@ -69,14 +69,21 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
 
 Engine::StatePtr Engine::NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns,
                                   uint64_t* op_id) {
-  auto state = std::make_shared<internal::CompletionState>();
   uint64_t id = next_op_++;
-  state->op_id = id;
-  state->driver = driver_;
-  ops_.emplace(id, Op{.kind = kind, .state = state, .conn = conn, .deadline_ns = deadline_ns});
-  if (deadline_ns != kNever) deadlines_.emplace(deadline_ns, id);
   *op_id = id;
+  StatePtr state = Register(id, Op{.kind = kind, .conn = conn, .deadline_ns = deadline_ns});
   if (!shutdown_status_.ok()) FinishOp(id, shutdown_status_);
+  return state;
+}
+
+Engine::StatePtr Engine::Register(uint64_t op_id, Op op) {
+  auto state = std::make_shared<internal::CompletionState>();
+  state->op_id = op_id;
+  state->driver = driver_;
+  op.state = state;
+  const TimeNs deadline_ns = op.deadline_ns;
+  op_nodes_.Insert(ops_, op_id, std::move(op));
+  if (deadline_ns != kNever) deadline_nodes_.Insert(deadlines_, deadline_ns, op_id);
   return state;
 }
 
@@ -120,12 +127,12 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;
   Op op = std::move(it->second);
-  ops_.erase(it);
+  op_nodes_.Erase(ops_, it);
   if (op.deadline_ns != kNever) {
     auto [b, e] = deadlines_.equal_range(op.deadline_ns);
     for (auto d = b; d != e; ++d) {
       if (d->second == op_id) {
-        deadlines_.erase(d);
+        deadline_nodes_.Erase(deadlines_, d);
         break;
       }
     }
@@ -229,8 +236,7 @@ Engine::StatePtr Engine::Call(const Uri& uri, uint32_t method, Buffer request,
 Engine::StatePtr Engine::CallPeer(const PeerRef& peer, uint32_t method, Buffer request,
                                   TimeNs deadline_ns) {
   if (Status size = CheckSize(request.size()); !size.ok()) return Failed(size);
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kCall, 0, deadline_ns, &op);
+  if (!shutdown_status_.ok()) return Failed(shutdown_status_);
   Frame frame;
   frame.kind = FrameKind::kRpc;
   frame.code = method;
@@ -238,8 +244,17 @@ Engine::StatePtr Engine::CallPeer(const PeerRef& peer, uint32_t method, Buffer r
     TimeNs left = std::max<TimeNs>(0, deadline_ns - clock_.NowNs());
     frame.deadline_us = static_cast<uint32_t>(std::min<TimeNs>(left / kNsPerUs, UINT32_MAX));
   }
-  StartRequest(op, peer, frame, std::move(request));
-  return state;
+  // The request leaves before the operation is recorded: that bookkeeping
+  // then overlaps the round trip instead of delaying it. Nothing can refer to
+  // the operation meanwhile: the transport reports on it only from Poll().
+  const uint64_t op_id = next_op_++;
+  Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequest(
+      peer.address, WrapFrame(frame, std::move(request)), op_id);
+  if (!rpc_id.ok()) return Failed(rpc_id.status());
+  return Register(op_id, Op{.kind = OpKind::kCall,
+                            .rpc_id = *rpc_id,
+                            .transport = peer.transport,
+                            .deadline_ns = deadline_ns});
 }
 
 Engine::StatePtr Engine::CallOnConnection(uint64_t conn_id, uint32_t method, Buffer request,
@@ -353,7 +368,7 @@ void Engine::StopOp(uint64_t op_id, Status why) {
 void Engine::ExpireDeadlines(TimeNs now) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     uint64_t op_id = deadlines_.begin()->second;
-    deadlines_.erase(deadlines_.begin());
+    deadline_nodes_.Erase(deadlines_, deadlines_.begin());
     auto it = ops_.find(op_id);
     if (it == ops_.end()) continue;
     it->second.deadline_ns = kNever;  // its deadlines_ entry is gone already

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/node_recycler.h"
 #include "engine/completion_state.h"
 #include "engine/connection_state.h"
 #include "engine/frame.h"
@@ -134,6 +135,8 @@ class Engine {
 
   StatePtr CallPeer(const PeerRef& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
   StatePtr NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns, uint64_t* op_id);
+  // Records operation `op_id` (its state is made here) and its deadline.
+  StatePtr Register(uint64_t op_id, Op op);
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
   // Sends `frame` + `payload` as a request for op `op_id`.
@@ -179,6 +182,9 @@ class Engine {
   uint64_t next_op_ = 1;
   std::unordered_map<uint64_t, Op> ops_;
   std::multimap<TimeNs, uint64_t> deadlines_;  // deadline -> op id
+  // Both tables gain and lose an entry per operation: reuse their nodes.
+  NodeRecycler<std::unordered_map<uint64_t, Op>> op_nodes_;
+  NodeRecycler<std::multimap<TimeNs, uint64_t>> deadline_nodes_;
 
   uint64_t next_conn_ = 1;
   uint64_t wire_id_seed_;

@@ -2,6 +2,7 @@
 // barrier arrivals), each answered with a kReply frame. Everything here is
 // input from the network: a malformed frame gets an error reply, never a crash.
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -170,18 +171,19 @@ void Engine::HandleRpc(const ServerCall& key, const Frame& frame, Buffer payload
   RpcContext context;
   context.peer = PeerUri(ClientOf(key));
   context.method = frame.code;
-  Result<Buffer> result = InternalError("handler did not run");
+  // No placeholder Status: one with a message would allocate on every call.
+  std::optional<Result<Buffer>> result;
   try {
-    result = it->second(context, std::move(payload));
+    result.emplace(it->second(context, std::move(payload)));
   } catch (const std::exception& e) {
-    result = InternalError(std::string("handler threw: ") + e.what());
+    result.emplace(InternalError(std::string("handler threw: ") + e.what()));
   } catch (...) {
-    result = InternalError("handler threw a non-standard exception");
+    result.emplace(InternalError("handler threw a non-standard exception"));
   }
-  if (result.ok()) {
-    Reply(key, OkStatus(), std::move(result).value());
+  if (result->ok()) {
+    Reply(key, OkStatus(), std::move(*result).value());
   } else {
-    Reply(key, result.status());
+    Reply(key, result->status());
   }
 }
 

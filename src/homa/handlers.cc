@@ -293,21 +293,42 @@ void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) 
   SendAcks(peer, common.sport);
 }
 
+// Acks and floors usually ride on the next request's DATA, so freeing the
+// RPCs they finish would sit between that request's arrival and its
+// handler. The floor itself is raised at once (it decides whether a packet
+// is a late duplicate); the freeing waits for the next Poll, which runs
+// while the handler's response is already on its way. Until then a
+// finished RPC is still in `live`, where a duplicate packet finds it and is
+// dropped as one, as before.
 void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
   if (ack.server_port != port_) return;
   ++stats_.acks_received;
-  DestroyServerRpc(peer, client_port, ack.client_id, /*tombstone=*/true);
+  deferred_releases_.push_back({&peer, client_port, ack.client_id, /*is_floor=*/false});
 }
 
 void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor) {
   ClientRecord& record = peer.clients[client_port];
   if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
   record.floor = floor;
-  record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(floor));
-  // RPCs below the floor are finished as far as the client is concerned.
-  while (!record.live.empty() && record.live.begin()->first < floor) {
-    DestroyServerRpc(peer, client_port, record.live.begin()->first, /*tombstone=*/false);
+  deferred_releases_.push_back({&peer, client_port, floor, /*is_floor=*/true});
+}
+
+void HomaTransport::ReleaseFinished() {
+  // Index loop: nothing below adds to the list, but keep it robust.
+  for (size_t i = 0; i < deferred_releases_.size(); ++i) {
+    const DeferredRelease r = deferred_releases_[i];
+    if (!r.is_floor) {
+      DestroyServerRpc(*r.peer, r.client_port, r.id, /*tombstone=*/true);
+      continue;
+    }
+    ClientRecord& record = r.peer->clients[r.client_port];
+    record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(record.floor));
+    // RPCs below the floor are finished as far as the client is concerned.
+    while (!record.live.empty() && record.live.begin()->first < record.floor) {
+      DestroyServerRpc(*r.peer, r.client_port, record.live.begin()->first, /*tombstone=*/false);
+    }
   }
+  deferred_releases_.clear();
 }
 
 }  // namespace wharf::homa

@@ -147,6 +147,7 @@ PollResult HomaTransport::Poll() {
   PollResult result;
   TimeNs now = now_ns_ = clock_.NowNs();
   result.now = now;
+  if (!deferred_releases_.empty()) ReleaseFinished();
   for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
     Result<size_t> got = net_->Receive(rx_batch_);
     if (!got.ok() || *got == 0) break;
@@ -156,6 +157,7 @@ PollResult HomaTransport::Poll() {
   }
   if (grants_dirty_) RunGrantPass();
   if (now >= next_tick_ns_) {
+    ReleaseFinished();  // the timer must not probe an RPC already acked
     Tick();
     next_tick_ns_ = now + config_.tick_ns;
     ++result.work;
@@ -432,8 +434,21 @@ void HomaTransport::StopGranting(Rpc& rpc) {
 
 // -------------------------------------------------------------- lifecycle
 
+std::unique_ptr<Rpc> HomaTransport::AllocateRpc() {
+  if (spare_rpcs_.empty()) return std::make_unique<Rpc>();
+  std::unique_ptr<Rpc> rpc = std::move(spare_rpcs_.back());
+  spare_rpcs_.pop_back();
+  return rpc;
+}
+
+void HomaTransport::RecycleRpc(std::unique_ptr<Rpc> rpc) {
+  if (!kRecycleMemory || spare_rpcs_.size() >= kMaxSpareRpcs) return;
+  *rpc = Rpc{};  // drops the messages now; keeps the allocation
+  spare_rpcs_.push_back(std::move(rpc));
+}
+
 Rpc& HomaTransport::NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port) {
-  std::unique_ptr<Rpc>& slot = client_rpcs_.Insert(id, std::make_unique<Rpc>());
+  std::unique_ptr<Rpc>& slot = client_rpcs_.Insert(id, AllocateRpc());
   Rpc& rpc = *slot;
   InitRpc(rpc, id, RpcState::kClientSending, peer, server_port);
   return rpc;
@@ -441,8 +456,9 @@ Rpc& HomaTransport::NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port) 
 
 Rpc& HomaTransport::NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port,
                                  uint64_t client_id, RpcState state) {
-  std::unique_ptr<Rpc>& slot = record.live[client_id];
-  slot = std::make_unique<Rpc>();
+  // The map node comes with the Rpc its last entry left in it, reset.
+  std::unique_ptr<Rpc>& slot = live_nodes_.InsertReusing(record.live, client_id)->second;
+  if (slot == nullptr) slot = AllocateRpc();
   Rpc& rpc = *slot;
   InitRpc(rpc, client_id ^ 1, state, peer, client_port);
   ++num_server_rpcs_;
@@ -548,7 +564,10 @@ void HomaTransport::FinishClientRpc(Rpc& rpc) {
   if (out != peer.outstanding.end()) out->second.Remove(rpc.id);
   // Tell the server it may forget the RPC (piggybacked or in the next ACK).
   peer.pending_acks.push_back({rpc.id, rpc.peer_port});
-  client_rpcs_.Erase(rpc.id);  // destroys rpc
+  std::unique_ptr<Rpc>* slot = client_rpcs_.Find(rpc.id);
+  std::unique_ptr<Rpc> owned = std::move(*slot);
+  client_rpcs_.Erase(owned->id);
+  RecycleRpc(std::move(owned));  // rpc is gone (reset) from here on
 }
 
 void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
@@ -568,7 +587,9 @@ void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t 
   auto it = record.live.find(client_id);
   if (it == record.live.end()) return;
   UnlinkRpc(*it->second);
-  record.live.erase(it);  // destroys the rpc
+  // Destroys the rpc, or resets it and keeps it (with its map node) for a
+  // later NewServerRpc.
+  live_nodes_.Erase(record.live, it, [](std::unique_ptr<Rpc>& rpc) { *rpc = Rpc{}; });
   --num_server_rpcs_;
 }
 

@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/node_recycler.h"
 #include "homa/config.h"
 #include "homa/grant.h"
 #include "homa/id_map.h"
@@ -89,6 +91,8 @@ class HomaTransport final : public transport::MessageTransport {
   void HandleNeedAck(Peer& peer, const wire::CommonHeader& common);
   void HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack);
   void AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor);
+  // Frees the server RPCs that acks and floors finished (handlers.cc).
+  void ReleaseFinished();
   // The peer at `addr`, created (with its path's packet size) on first use.
   Peer& PeerFor(const transport::NetAddress& addr);
   // The RPC a packet from `peer` is about, or nullptr.
@@ -114,6 +118,10 @@ class HomaTransport final : public transport::MessageTransport {
   void StopGranting(Rpc& rpc);
 
   // --- lifecycle (homa_transport.cc) ---
+  // A fresh Rpc: a recycled one when there is one (an allocation per RPC
+  // showed in the round-trip profile).
+  std::unique_ptr<Rpc> AllocateRpc();
+  void RecycleRpc(std::unique_ptr<Rpc> rpc);
   Rpc& NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port);
   Rpc& NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port, uint64_t client_id,
                     RpcState state);
@@ -156,6 +164,20 @@ class HomaTransport final : public transport::MessageTransport {
   // ClientRecord in the peer table, reached through the peer.
   IdMap<std::unique_ptr<Rpc>> client_rpcs_;
   size_t num_server_rpcs_ = 0;
+  // Finished RPCs kept for reuse (reset), and the nodes of ClientRecord::live
+  // entries (each with its reset Rpc).
+  static constexpr size_t kMaxSpareRpcs = 64;
+  std::vector<std::unique_ptr<Rpc>> spare_rpcs_;
+  // Acks and floors received, whose server RPCs ReleaseFinished frees at the
+  // start of the next Poll (see HandleAck).
+  struct DeferredRelease {
+    Peer* peer;  // peers live as long as the transport
+    uint16_t client_port;
+    uint64_t id;  // the acked client id, or the new floor
+    bool is_floor;
+  };
+  std::vector<DeferredRelease> deferred_releases_;
+  NodeRecycler<std::map<uint64_t, std::unique_ptr<Rpc>>> live_nodes_;
   // Every live RPC, oldest first, linked through Rpc::older/newer: the
   // timer's walk, in a deterministic order.
   Rpc* oldest_rpc_ = nullptr;

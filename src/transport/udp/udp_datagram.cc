@@ -240,6 +240,8 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
     socket_tos_v4_ = default_tos;
   }
   if (ipv6_ && udp::SetSocketTos(fd_, false, default_tos)) socket_tos_v6_ = default_tos;
+  // Best effort: without it packets are still sent, at a little more cost.
+  (void)udp::SetDontFragment(fd_, ipv6_);
 
   send_msgs_.resize(batch_);
   send_iovs_.resize(batch_ * kIovsPerDatagram * gso_limits_.max_segments);

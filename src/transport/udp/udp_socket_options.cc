@@ -71,6 +71,18 @@ bool SetSocketTos(int fd, bool ipv4_header, uint8_t tos) {
                     &value, sizeof(value)) == 0;
 }
 
+bool SetDontFragment(int fd, bool ipv6) {
+  const int v4 = IP_PMTUDISC_PROBE;
+  bool ok = setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v4, sizeof(v4)) == 0;
+  if (ipv6) {
+    // A dual-stack socket's IPv4 packets follow IP_MTU_DISCOVER, which a v6
+    // socket may refuse when it is v6-only; its own packets follow this one.
+    const int v6 = IPV6_PMTUDISC_PROBE;
+    ok = setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6)) == 0;
+  }
+  return ok;
+}
+
 std::optional<size_t> ReadGroSegmentBytes(const msghdr& msg) {
   for (const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
        cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(cmsg))) {

@@ -169,6 +169,26 @@ TEST(SocketProbesTest, BadDescriptorIsRefused) {
   EXPECT_FALSE(ProbeGso(-1));
   EXPECT_FALSE(EnableGro(-1));
   EXPECT_FALSE(SetSocketTos(-1, true, 0xe0));
+  EXPECT_FALSE(SetDontFragment(-1, false));
+}
+
+TEST(SetDontFragmentTest, Ipv4AndIpv6SocketsProbeAtTheDeviceMtu) {
+  int v4 = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(v4, 0);
+  ASSERT_TRUE(SetDontFragment(v4, false));
+  int mode = -1;
+  socklen_t len = sizeof(mode);
+  ASSERT_EQ(getsockopt(v4, IPPROTO_IP, IP_MTU_DISCOVER, &mode, &len), 0);
+  EXPECT_EQ(mode, IP_PMTUDISC_PROBE);
+  close(v4);
+
+  int v6 = socket(AF_INET6, SOCK_DGRAM, 0);
+  if (v6 < 0) GTEST_SKIP() << "no IPv6 here";
+  ASSERT_TRUE(SetDontFragment(v6, true));
+  len = sizeof(mode);
+  ASSERT_EQ(getsockopt(v6, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &mode, &len), 0);
+  EXPECT_EQ(mode, IPV6_PMTUDISC_PROBE);
+  close(v6);
 }
 
 TEST(SetSocketTosTest, SetsTheIpv4TosTheSocketReports) {

@@ -1,0 +1,86 @@
+#include "base/node_recycler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace wharf {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kKeepsNodes = false;
+#else
+constexpr bool kKeepsNodes = true;
+#endif
+
+TEST(NodeRecyclerTest, MapEntriesAreTheSameAsWithPlainInsertAndErase) {
+  std::map<int, std::string> map;
+  NodeRecycler<std::map<int, std::string>> recycler;
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 10; ++k) {
+      auto it = recycler.Insert(map, k, "v" + std::to_string(k + round));
+      EXPECT_EQ(it->first, k);
+    }
+    ASSERT_EQ(map.size(), 10u);
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(map.at(k), "v" + std::to_string(k + round));
+    while (!map.empty()) recycler.Erase(map, map.begin());
+  }
+  EXPECT_EQ(recycler.spares(), kKeepsNodes ? 10u : 0u);
+}
+
+TEST(NodeRecyclerTest, ScrubbedValuesDoNotLeakIntoNewEntries) {
+  std::unordered_map<uint64_t, std::string> map;
+  NodeRecycler<std::unordered_map<uint64_t, std::string>> recycler;
+  recycler.Insert(map, 7, "secret");
+  recycler.Erase(map, map.find(7));
+  auto it = recycler.InsertReusing(map, 8);
+  EXPECT_EQ(it->first, 8u);
+  EXPECT_EQ(it->second, "");  // the default scrub reset it
+  EXPECT_FALSE(map.contains(7));
+}
+
+TEST(NodeRecyclerTest, CustomScrubKeepsWhatIsWorthReusing) {
+  using Map = std::map<uint64_t, std::unique_ptr<std::string>>;
+  Map map;
+  NodeRecycler<Map> recycler;
+  auto it = recycler.InsertReusing(map, 1);
+  it->second = std::make_unique<std::string>("first");
+  const std::string* object = it->second.get();
+  recycler.Erase(map, it, [](std::unique_ptr<std::string>& s) { s->clear(); });
+  auto again = recycler.InsertReusing(map, 2);
+  if (kKeepsNodes) {
+    ASSERT_NE(again->second, nullptr);
+    EXPECT_EQ(again->second.get(), object);  // the same object, emptied
+    EXPECT_EQ(*again->second, "");
+  } else {
+    EXPECT_EQ(again->second, nullptr);  // nothing kept under ASan
+  }
+  EXPECT_EQ(map.size(), 1u);
+}
+
+TEST(NodeRecyclerTest, MultimapKeepsDuplicateKeys) {
+  std::multimap<int, int> map;
+  NodeRecycler<std::multimap<int, int>> recycler;
+  recycler.Insert(map, 5, 1);
+  recycler.Insert(map, 5, 2);
+  recycler.Erase(map, map.begin());
+  recycler.Insert(map, 5, 3);
+  recycler.Insert(map, 4, 4);
+  ASSERT_EQ(map.size(), 3u);
+  EXPECT_EQ(map.begin()->second, 4);
+  EXPECT_EQ(map.count(5), 2u);
+}
+
+TEST(NodeRecyclerTest, KeepsAtMostItsLimit) {
+  std::map<int, int> map;
+  NodeRecycler<std::map<int, int>, 4> recycler;
+  for (int k = 0; k < 10; ++k) recycler.Insert(map, k, k);
+  while (!map.empty()) recycler.Erase(map, map.begin());
+  EXPECT_EQ(recycler.spares(), kKeepsNodes ? 4u : 0u);
+}
+
+}  // namespace
+}  // namespace wharf
