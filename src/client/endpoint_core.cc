@@ -84,6 +84,7 @@ Result<transport::MessageTransport*> EndpointCore::OpenTransport(
     udp.send_buffer_bytes = static_cast<int>(config_.send_buffer_bytes);
     udp.enable_gso = config_.gso;
     udp.enable_gro = config_.gro;
+    udp.hot_peer_socket = config_.hot_peer_socket;
     WHARF_ASSIGN_OR_RETURN(udp_, transport::UdpDatagram::Open(udp));
     WHARF_ASSIGN_OR_RETURN(opened, homa::HomaTransport::Create(config_.homa, udp_.get(), clock_));
   } else if (scheme == "tcp") {
@@ -123,7 +124,9 @@ std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
                            {"udp.received", u.received},
                            {"udp.send_dropped", u.send_dropped},
                            {"udp.gso_sends", u.gso_sends},
-                           {"udp.gro_coalesced", u.gro_coalesced}});
+                           {"udp.gro_coalesced", u.gro_coalesced},
+                           {"udp.hot_sends", u.hot_sends},
+                           {"udp.hot_sockets_opened", u.hot_sockets_opened}});
   }
   return all;
 }
@@ -202,7 +205,22 @@ int EndpointCore::PollOnce() {
   transport::PollResult r = engine_->Poll();
   polling_ = nullptr;
   ArmTimer(r.next_deadline);
+  WatchHotPeerSocket();
   return r.work;
+}
+
+void EndpointCore::WatchHotPeerSocket() {
+  if (hot_fd_watched_ || udp_ == nullptr || udp_->hot_fd() < 0) return;
+  hot_fd_watched_ = true;
+  const int fd = udp_->hot_fd();  // open until udp_ is destroyed, with the core
+  std::lock_guard<std::mutex> lock(epoll_mu_);
+  if (fds_in_epoll_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    (void)epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);  // see SetTransportFdsInEpoll
+  }
+  transport_fds_.push_back(fd);
 }
 
 void EndpointCore::ArmTimer(TimeNs deadline_ns) {
@@ -284,6 +302,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
         next = r.next_deadline;
         now = r.now;
         ArmTimer(next);  // a syscall only when the deadline moved earlier
+        WatchHotPeerSocket();
         if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
     }

@@ -45,6 +45,7 @@ class EndpointCore final : public engine::ProgressDriver,
       ~RunAfter() {
         core.engine_->RunCallbacks();
         core.ArmTimer(core.engine_->NextDeadline());
+        core.WatchHotPeerSocket();
       }
     } run_after{*this};
     return fn(*engine_);
@@ -94,6 +95,9 @@ class EndpointCore final : public engine::ProgressDriver,
   void SetTransportFdsInEpoll(bool in) const;
   // Makes fd() readable at `deadline_ns` (if earlier than what is armed).
   void ArmTimer(TimeNs deadline_ns);
+  // Once the UDP socket has opened its hot-peer socket (which happens inside
+  // a send), waits on that fd too, like the transports' own. Under mu_.
+  void WatchHotPeerSocket();
   // Opens the transport for `scheme` bound to `bind`; the core owns it.
   Result<transport::MessageTransport*> OpenTransport(std::string_view scheme,
                                                      const transport::NetAddress& bind);
@@ -133,6 +137,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // threads sleep (sleeping_in_epoll_ > 0) or once fd() was handed out.
   mutable std::mutex epoll_mu_;
   std::vector<int> transport_fds_;
+  bool hot_fd_watched_ = false;  // under mu_
   mutable int sleeping_in_epoll_ = 0;
   mutable std::atomic<bool> fd_exposed_{false};
   mutable bool fds_in_epoll_ = false;

@@ -163,6 +163,7 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Bytes(l, "udp.send_buffer_bytes", &c.send_buffer_bytes, INT32_MAX));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
+  WHARF_RETURN_IF_ERROR(Bool(l, "udp.hot_peer_socket", &c.hot_peer_socket));
   stream::TcpConfig& t = c.tcp;
   WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.chunk_bytes", &t.chunk_bytes, 64u << 20));
   if (t.chunk_bytes < 1024) {

@@ -30,6 +30,8 @@ struct EngineConfig {
   uint64_t send_buffer_bytes = 4 << 20;
   bool gso = true;
   bool gro = true;
+  // udp.hot_peer_socket: see transport::UdpOptions::hot_peer_socket.
+  bool hot_peer_socket = true;
   // How long a waiting thread polls before it sleeps (endpoint.spin). Spin
   // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
   // this class of machine, so the default is about a few RTTs.

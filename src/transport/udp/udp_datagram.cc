@@ -116,7 +116,10 @@ UdpDatagram::UdpDatagram(int fd, const UdpOptions& options)
       dual_stack_(options.bind.is_v6() && !options.ipv6_only),
       gso_limits_() {}
 
-UdpDatagram::~UdpDatagram() { close(fd_); }
+UdpDatagram::~UdpDatagram() {
+  close(fd_);
+  if (hot_fd_ >= 0) close(hot_fd_);
+}
 
 size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
   auto cached = path_max_bytes_.find(to);
@@ -218,9 +221,15 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   }
 
   sockaddr_storage address;
-  const auto address_len = static_cast<socklen_t>(bind_address.ToSockaddr(&address));
-  if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), address_len) != 0) {
-    return ErrnoToStatus(errno, "bind " + bind_address.ToString());
+  if (options.hot_peer_socket) {
+    // The hot-peer socket will share the port, which takes SO_REUSEPORT on
+    // both; the port must still be ours alone.
+    WHARF_RETURN_IF_ERROR(udp::BindExclusiveReusePort(fd_, bind_address, !dual_stack_));
+  } else {
+    const auto address_len = static_cast<socklen_t>(bind_address.ToSockaddr(&address));
+    if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), address_len) != 0) {
+      return ErrnoToStatus(errno, "bind " + bind_address.ToString());
+    }
   }
   socklen_t bound_len = sizeof(address);
   if (getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &bound_len) != 0) {
@@ -242,6 +251,15 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   if (ipv6_ && udp::SetSocketTos(fd_, false, default_tos)) socket_tos_v6_ = default_tos;
   // Best effort: without it packets are still sent, at a little more cost.
   (void)udp::SetDontFragment(fd_, ipv6_);
+  hot_enabled_ = options.hot_peer_socket;
+  hot_setup_ = {.local = local_,
+                .ipv6 = ipv6_,
+                .dual_stack = dual_stack_,
+                .recv_buffer_bytes = options.recv_buffer_bytes,
+                .send_buffer_bytes = options.send_buffer_bytes,
+                .gro = gro_,
+                .tos_v4 = socket_tos_v4_,
+                .tos_v6 = socket_tos_v6_};
 
   send_msgs_.resize(batch_);
   send_iovs_.resize(batch_ * kIovsPerDatagram * gso_limits_.max_segments);
@@ -354,9 +372,21 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
   int refused_in_row = 0;
   while (done < batch.size()) {
     const size_t messages = PlanMessages(batch.subspan(done));
-    const int sent = messages == 1 ? syscalls_->SendOne(fd_, send_msgs_.data())
+    int send_fd = fd_;
+    if (messages == 1 && hot_enabled_) {
+      const NetAddress& to = batch[done].to;
+      if (hot_tracker_.NoteSend(to) && hot_fd_ < 0) OpenHotPeer(to);
+      if (hot_fd_ >= 0 && to == hot_peer_) {
+        // Connected: no address, and so no route lookup.
+        send_fd = hot_fd_;
+        send_msgs_[0].msg_hdr.msg_name = nullptr;
+        send_msgs_[0].msg_hdr.msg_namelen = 0;
+      }
+    }
+    const int sent = messages == 1 ? syscalls_->SendOne(send_fd, send_msgs_.data())
                                    : syscalls_->SendMmsg(fd_, send_msgs_.data(),
                                                          static_cast<unsigned>(messages));
+    if (sent > 0 && send_fd != fd_) stats_.hot_sends += send_runs_[0];
     if (sent > 0) {
       if (retry_plain_) {
         // The datagrams GSO could not send went out plain: GSO is at fault.
@@ -411,7 +441,44 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
   return done;
 }
 
-Result<size_t> UdpDatagram::ReadMessages(size_t count) {
+void UdpDatagram::OpenHotPeer(const NetAddress& to) {
+  sockaddr_storage peer;
+  bool ipv4_header = false;
+  const socklen_t len = ToKernelAddress(to, ipv6_, &peer, &ipv4_header);
+  Result<int> fd = udp::OpenHotSocket(hot_setup_, peer, len);
+  if (!fd.ok()) {
+    // Nothing is lost: the main socket goes on serving this peer. Give up
+    // after a few refusals rather than paying for the attempt forever.
+    if (++stats_.hot_socket_failures >= 3) hot_enabled_ = false;
+    return;
+  }
+  hot_fd_ = *fd;
+  hot_peer_ = to;
+  ++stats_.hot_sockets_opened;
+}
+
+Result<size_t> UdpDatagram::ReadAnySocket(size_t count) {
+  if (hot_fd_ < 0) return ReadMessages(fd_, count);
+  // The hot socket on every call; the main one on every kMainReadEvery-th
+  // call, first, so that a busy hot peer cannot starve the others. An idle
+  // poll then costs 1 + 1/kMainReadEvery reads instead of 2, and other
+  // peers' packets wait at most kMainReadEvery - 1 calls longer.
+  if (++reads_since_main_ < kMainReadEvery) {
+    Result<size_t> hot = ReadMessages(hot_fd_, count);
+    if (!hot.ok() || *hot > 0) return hot;
+    return size_t{0};
+  }
+  reads_since_main_ = 0;
+  // An error on one socket must not keep the other from being read: the
+  // read that failed has consumed its error, so try the other.
+  Result<size_t> main = ReadMessages(fd_, count);
+  if (main.ok() && *main > 0) return main;
+  Result<size_t> hot = ReadMessages(hot_fd_, count);
+  if (hot.ok() && *hot == 0 && !main.ok()) return main;
+  return hot;
+}
+
+Result<size_t> UdpDatagram::ReadMessages(int fd, size_t count) {
   count = std::min(count, recv_window_);
   for (size_t i = 0; i < count; ++i) {
     msghdr& hdr = recv_msgs_[i].msg_hdr;
@@ -423,8 +490,8 @@ Result<size_t> UdpDatagram::ReadMessages(size_t count) {
   int refused_in_row = 0;
   while (true) {
     const int got = count == 1
-                        ? syscalls_->RecvOne(fd_, recv_msgs_.data())
-                        : syscalls_->RecvMmsg(fd_, recv_msgs_.data(), static_cast<unsigned>(count));
+                        ? syscalls_->RecvOne(fd, recv_msgs_.data())
+                        : syscalls_->RecvMmsg(fd, recv_msgs_.data(), static_cast<unsigned>(count));
     if (got >= 0) {
       // A read that emptied the socket is most likely followed by a lone
       // packet (a request, a reply): read that with a window of one, because
@@ -523,7 +590,7 @@ Result<size_t> UdpDatagram::Receive(std::span<InDatagram> out) {
     if (next_message_ >= read_messages_) {
       // Reading again would overwrite buffers `out` already points into.
       if (filled > 0) return filled;
-      WHARF_ASSIGN_OR_RETURN(read_messages_, ReadMessages(std::min(out.size(), batch_)));
+      WHARF_ASSIGN_OR_RETURN(read_messages_, ReadAnySocket(std::min(out.size(), batch_)));
       next_message_ = 0;
       message_open_ = false;
       if (read_messages_ == 0) return size_t{0};

@@ -19,6 +19,7 @@
 #include "transport/datagram.h"
 #include "transport/net_address.h"
 #include "transport/udp/udp_gso_plan.h"
+#include "transport/udp/udp_hot_peer.h"
 #include "transport/udp/udp_socket_options.h"
 #include "transport/udp/udp_syscalls.h"
 #include "wharf/result.h"
@@ -63,6 +64,13 @@ struct UdpOptions {
   // message. The protocol sends short messages and all control packets at
   // 7, the latency-critical case.
   uint8_t default_priority = 7;
+  // Open a second socket, connected to the first peer that receives
+  // kHotAfterSends single-datagram sends in a row, sharing this socket's
+  // port (udp_hot_peer.h). Sends to that peer skip the kernel's per-packet
+  // route lookup. One per socket, kept until it closes: an endpoint that
+  // mostly talks to one peer gains, one that serves many pays a second
+  // empty read per poll once some peer became hot.
+  bool hot_peer_socket = true;
   // Borrowed; null means the real system calls. For failure injection in
   // tests; must outlive the UdpDatagram.
   udp::UdpSyscalls* syscalls = nullptr;
@@ -95,6 +103,11 @@ struct UdpStats {
   // 1 once a GSO send failed where the same datagrams sent plain succeeded,
   // which turns GSO off for this socket.
   uint64_t gso_fallbacks = 0;
+  // Datagrams sent through the hot-peer socket, and whether it was opened
+  // (1) or could not be (failures).
+  uint64_t hot_sends = 0;
+  uint64_t hot_sockets_opened = 0;
+  uint64_t hot_socket_failures = 0;
 };
 
 // Owned by whoever opened it (the engine); closes its socket on
@@ -122,6 +135,12 @@ class UdpDatagram final : public Datagram {
   // so wait on it level-triggered.
   Result<size_t> Receive(std::span<InDatagram> out) override;
   int ReadableFd() const override { return fd_; }
+  // The hot-peer socket's fd (-1 until one is open). Readable like
+  // ReadableFd(): whoever waits on that must wait on this too. Once open it
+  // stays open, with the same fd, until the UdpDatagram is destroyed.
+  int hot_fd() const { return hot_fd_; }
+  // Single-datagram sends in a row to one peer that make it the hot peer.
+  static constexpr size_t kHotAfterSends = 32;
   // The route's MTU towards `to` (asked of the kernel once per destination
   // through a connected probe socket, then cached), capped by UdpOptions::mtu.
   size_t MaxDatagramBytesTo(const NetAddress& to) override;
@@ -159,7 +178,12 @@ class UdpDatagram final : public Datagram {
   size_t PlanMessages(std::span<const OutDatagram> rest);
   // Reads up to `count` kernel messages into the receive slots; returns how
   // many (0 when the socket is empty).
-  Result<size_t> ReadMessages(size_t count);
+  Result<size_t> ReadMessages(int fd, size_t count);
+  // Reads from the main socket and the hot-peer socket, alternating which
+  // goes first so that neither starves the other.
+  Result<size_t> ReadAnySocket(size_t count);
+  // Opens the hot-peer socket for `to` (once; a failure is counted).
+  void OpenHotPeer(const NetAddress& to);
   // Hands out datagrams from the read messages into `out`; returns how many.
   size_t DrainMessages(std::span<InDatagram> out);
   // Prepares the message at next_message_ for draining; false when it is
@@ -192,6 +216,15 @@ class UdpDatagram final : public Datagram {
   // if that works GSO is turned off for good.
   bool retry_plain_ = false;
   UdpStats stats_;
+
+  // The hot-peer socket (udp_hot_peer.h): -1 until open.
+  bool hot_enabled_ = false;
+  udp::HotPeerTracker hot_tracker_{kHotAfterSends};
+  udp::HotSocketSetup hot_setup_;
+  int hot_fd_ = -1;
+  NetAddress hot_peer_;
+  static constexpr int kMainReadEvery = 2;
+  int reads_since_main_ = 0;
 
   // Send scratch, sized at Open so that Send never allocates. Message i uses
   // send_iovs_[i * 2 * max_segments ...] (two per datagram: its bytes and its

@@ -1,0 +1,141 @@
+// The hot-peer socket: when it opens, that the peer and everyone else still
+// reach the main socket's port both ways, with unchanged addresses, and that
+// the port stays exclusive.
+#include "transport/udp/udp_hot_peer.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <vector>
+
+#include "transport/udp/udp_test_support.h"
+
+namespace wharf::transport {
+namespace {
+
+using udp::HotPeerTracker;
+using udp_testing::Family;
+using udp_testing::Loopback;
+using udp_testing::MustOpen;
+using udp_testing::OptionsFor;
+using udp_testing::Received;
+
+TEST(HotPeerTrackerTest, APeerIsHotAfterThresholdSendsInARow) {
+  HotPeerTracker tracker(3);
+  const NetAddress a = NetAddress::Ipv4(0x7F000001, 1000);
+  const NetAddress b = NetAddress::Ipv4(0x7F000001, 1001);
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_FALSE(tracker.NoteSend(b));  // the run starts over
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_TRUE(tracker.NoteSend(a));   // third in a row
+  EXPECT_FALSE(tracker.NoteSend(a));  // reported once, not on every later send
+}
+
+// Receives `count` datagrams, waiting on both of the receiver's sockets.
+std::vector<Received> ReceiveBoth(UdpDatagram& receiver, size_t count) {
+  std::vector<Received> got;
+  std::vector<InDatagram> out(16);
+  while (got.size() < count) {
+    Result<size_t> n = receiver.Receive(out);
+    EXPECT_TRUE(n.ok()) << n.status();
+    if (!n.ok()) break;
+    for (size_t i = 0; i < *n; ++i) {
+      got.push_back(Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}});
+    }
+    if (*n > 0) continue;
+    pollfd fds[2] = {{receiver.ReadableFd(), POLLIN, 0}, {receiver.hot_fd(), POLLIN, 0}};
+    if (poll(fds, receiver.hot_fd() >= 0 ? 2 : 1, udp_testing::kPollTimeoutMs) <= 0) break;
+  }
+  return got;
+}
+
+void SendOne(UdpDatagram& from, const NetAddress& to, uint32_t index) {
+  std::vector<std::byte> payload = udp_testing::Payload(index, 64);
+  OutDatagram d{to, payload, 0};
+  udp_testing::SendAll(from, std::span(&d, 1));
+}
+
+class HotPeerSocketTest : public testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Family::kIpv6 && !udp_testing::Ipv6LoopbackUsable()) {
+      GTEST_SKIP() << "no IPv6 loopback here";
+    }
+  }
+};
+
+TEST_P(HotPeerSocketTest, OpensAfterARunOfSendsAndCarriesBothDirections) {
+  auto a = MustOpen(OptionsFor(GetParam()));
+  auto b = MustOpen(OptionsFor(GetParam()));
+  auto other = MustOpen(OptionsFor(GetParam()));
+  ASSERT_TRUE(a && b && other);
+  const size_t run = UdpDatagram::kHotAfterSends;
+  for (uint32_t i = 0; i + 1 < run; ++i) SendOne(*a, b->LocalAddress(), i);
+  EXPECT_EQ(a->hot_fd(), -1) << "hot one send too early";
+  for (uint32_t i = run - 1; i < run + 10; ++i) SendOne(*a, b->LocalAddress(), i);
+  ASSERT_GE(a->hot_fd(), 0);
+  EXPECT_EQ(a->stats().hot_sockets_opened, 1u);
+  EXPECT_EQ(a->stats().hot_sends, 11u);  // the send that made it hot, and the ten after
+
+  // Every datagram arrived, in order, from a's one address and port.
+  std::vector<Received> at_b = ReceiveBoth(*b, run + 10);
+  ASSERT_EQ(at_b.size(), run + 10);
+  for (uint32_t i = 0; i < at_b.size(); ++i) {
+    EXPECT_EQ(at_b[i].from, a->LocalAddress()) << i;
+    EXPECT_TRUE(at_b[i].bytes == udp_testing::Payload(i, 64)) << i;
+  }
+
+  // b's answers reach a (through the connected socket), and so does a third
+  // party (through the main one), each with its own address.
+  for (uint32_t i = 0; i < 5; ++i) SendOne(*b, a->LocalAddress(), 100 + i);
+  for (uint32_t i = 0; i < 5; ++i) SendOne(*other, a->LocalAddress(), 200 + i);
+  std::vector<Received> at_a = ReceiveBoth(*a, 10);
+  ASSERT_EQ(at_a.size(), 10u);
+  size_t from_b = 0, from_other = 0;
+  for (const Received& r : at_a) {
+    if (r.from == b->LocalAddress()) ++from_b;
+    if (r.from == other->LocalAddress()) ++from_other;
+  }
+  EXPECT_EQ(from_b, 5u);
+  EXPECT_EQ(from_other, 5u);
+
+  // Sends to someone else still leave from the main socket, same address.
+  SendOne(*a, other->LocalAddress(), 300);
+  std::vector<Received> at_other = ReceiveBoth(*other, 1);
+  ASSERT_EQ(at_other.size(), 1u);
+  EXPECT_EQ(at_other[0].from, a->LocalAddress());
+  EXPECT_EQ(a->stats().hot_sends, 11u);
+}
+
+TEST_P(HotPeerSocketTest, ThePortStaysExclusive) {
+  auto a = MustOpen(OptionsFor(GetParam()));
+  ASSERT_TRUE(a);
+  for (bool hot : {true, false}) {
+    UdpOptions same = OptionsFor(GetParam());
+    same.bind = a->LocalAddress();
+    same.hot_peer_socket = hot;
+    Result<std::unique_ptr<UdpDatagram>> second = UdpDatagram::Open(same);
+    ASSERT_FALSE(second.ok()) << "a second socket bound " << a->LocalAddress().ToString() << " (hot " << hot << ")";
+    EXPECT_NE(second.status().message().find("bind"), std::string::npos) << second.status();
+  }
+}
+
+TEST_P(HotPeerSocketTest, OffMeansOneSocketOnly) {
+  UdpOptions options = OptionsFor(GetParam());
+  options.hot_peer_socket = false;
+  auto a = MustOpen(options);
+  auto b = MustOpen(OptionsFor(GetParam()));
+  ASSERT_TRUE(a && b);
+  for (uint32_t i = 0; i < 2 * UdpDatagram::kHotAfterSends; ++i) SendOne(*a, b->LocalAddress(), i);
+  EXPECT_EQ(a->hot_fd(), -1);
+  EXPECT_EQ(a->stats().hot_sends, 0u);
+  EXPECT_EQ(ReceiveBoth(*b, 2 * UdpDatagram::kHotAfterSends).size(), 2 * UdpDatagram::kHotAfterSends);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, HotPeerSocketTest,
+                         testing::Values(Family::kIpv4, Family::kIpv6), udp_testing::FamilyName);
+
+}  // namespace
+}  // namespace wharf::transport
