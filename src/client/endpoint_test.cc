@@ -22,12 +22,13 @@ std::unique_ptr<Endpoint> OpenLoopback() {
   return ep.ok() ? std::move(ep).value() : nullptr;
 }
 
-// Runs `ep` on a thread until stopped.
+// Runs `ep` on a thread until stopped, `period` per Run call.
 class ServerThread {
  public:
-  explicit ServerThread(Endpoint& ep) : ep_(ep), thread_([this] {
-    while (!stop_) (void)ep_.Run(20ms);
-  }) {}
+  explicit ServerThread(Endpoint& ep, std::chrono::nanoseconds period = 20ms)
+      : ep_(ep), thread_([this, period] {
+          while (!stop_) (void)ep_.Run(period);
+        }) {}
   ~ServerThread() {
     stop_ = true;
     ep_.Shutdown();
@@ -311,6 +312,48 @@ TEST(EndpointTest, GroupJoinValidatesRank) {
   auto ep = OpenLoopback();
   EXPECT_FALSE(Group::Join(*ep, {}, 0).ok());
   EXPECT_FALSE(Group::Join(*ep, {ep->address()}, 1).ok());
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+uint64_t StatOf(const Endpoint& ep, const std::string& name) {
+  for (const auto& [key, value] : ep.Stats()) {
+    if (key == name) return value;
+  }
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+// Without spinning every wait sleeps in epoll; once a peer is hot its
+// packets arrive on the hot-peer socket, which the endpoint must then wait
+// on too, or each call would sleep until a timer instead of its reply. With
+// the protocol's timer slowed to 1 s and the server thread's Run calls 1 s
+// long, only that wake-up can answer a call within its deadline.
+TEST(EndpointTest, SleepingCallsWakeForRepliesOnTheHotPeerSocket) {
+  const EndpointOptions options{.address = "homa://127.0.0.1:0",
+                                .settings = {{"endpoint.spin", "0ns"}, {"homa.tick", "1s"}}};
+  auto server = Endpoint::Open(options);
+  auto client = Endpoint::Open(options);
+  ASSERT_TRUE(server.ok() && client.ok());
+  ASSERT_TRUE((*server)->Serve(1, [](const RpcContext&, Buffer b) {
+    return Result<Buffer>(std::move(b));
+  }).ok());
+  ServerThread thread(**server, 1s);
+  for (int i = 0; i < 200; ++i) {
+    // Far below the 100 ms sleep cap or the 1 s Run an unwatched socket
+    // would wait for.
+    Result<Buffer> r = (*client)->Call((*server)->address(), 1, Buffer::Copy(std::to_string(i)),
+                                       {.deadline = 80ms});
+    ASSERT_TRUE(r.ok()) << "call " << i << ": " << r.status();
+    EXPECT_EQ(r->AsStringView(), std::to_string(i));
+  }
+  EXPECT_EQ(StatOf(**client, "udp.hot_sockets_opened"), 1u);
+  EXPECT_GT(StatOf(**client, "udp.hot_sends"), 100u);
+  EXPECT_EQ(StatOf(**server, "udp.hot_sockets_opened"), 1u);
 }
 
 }  // namespace
