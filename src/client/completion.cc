@@ -44,7 +44,7 @@ Status Completion::Wait(std::chrono::nanoseconds timeout) {
 Status Completion::status() const {
   if (state_ == nullptr) return Invalid();
   if (!done()) return UnavailableError("operation still in progress");
-  std::lock_guard<std::mutex> lock(state_->mu);
+  // Written once, before `done` was released, and never again: no lock.
   return state_->status;
 }
 

@@ -58,18 +58,22 @@ Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds ti
 
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
-  Result<engine::Uri> uri = core_->Resolve(address);
-  StatePtr state;
-  if (!uri.ok() || core_->closed()) {
-    state = std::make_shared<internal::CompletionState>();
-    (void)state->Complete(uri.ok() ? Closed(*core_) : uri.status());
+  if (core_->closed()) {
+    auto state = std::make_shared<internal::CompletionState>();
+    (void)state->Complete(Closed(*core_));
     return Completion(state);
   }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
-  state = core_->WithEngine([&](engine::Engine& e) {
-    return e.Call(*uri, method, std::move(request), deadline);
-  });
-  return Completion(state);
+  // One lock for resolving and calling: this is every RPC's path.
+  return Completion(core_->WithEngine([&](engine::Engine& e) -> StatePtr {
+    Result<const engine::Uri*> uri = core_->ResolveLocked(address);
+    if (!uri.ok()) {
+      auto state = std::make_shared<internal::CompletionState>();
+      (void)state->Complete(uri.status());
+      return state;
+    }
+    return e.Call(**uri, method, std::move(request), deadline);
+  }));
 }
 
 Result<Buffer> Endpoint::Call(std::string_view address, uint32_t method, Buffer request,

@@ -174,14 +174,18 @@ void EndpointCore::SetTransportFdsInEpoll(bool in) const {
 }
 
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
-  constexpr size_t kMaxRemembered = 1024;
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  WHARF_ASSIGN_OR_RETURN(const engine::Uri* uri, ResolveLocked(address));
+  return *uri;
+}
+
+Result<const engine::Uri*> EndpointCore::ResolveLocked(std::string_view address) {
+  constexpr size_t kMaxRemembered = 1024;
   auto it = resolved_.find(address);
-  if (it != resolved_.end()) return it->second;
+  if (it != resolved_.end()) return &it->second;
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.default_scheme));
   if (resolved_.size() >= kMaxRemembered) resolved_.clear();
-  resolved_.emplace(std::string(address), uri);
-  return uri;
+  return &resolved_.emplace(std::string(address), std::move(uri)).first->second;
 }
 
 TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {

@@ -79,6 +79,9 @@ class EndpointCore final : public engine::ProgressDriver,
   // answers: calls name their peer by string, and parsing it on every call
   // would sit on the latency-critical path.
   Result<engine::Uri> Resolve(std::string_view address);
+  // The same without the copy, for callers inside WithEngine (mu_ held):
+  // valid until the next resolve.
+  Result<const engine::Uri*> ResolveLocked(std::string_view address);
 
   // Deadline `timeout` from now, kNever for "forever".
   TimeNs DeadlineAfter(std::chrono::nanoseconds timeout) const;

@@ -223,7 +223,7 @@ class UdpDatagram final : public Datagram {
   udp::HotSocketSetup hot_setup_;
   int hot_fd_ = -1;
   NetAddress hot_peer_;
-  static constexpr int kMainReadEvery = 2;
+  static constexpr int kMainReadEvery = 4;
   int reads_since_main_ = 0;
 
   // Send scratch, sized at Open so that Send never allocates. Message i uses
