@@ -4,8 +4,6 @@
 #include "transport/udp/udp_hot_peer.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
-
 #include <vector>
 
 #include "transport/udp/udp_test_support.h"
@@ -19,6 +17,7 @@ using udp_testing::Loopback;
 using udp_testing::MustOpen;
 using udp_testing::OptionsFor;
 using udp_testing::Received;
+using udp_testing::ReceiveUpTo;
 
 TEST(HotPeerTrackerTest, APeerIsHotAfterThresholdSendsInARow) {
   HotPeerTracker tracker(3);
@@ -31,24 +30,6 @@ TEST(HotPeerTrackerTest, APeerIsHotAfterThresholdSendsInARow) {
   EXPECT_FALSE(tracker.NoteSend(a));
   EXPECT_TRUE(tracker.NoteSend(a));   // third in a row
   EXPECT_FALSE(tracker.NoteSend(a));  // reported once, not on every later send
-}
-
-// Receives `count` datagrams, waiting on both of the receiver's sockets.
-std::vector<Received> ReceiveBoth(UdpDatagram& receiver, size_t count) {
-  std::vector<Received> got;
-  std::vector<InDatagram> out(16);
-  while (got.size() < count) {
-    Result<size_t> n = receiver.Receive(out);
-    EXPECT_TRUE(n.ok()) << n.status();
-    if (!n.ok()) break;
-    for (size_t i = 0; i < *n; ++i) {
-      got.push_back(Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}});
-    }
-    if (*n > 0) continue;
-    pollfd fds[2] = {{receiver.ReadableFd(), POLLIN, 0}, {receiver.hot_fd(), POLLIN, 0}};
-    if (poll(fds, receiver.hot_fd() >= 0 ? 2 : 1, udp_testing::kPollTimeoutMs) <= 0) break;
-  }
-  return got;
 }
 
 void SendOne(UdpDatagram& from, const NetAddress& to, uint32_t index) {
@@ -80,7 +61,7 @@ TEST_P(HotPeerSocketTest, OpensAfterARunOfSendsAndCarriesBothDirections) {
   EXPECT_EQ(a->stats().hot_sends, 11u);  // the send that made it hot, and the ten after
 
   // Every datagram arrived, in order, from a's one address and port.
-  std::vector<Received> at_b = ReceiveBoth(*b, run + 10);
+  std::vector<Received> at_b = ReceiveUpTo(*b, run + 10);
   ASSERT_EQ(at_b.size(), run + 10);
   for (uint32_t i = 0; i < at_b.size(); ++i) {
     EXPECT_EQ(at_b[i].from, a->LocalAddress()) << i;
@@ -91,7 +72,7 @@ TEST_P(HotPeerSocketTest, OpensAfterARunOfSendsAndCarriesBothDirections) {
   // party (through the main one), each with its own address.
   for (uint32_t i = 0; i < 5; ++i) SendOne(*b, a->LocalAddress(), 100 + i);
   for (uint32_t i = 0; i < 5; ++i) SendOne(*other, a->LocalAddress(), 200 + i);
-  std::vector<Received> at_a = ReceiveBoth(*a, 10);
+  std::vector<Received> at_a = ReceiveUpTo(*a, 10);
   ASSERT_EQ(at_a.size(), 10u);
   size_t from_b = 0, from_other = 0;
   for (const Received& r : at_a) {
@@ -103,7 +84,7 @@ TEST_P(HotPeerSocketTest, OpensAfterARunOfSendsAndCarriesBothDirections) {
 
   // Sends to someone else still leave from the main socket, same address.
   SendOne(*a, other->LocalAddress(), 300);
-  std::vector<Received> at_other = ReceiveBoth(*other, 1);
+  std::vector<Received> at_other = ReceiveUpTo(*other, 1);
   ASSERT_EQ(at_other.size(), 1u);
   EXPECT_EQ(at_other[0].from, a->LocalAddress());
   EXPECT_EQ(a->stats().hot_sends, 11u);
@@ -131,7 +112,7 @@ TEST_P(HotPeerSocketTest, OffMeansOneSocketOnly) {
   for (uint32_t i = 0; i < 2 * UdpDatagram::kHotAfterSends; ++i) SendOne(*a, b->LocalAddress(), i);
   EXPECT_EQ(a->hot_fd(), -1);
   EXPECT_EQ(a->stats().hot_sends, 0u);
-  EXPECT_EQ(ReceiveBoth(*b, 2 * UdpDatagram::kHotAfterSends).size(), 2 * UdpDatagram::kHotAfterSends);
+  EXPECT_EQ(ReceiveUpTo(*b, 2 * UdpDatagram::kHotAfterSends).size(), 2 * UdpDatagram::kHotAfterSends);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HotPeerSocketTest,

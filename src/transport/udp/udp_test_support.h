@@ -87,8 +87,9 @@ inline std::vector<Received> ReceiveUpTo(UdpDatagram& receiver, size_t count, si
       got.push_back(Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}});
     }
     if (*n > 0) continue;
-    pollfd pfd{receiver.ReadableFd(), POLLIN, 0};
-    if (poll(&pfd, 1, kPollTimeoutMs) <= 0) break;
+    // The hot-peer socket, once open, is as readable as the main one.
+    pollfd fds[2] = {{receiver.ReadableFd(), POLLIN, 0}, {receiver.hot_fd(), POLLIN, 0}};
+    if (poll(fds, receiver.hot_fd() >= 0 ? 2 : 1, kPollTimeoutMs) <= 0) break;
   }
   return got;
 }
