@@ -287,7 +287,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
     hdr.msg_iovlen = 1;
     if (gro_) hdr.msg_control = recv_controls_[i].bytes;
   }
-  recv_window_ = batch_;
+  main_window_.window = batch_;
   return OkStatus();
 }
 
@@ -458,28 +458,28 @@ void UdpDatagram::OpenHotPeer(const NetAddress& to) {
 }
 
 Result<size_t> UdpDatagram::ReadAnySocket(size_t count) {
-  if (hot_fd_ < 0) return ReadMessages(fd_, count);
+  if (hot_fd_ < 0) return ReadMessages(fd_, main_window_, count);
   // The hot socket on every call; the main one on every kMainReadEvery-th
   // call, first, so that a busy hot peer cannot starve the others. An idle
   // poll then costs 1 + 1/kMainReadEvery reads instead of 2, and other
   // peers' packets wait at most kMainReadEvery - 1 calls longer.
   if (++reads_since_main_ < kMainReadEvery) {
-    Result<size_t> hot = ReadMessages(hot_fd_, count);
+    Result<size_t> hot = ReadMessages(hot_fd_, hot_window_, count);
     if (!hot.ok() || *hot > 0) return hot;
     return size_t{0};
   }
   reads_since_main_ = 0;
   // An error on one socket must not keep the other from being read: the
   // read that failed has consumed its error, so try the other.
-  Result<size_t> main = ReadMessages(fd_, count);
+  Result<size_t> main = ReadMessages(fd_, main_window_, count);
   if (main.ok() && *main > 0) return main;
-  Result<size_t> hot = ReadMessages(hot_fd_, count);
+  Result<size_t> hot = ReadMessages(hot_fd_, hot_window_, count);
   if (hot.ok() && *hot == 0 && !main.ok()) return main;
   return hot;
 }
 
-Result<size_t> UdpDatagram::ReadMessages(int fd, size_t count) {
-  count = std::min(count, recv_window_);
+Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
+  count = std::min(count, w.window);
   for (size_t i = 0; i < count; ++i) {
     msghdr& hdr = recv_msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
@@ -502,19 +502,19 @@ Result<size_t> UdpDatagram::ReadMessages(int fd, size_t count) {
       // packet, and the empty read after it is cheapest with recvfrom).
       const auto n = static_cast<size_t>(got);
       if (n < count) {
-        recv_window_ = 1;
-        full_single_reads_ = 0;
-      } else if (count > 1 || ++full_single_reads_ >= 2) {
-        recv_window_ = std::min(batch_, count * 2);
-        full_single_reads_ = 0;
+        w.window = 1;
+        w.full_single_reads = 0;
+      } else if (count > 1 || ++w.full_single_reads >= 2) {
+        w.window = std::min(batch_, count * 2);
+        w.full_single_reads = 0;
       }
       return n;
     }
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) {
-      recv_window_ = 1;
-      full_single_reads_ = 0;
+      w.window = 1;
+      w.full_single_reads = 0;
       return size_t{0};
     }
     // A pending ICMP report (IP_RECVERR) fails the read that meets it and is

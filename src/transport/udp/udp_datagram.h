@@ -169,6 +169,15 @@ class UdpDatagram final : public Datagram {
     std::byte bytes[udp::kReceiveControlBytes];
   };
 
+  // How many kernel messages the next read of a socket asks for (1..batch_),
+  // adapted by ReadMessages. One per socket: the main socket's empty reads
+  // must not shrink a busy hot-peer socket's window (under a burst that cut
+  // reads to one or two datagrams each, and the protocol's poll to one read).
+  struct ReadWindow {
+    size_t window = 1;
+    int full_single_reads = 0;  // single-message reads in a row that found one
+  };
+
   UdpDatagram(int fd, const UdpOptions& options);
 
   Status Configure(const UdpOptions& options);
@@ -178,7 +187,7 @@ class UdpDatagram final : public Datagram {
   size_t PlanMessages(std::span<const OutDatagram> rest);
   // Reads up to `count` kernel messages into the receive slots; returns how
   // many (0 when the socket is empty).
-  Result<size_t> ReadMessages(int fd, size_t count);
+  Result<size_t> ReadMessages(int fd, ReadWindow& window, size_t count);
   // Reads from the main socket and the hot-peer socket, alternating which
   // goes first so that neither starves the other.
   Result<size_t> ReadAnySocket(size_t count);
@@ -244,10 +253,8 @@ class UdpDatagram final : public Datagram {
   std::vector<iovec> recv_iovs_;
   std::vector<sockaddr_storage> recv_addrs_;
   std::vector<ReceiveControl> recv_controls_;
-  // Most kernel messages the next read asks for (1..batch_), see
-  // ReadMessages.
-  size_t recv_window_ = 1;
-  int full_single_reads_ = 0;  // single-message reads in a row that found one
+  ReadWindow main_window_;
+  ReadWindow hot_window_;
 
   // Drain cursor over the last recvmmsg result: messages [next_message_,
   // read_messages_) are not fully handed out; within next_message_ (when

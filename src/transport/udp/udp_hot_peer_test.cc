@@ -4,6 +4,7 @@
 #include "transport/udp/udp_hot_peer.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <vector>
 
 #include "transport/udp/udp_test_support.h"
@@ -88,6 +89,35 @@ TEST_P(HotPeerSocketTest, OpensAfterARunOfSendsAndCarriesBothDirections) {
   ASSERT_EQ(at_other.size(), 1u);
   EXPECT_EQ(at_other[0].from, a->LocalAddress());
   EXPECT_EQ(a->stats().hot_sends, 11u);
+}
+
+// Reads of the hot socket batch up as they do on the main one: the main
+// socket's empty reads must not shrink the hot socket's read window (they
+// did, and a 10,000-RPC burst then crawled through one datagram per poll).
+TEST_P(HotPeerSocketTest, ABurstFromTheHotPeerIsReadInBatches) {
+  auto a = MustOpen(OptionsFor(GetParam()));
+  auto b = MustOpen(OptionsFor(GetParam()));
+  ASSERT_TRUE(a && b);
+  for (uint32_t i = 0; i < UdpDatagram::kHotAfterSends; ++i) SendOne(*a, b->LocalAddress(), i);
+  ASSERT_GE(a->hot_fd(), 0);
+  constexpr size_t kBurst = 256;
+  udp_testing::Outgoing burst =
+      udp_testing::MakeOutgoing(a->LocalAddress(), std::vector<size_t>(kBurst, 64));
+  udp_testing::SendAll(*b, burst.datagrams);
+  pollfd ready{a->hot_fd(), POLLIN, 0};
+  ASSERT_EQ(poll(&ready, 1, udp_testing::kPollTimeoutMs), 1);
+  std::vector<InDatagram> out(32);
+  size_t received = 0;
+  int calls = 0;
+  while (received < kBurst && calls < 1000) {
+    Result<size_t> n = a->Receive(out);
+    ASSERT_TRUE(n.ok()) << n.status();
+    received += *n;
+    ++calls;
+  }
+  EXPECT_EQ(received, kBurst);
+  // The window doubles from 1 to 32 in about seven reads; then 32 a read.
+  EXPECT_LE(calls, 20) << "reads of the hot socket do not batch";
 }
 
 TEST_P(HotPeerSocketTest, ThePortStaysExclusive) {
