@@ -68,8 +68,9 @@ struct UdpOptions {
   // kHotAfterSends single-datagram sends in a row, sharing this socket's
   // port (udp_hot_peer.h). Sends to that peer skip the kernel's per-packet
   // route lookup. One per socket, kept until it closes: an endpoint that
-  // mostly talks to one peer gains, one that serves many pays a second
-  // empty read per poll once some peer became hot.
+  // mostly talks to one peer gains; one that serves many pays an extra
+  // empty read on most polls once some peer became hot, and its other
+  // peers' datagrams wait up to kMainReadEvery - 1 polls longer.
   bool hot_peer_socket = true;
   // Borrowed; null means the real system calls. For failure injection in
   // tests; must outlive the UdpDatagram.
@@ -188,8 +189,8 @@ class UdpDatagram final : public Datagram {
   // Reads up to `count` kernel messages into the receive slots; returns how
   // many (0 when the socket is empty).
   Result<size_t> ReadMessages(int fd, ReadWindow& window, size_t count);
-  // Reads from the main socket and the hot-peer socket, alternating which
-  // goes first so that neither starves the other.
+  // Reads the hot-peer socket on every call and the main socket, first, on
+  // every kMainReadEvery-th (just the main socket while there is no hot one).
   Result<size_t> ReadAnySocket(size_t count);
   // Opens the hot-peer socket for `to` (once; a failure is counted).
   void OpenHotPeer(const NetAddress& to);
