@@ -31,8 +31,8 @@ class NodeRecycler {
   using Iterator = typename Map::iterator;
 
   // Erases `it` from `map`. `scrub(mapped)` runs on the erased value before
-  // its node is kept: it must drop what should not outlive the entry (a
-  // message buffer, a shared state) and may keep what is worth reusing.
+  // its node is kept: it must drop (or hand elsewhere) what should not stay
+  // in a spare node, such as a message buffer or a shared state.
   template <typename Scrub>
   void Erase(Map& map, Iterator it, Scrub&& scrub) {
     if (spares_.size() >= kSpareLimit) {
@@ -57,16 +57,6 @@ class NodeRecycler {
     spares_.pop_back();
     node.key() = key;
     node.mapped() = std::move(value);
-    return Position(map.insert(std::move(node)));
-  }
-  // Inserts `key` with the value its kept node was left with by the scrub
-  // (a default-constructed one when no node is kept): for values that own
-  // something reusable. For a unique-key map the key must be absent.
-  Iterator InsertReusing(Map& map, const typename Map::key_type& key) {
-    if (spares_.empty()) return Position(map.emplace(key, typename Map::mapped_type()));
-    Node node = std::move(spares_.back());
-    spares_.pop_back();
-    node.key() = key;
     return Position(map.insert(std::move(node)));
   }
 

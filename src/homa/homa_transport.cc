@@ -456,10 +456,7 @@ Rpc& HomaTransport::NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port) 
 
 Rpc& HomaTransport::NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port,
                                  uint64_t client_id, RpcState state) {
-  // The map node comes with the Rpc its last entry left in it, reset.
-  std::unique_ptr<Rpc>& slot = live_nodes_.InsertReusing(record.live, client_id)->second;
-  if (slot == nullptr) slot = AllocateRpc();
-  Rpc& rpc = *slot;
+  Rpc& rpc = *live_nodes_.Insert(record.live, client_id, AllocateRpc())->second;
   InitRpc(rpc, client_id ^ 1, state, peer, client_port);
   ++num_server_rpcs_;
   return rpc;
@@ -587,9 +584,9 @@ void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t 
   auto it = record.live.find(client_id);
   if (it == record.live.end()) return;
   UnlinkRpc(*it->second);
-  // Destroys the rpc, or resets it and keeps it (with its map node) for a
-  // later NewServerRpc.
-  live_nodes_.Erase(record.live, it, [](std::unique_ptr<Rpc>& rpc) { *rpc = Rpc{}; });
+  // The rpc goes to the spare pool and the map node is kept, both for reuse.
+  live_nodes_.Erase(record.live, it,
+                    [this](std::unique_ptr<Rpc>& rpc) { RecycleRpc(std::move(rpc)); });
   --num_server_rpcs_;
 }
 

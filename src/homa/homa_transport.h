@@ -164,8 +164,8 @@ class HomaTransport final : public transport::MessageTransport {
   // ClientRecord in the peer table, reached through the peer.
   IdMap<std::unique_ptr<Rpc>> client_rpcs_;
   size_t num_server_rpcs_ = 0;
-  // Finished RPCs kept for reuse (reset), and the nodes of ClientRecord::live
-  // entries (each with its reset Rpc).
+  // Finished RPCs kept for reuse (reset), client and server alike, and the
+  // nodes of ClientRecord::live entries.
   static constexpr size_t kMaxSpareRpcs = 64;
   std::vector<std::unique_ptr<Rpc>> spare_rpcs_;
   // Acks and floors received, whose server RPCs ReleaseFinished frees at the
