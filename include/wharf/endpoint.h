@@ -34,6 +34,7 @@ namespace wharf {
 
 namespace internal {
 class EndpointCore;
+struct ResponderState;
 }  // namespace internal
 
 struct EndpointOptions {
@@ -66,16 +67,58 @@ struct RpcContext {
   // call (copy it to keep it).
   std::string_view peer;
   uint32_t method = 0;     // the method id the client called
+  // When the client stops waiting (its CallOptions::deadline as it was
+  // when the request left, on this host's steady clock); time_point::max()
+  // when the client set none. Work past it is wasted: the answer is dropped.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Serves one method: returns the response or a Status for the client.
-// Runs on the thread driving the endpoint; it must not block on this endpoint.
+// Runs on a thread driving the endpoint, outside the endpoint's lock: it may
+// take its time (the endpoint keeps answering the client's liveness probes
+// meanwhile, so a long handler is not taken for a dead server) and may start
+// asynchronous operations, but must not block waiting on this endpoint.
+// Handlers of one endpoint run one at a time.
 using RpcHandler = std::function<Result<Buffer>(const RpcContext&, Buffer request)>;
+
+class Responder;
+// Serves one method whose answer comes later: keep `responder` (it is
+// move-only) and call Respond() on it from any thread, when ready.
+using AsyncRpcHandler =
+    std::function<void(const RpcContext&, Buffer request, Responder responder)>;
 
 // Method ids at or above this are reserved for wharf itself (e.g. barriers).
 inline constexpr uint32_t kFirstReservedMethod = 0xFFFF0000u;
 
 class Connection;
+
+// The right to answer one RPC, handed to an AsyncRpcHandler. Move-only; owned
+// by the application; any thread may use it. Dropped unanswered, it answers
+// kInternal so the client is not left waiting. It may outlive the endpoint
+// (answering then does nothing).
+class Responder {
+ public:
+  Responder() = default;
+  Responder(Responder&&) noexcept;
+  Responder& operator=(Responder&&) noexcept;
+  ~Responder();
+
+  // Sends the response (or, for a Status, the error) to the client. Once:
+  // later calls return kFailedPrecondition. kCancelled when the endpoint is
+  // closed. An answer the client no longer wants is dropped (still OK).
+  Status Respond(Result<Buffer> response);
+  // True once the client withdrew the call (Completion::Cancel) or its
+  // deadline passed: the answer would be dropped, so stop working on it.
+  bool cancelled() const;
+  std::chrono::steady_clock::time_point deadline() const;
+  bool valid() const { return state_ != nullptr; }
+
+  // Internal: made by the endpoint.
+  explicit Responder(std::shared_ptr<internal::ResponderState> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<internal::ResponderState> state_;
+};
 
 // Owned by the application. Thread-safe: calls from several threads are
 // serialised internally. Connections and Completions may outlive it; their
@@ -106,6 +149,8 @@ class Endpoint {
                    const CallOptions& options = {});
   // Registers the handler for `method` (replacing any earlier one).
   Status Serve(uint32_t method, RpcHandler handler);
+  // The same for a handler that answers later, through a Responder.
+  Status ServeAsync(uint32_t method, AsyncRpcHandler handler);
 
   // --- progress ---
   // One non-blocking pass of the engine; returns the work it did.

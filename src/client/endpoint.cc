@@ -8,7 +8,7 @@ namespace wharf {
 namespace {
 
 using internal::EndpointCore;
-using StatePtr = engine::Engine::StatePtr;
+using StatePtr = EndpointCore::StatePtr;
 
 Status Closed(const EndpointCore& core) {
   return CancelledError("endpoint " + core.address() + " closed");
@@ -35,8 +35,8 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
   if (core_->closed()) return Closed(*core_);
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(address));
   TimeNs deadline = core_->DeadlineAfter(options.timeout);
-  StatePtr state = core_->WithEngine(
-      [&](engine::Engine& e) { return e.Connect(uri, options.ordered, deadline); });
+  StatePtr state = core_->Start(
+      [&](engine::Engine& e, uint64_t op) { e.Connect(op, uri, options.ordered, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever).WithContext(
       "connect to " + std::string(address)));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
@@ -51,28 +51,23 @@ Status Endpoint::Listen() {
 Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds timeout) {
   if (core_->closed()) return Closed(*core_);
   TimeNs deadline = core_->DeadlineAfter(timeout);
-  StatePtr state = core_->WithEngine([&](engine::Engine& e) { return e.Accept(deadline); });
+  StatePtr state = core_->Start([&](engine::Engine& e, uint64_t op) { e.Accept(op, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
 }
 
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
-  if (core_->closed()) {
-    auto state = std::make_shared<internal::CompletionState>();
-    (void)state->Complete(Closed(*core_));
-    return Completion(state);
-  }
+  if (core_->closed()) return Completion(core_->Failed(Closed(*core_)));
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
-  return Completion(core_->WithEngine([&](engine::Engine& e) -> StatePtr {
+  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) {
     Result<const engine::Uri*> uri = core_->ResolveLocked(address);
     if (!uri.ok()) {
-      auto state = std::make_shared<internal::CompletionState>();
-      (void)state->Complete(uri.status());
-      return state;
+      core_->OnComplete(op, uri.status(), Buffer(), 0);
+      return;
     }
-    return e.Call(**uri, method, std::move(request), deadline);
+    e.Call(op, **uri, method, std::move(request), deadline);
   }));
 }
 
@@ -89,8 +84,16 @@ Status Endpoint::Serve(uint32_t method, RpcHandler handler) {
                                 " is reserved for wharf (ids from 0xFFFF0000)");
   }
   if (!handler) return InvalidArgumentError("empty handler");
-  core_->WithEngine([&](engine::Engine& e) { e.SetHandler(method, std::move(handler)); });
-  return OkStatus();
+  return core_->SetHandler(method, std::move(handler), nullptr);
+}
+
+Status Endpoint::ServeAsync(uint32_t method, AsyncRpcHandler handler) {
+  if (method >= kFirstReservedMethod) {
+    return InvalidArgumentError("method " + std::to_string(method) +
+                                " is reserved for wharf (ids from 0xFFFF0000)");
+  }
+  if (!handler) return InvalidArgumentError("empty handler");
+  return core_->SetHandler(method, nullptr, std::move(handler));
 }
 
 int Endpoint::Poll() { return core_->PollOnce(); }
@@ -113,7 +116,8 @@ Connection::~Connection() {
   if (core_->closed()) return;
   core_->WithEngine([&](engine::Engine& e) {
     Result<std::string> peer = e.PeerOf(id_);
-    if (peer.ok()) e.Disconnect(id_);  // best effort; the peer learns it is gone
+    // Best effort; the peer learns it is gone. Nobody waits for the answer.
+    if (peer.ok()) core_->Start([&](engine::Engine& en, uint64_t op) { en.Disconnect(op, id_); });
     e.Release(id_);
   });
 }
@@ -123,15 +127,14 @@ std::string Connection::peer() const {
 }
 
 Completion Connection::ISend(Buffer message) {
-  return Completion(core_->WithEngine([&](engine::Engine& e) {
-    return e.Send(id_, std::move(message));
-  }));
+  return Completion(core_->Start(
+      [&](engine::Engine& e, uint64_t op) { e.Send(op, id_, std::move(message)); }));
 }
 
 Status Connection::Send(Buffer message) { return ISend(std::move(message)).Wait(); }
 
 Completion Connection::IRecv() {
-  return Completion(core_->WithEngine([&](engine::Engine& e) { return e.Recv(id_); }));
+  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) { e.Recv(op, id_); }));
 }
 
 Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
@@ -148,8 +151,8 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
 
 Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
-  return Completion(core_->WithEngine([&](engine::Engine& e) {
-    return e.CallOnConnection(id_, method, std::move(request), deadline);
+  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) {
+    e.CallOnConnection(op, id_, method, std::move(request), deadline);
   }));
 }
 
@@ -160,7 +163,8 @@ Result<Buffer> Connection::Call(uint32_t method, Buffer request, const CallOptio
 }
 
 Status Connection::Disconnect() {
-  StatePtr state = core_->WithEngine([&](engine::Engine& e) { return e.Disconnect(id_); });
+  StatePtr state =
+      core_->Start([&](engine::Engine& e, uint64_t op) { e.Disconnect(op, id_); });
   return Completion(state).Wait();
 }
 

@@ -17,6 +17,8 @@
 namespace wharf::internal {
 
 thread_local const EndpointCore* EndpointCore::polling_ = nullptr;
+thread_local const EndpointCore* EndpointCore::keeping_ = nullptr;
+thread_local const EndpointCore* EndpointCore::in_handler_ = nullptr;
 
 namespace {
 
@@ -64,10 +66,8 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   engine::TransportOpener opener = [raw](std::string_view scheme) {
     return raw->OpenTransport(scheme, raw->secondary_bind_);
   };
-  std::weak_ptr<EndpointCore> weak = core;
-  core->engine_ = std::make_unique<engine::Engine>(
-      primary, std::move(opener), core->clock_, core->config_.limits,
-      std::weak_ptr<engine::ProgressDriver>(weak), [raw] { raw->WakeSleepers(); });
+  core->engine_ = std::make_unique<engine::Engine>(primary, std::move(opener), core->clock_,
+                                                   core->config_.limits, raw);
   core->address_ = core->engine_->UriOf(engine::PeerRef{0, primary->LocalAddress()});
   return core;
 }
@@ -113,11 +113,7 @@ Result<transport::MessageTransport*> EndpointCore::OpenTransport(
 }
 
 std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
-  std::vector<std::pair<std::string, uint64_t>> all;
-  for (const auto& t : transports_) {
-    auto counters = t->Counters();
-    all.insert(all.end(), counters.begin(), counters.end());
-  }
+  std::vector<std::pair<std::string, uint64_t>> all = engine_->Counters();
   if (udp_ != nullptr) {
     const transport::UdpStats& u = udp_->stats();
     all.insert(all.end(), {{"udp.sent", u.sent},
@@ -133,18 +129,24 @@ std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
 
 EndpointCore::~EndpointCore() {
   Close();
+  // The engine's last completions (Shutdown) reach this sink: gone first.
+  engine_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
   if (timer_fd_ >= 0) close(timer_fd_);
 }
 
 void EndpointCore::Close() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (closed_.exchange(true)) return;
-  if (engine_ == nullptr) return;  // Open failed part-way
-  engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
-  shutdown_ = true;
-  WakeSleepers();
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (closed_.exchange(true)) return;
+    if (engine_ == nullptr) return;  // Open failed part-way
+    engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
+    RunCallbacks();
+    shutdown_ = true;
+    WakeSleepers();
+  }
+  StopKeeper();
 }
 
 int EndpointCore::fd() const {
@@ -197,7 +199,7 @@ TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
 
 int EndpointCore::PollOnce() {
   if (polling_ == this) return 0;  // a callback inside our own Poll
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::unique_lock<std::recursive_mutex> lock(mu_);
   if (closed_) return 0;
   // Clear a fired timer and the wake counter: fd() is level-triggered.
   uint64_t drained;
@@ -205,12 +207,33 @@ int EndpointCore::PollOnce() {
     timer_armed_ns_ = kNever;
   }
   if (wake_pending_.exchange(false) && read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
+  int work = PollLocked().work;
+  lock.unlock();
+  return work + DispatchCalls();
+}
+
+transport::PollResult EndpointCore::PollLocked() {
   polling_ = this;
   transport::PollResult r = engine_->Poll();
+  RunCallbacks();
   polling_ = nullptr;
-  ArmTimer(r.next_deadline);
+  ArmTimer(r.next_deadline);  // a syscall only when the deadline moved earlier
   WatchHotPeerSocket();
-  return r.work;
+  return r;
+}
+
+void EndpointCore::AfterEngineCall() {
+  RunCallbacks();
+  ArmTimer(engine_->NextDeadline());
+  WatchHotPeerSocket();
+}
+
+void EndpointCore::RunCallbacks() {
+  while (!callbacks_.empty()) {
+    auto batch = std::move(callbacks_);
+    callbacks_.clear();
+    for (auto& [callback, state] : batch) callback(state->status);
+  }
 }
 
 void EndpointCore::WatchHotPeerSocket() {
@@ -249,8 +272,7 @@ void EndpointCore::ArmTimer(TimeNs deadline_ns) {
 }
 
 void EndpointCore::CancelOp(uint64_t op_id) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  engine_->Cancel(op_id);
+  WithEngine([op_id](engine::Engine& e) { e.Cancel(op_id); });
 }
 
 void EndpointCore::WakeSleepers() {
@@ -291,7 +313,7 @@ void EndpointCore::Sleep(TimeNs until_ns) {
 bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
   // Inside our own handler or callback only that same thread could make the
   // progress we would wait for.
-  if (polling_ == this) return done();
+  if (InCallback()) return done();
   TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
   while (true) {
     if (done()) return true;
@@ -300,15 +322,15 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
     {
       std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock() && !closed_) {
-        polling_ = this;
-        transport::PollResult r = engine_->Poll();
-        polling_ = nullptr;
+        transport::PollResult r = PollLocked();
         next = r.next_deadline;
         now = r.now;
-        ArmTimer(next);  // a syscall only when the deadline moved earlier
-        WatchHotPeerSocket();
         if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
+    }
+    if (calls_pending_.load(std::memory_order_acquire) && DispatchCalls() > 0) {
+      now = clock_.NowNs();  // handlers took their time
+      spin_until = now + config_.spin_ns;
     }
     if (done()) return true;
     // One clock read per turn: reading it costs as much here (a VM's clock
@@ -328,7 +350,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
 }
 
 Status EndpointCore::Await(CompletionState& state, TimeNs deadline_ns) {
-  if (polling_ == this && !state.done.load(std::memory_order_acquire)) {
+  if (InCallback() && !state.done.load(std::memory_order_acquire)) {
     return FailedPreconditionError(
         "blocking wait inside a handler or callback of the same endpoint would deadlock");
   }
@@ -354,5 +376,231 @@ void EndpointCore::Shutdown() {
   ssize_t n = write(wake_fd_, &one, sizeof(one));
   (void)n;
 }
+
+// ------------------------------------------------------ operations (sink)
+
+std::pair<uint64_t, EndpointCore::StatePtr> EndpointCore::NewOp() {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(op_slots_.size());
+    op_slots_.emplace_back();
+    op_generations_.push_back(1);  // ids are never 0 (the engine's "none")
+  }
+  auto state = std::make_shared<CompletionState>();
+  const uint64_t op_id = (uint64_t{op_generations_[slot]} << 32) | slot;
+  state->op_id = op_id;
+  state->driver = weak_from_this();
+  op_slots_[slot] = state;
+  return {op_id, std::move(state)};
+}
+
+EndpointCore::StatePtr EndpointCore::Failed(Status status) {
+  auto state = std::make_shared<CompletionState>();
+  state->driver = weak_from_this();
+  (void)state->Complete(std::move(status));  // new: no callback attached yet
+  return state;
+}
+
+void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
+  const uint32_t slot = static_cast<uint32_t>(op_id);
+  const uint32_t generation = static_cast<uint32_t>(op_id >> 32);
+  if (slot >= op_slots_.size() || op_generations_[slot] != generation || !op_slots_[slot]) return;
+  StatePtr state = std::move(op_slots_[slot]);
+  // The generation keeps ids unique (and below 2^63, which the engine keeps
+  // for its own operations) so a late Cancel never hits the slot's next op.
+  op_generations_[slot] = std::max<uint32_t>((generation + 1) & 0x7FFFFFFFu, 1);
+  free_slots_.push_back(slot);
+  auto callback = state->Complete(std::move(status), std::move(message), value);
+  if (callback) callbacks_.emplace_back(std::move(callback), std::move(state));
+  WakeSleepers();
+}
+
+// ----------------------------------------------------------------- serving
+
+Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (closed_) return CancelledError("endpoint " + address_ + " closed");
+  auto handler = std::make_unique<Handler>();
+  handler->sync = std::move(sync);
+  handler->async = std::move(async);
+  handlers_[method] = handler.get();
+  handler_storage_.push_back(std::move(handler));
+  engine_->SetServed(method, true);
+  StartKeeper();
+  return OkStatus();
+}
+
+void EndpointCore::OnRequest(engine::IncomingCall call) {
+  auto it = handlers_.find(call.method);
+  if (pending_n_ == pending_calls_.size()) pending_calls_.emplace_back();
+  PendingCall& pending = pending_calls_[pending_n_++];
+  pending.ref = call.ref;
+  pending.method = call.method;
+  pending.deadline_ns = call.deadline_ns;
+  pending.request = std::move(call.request);
+  pending.peer.assign(call.peer);
+  pending.handler = it == handlers_.end() ? nullptr : it->second;
+  calls_pending_.store(true, std::memory_order_release);
+}
+
+void EndpointCore::OnCallCancelled(const engine::ServerCallRef& ref) {
+  auto it = responders_.find(ref);
+  if (it == responders_.end()) return;
+  if (auto state = it->second.lock()) state->cancelled.store(true);
+}
+
+int EndpointCore::DispatchCalls() {
+  // The keeper only keeps the protocol going; a handler that polls runs no
+  // other handler inside itself (handlers run one at a time).
+  if (keeping_ == this || in_handler_ == this || polling_ == this) return 0;
+  int ran = 0;
+  while (calls_pending_.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> dispatching(dispatch_mu_, std::try_to_lock);
+    // Another thread is running handlers; it looks again after its batch.
+    if (!dispatching.owns_lock()) return ran;
+    size_t n;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      std::swap(pending_calls_, running_calls_);
+      n = pending_n_;
+      pending_n_ = 0;
+      calls_pending_.store(false, std::memory_order_relaxed);
+    }
+    for (size_t i = 0; i < n; ++i) RunCall(running_calls_[i]);
+    ran += static_cast<int>(n);
+  }
+  return ran;
+}
+
+void EndpointCore::RunCall(PendingCall& call) {
+  // Odd while the handler runs; a parked keeper must start watching again.
+  handler_seq_.fetch_add(1);
+  if (keeper_parked_.load()) WakeKeeper();
+  RpcContext context;
+  context.peer = call.peer;
+  context.method = call.method;
+  if (call.deadline_ns != kNever) {
+    // The engine's clock here is CLOCK_MONOTONIC, which steady_clock reads.
+    context.deadline =
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(call.deadline_ns));
+  }
+  in_handler_ = this;
+  Status status;
+  Buffer response;
+  bool answered_here = true;
+  try {
+    if (call.handler == nullptr) {
+      status = UnimplementedError("no handler for method " + std::to_string(call.method));
+    } else if (call.handler->sync) {
+      Result<Buffer> result = call.handler->sync(context, std::move(call.request));
+      if (result.ok()) {
+        response = std::move(result).value();
+      } else {
+        status = result.status();
+      }
+    } else {
+      auto state = std::make_shared<ResponderState>();
+      state->core = weak_from_this();
+      state->ref = call.ref;
+      state->deadline_ns = call.deadline_ns;
+      {
+        std::lock_guard<std::recursive_mutex> lock(mu_);
+        responders_[call.ref] = state;
+      }
+      answered_here = false;
+      call.handler->async(context, std::move(call.request), Responder(std::move(state)));
+    }
+  } catch (const std::exception& e) {
+    status = InternalError(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    status = InternalError("handler threw a non-standard exception");
+  }
+  in_handler_ = nullptr;
+  handler_seq_.fetch_add(1);
+  // An async handler that threw dropped its Responder, which answered.
+  if (!answered_here) return;
+  WithEngine([&](engine::Engine& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
+}
+
+void EndpointCore::Respond(ResponderState& responder, Status status, Buffer payload) {
+  WithEngine([&](engine::Engine& e) {
+    responders_.erase(responder.ref);
+    e.Respond(responder.ref, std::move(status), std::move(payload));
+  });
+}
+
+// ------------------------------------------------------------------ keeper
+
+void EndpointCore::StartKeeper() {
+  if (keeper_.joinable()) return;
+  keeper_ = std::thread([this] { KeeperLoop(); });
+}
+
+void EndpointCore::WakeKeeper() {
+  std::lock_guard<std::mutex> lock(keeper_mu_);
+  keeper_parked_.store(false);
+  keeper_cv_.notify_one();
+}
+
+void EndpointCore::StopKeeper() {
+  {
+    std::lock_guard<std::mutex> lock(keeper_mu_);
+    keeper_stop_ = true;
+    keeper_parked_.store(false);
+  }
+  keeper_cv_.notify_one();
+  if (keeper_.joinable()) keeper_.join();
+}
+
+void EndpointCore::KeeperLoop() {
+  keeping_ = this;
+  // Checks with no handler running before the keeper parks.
+  constexpr int kIdleChecksBeforeParking = 5;
+  const auto period = std::chrono::nanoseconds(config_.keeper_after_ns);
+  uint64_t last_seen = handler_seq_.load();
+  int idle_checks = 0;
+  std::unique_lock<std::mutex> lock(keeper_mu_);
+  while (!keeper_stop_) {
+    if (idle_checks >= kIdleChecksBeforeParking) {
+      keeper_parked_.store(true);
+      // Dekker with RunCall: it bumps the sequence, then reads the flag.
+      if (handler_seq_.load() == last_seen) {
+        keeper_cv_.wait(lock, [this] { return keeper_stop_ || !keeper_parked_.load(); });
+      }
+      keeper_parked_.store(false);
+      idle_checks = 0;
+      last_seen = handler_seq_.load();
+      continue;
+    }
+    keeper_cv_.wait_for(lock, period, [this] { return keeper_stop_; });
+    if (keeper_stop_) break;
+    const uint64_t seq = handler_seq_.load();
+    if (seq != last_seen || (seq & 1) == 0) {
+      idle_checks = (seq == last_seen) ? idle_checks + 1 : 0;
+      last_seen = seq;
+      continue;
+    }
+    // The same handler has been running for at least a period: drive the
+    // engine until it returns (or the endpoint closes).
+    lock.unlock();
+    AwaitUntil([&] { return handler_seq_.load() != seq || closed_.load(); }, kNever);
+    // Requests that came in meanwhile wait for a thread that runs handlers;
+    // make sure one looks (a sleeping Run(), an application's epoll on fd()).
+    if (calls_pending_.load()) {
+      wake_pending_ = true;
+      uint64_t one = 1;
+      ssize_t n = write(wake_fd_, &one, sizeof(one));
+      (void)n;
+    }
+    lock.lock();
+    last_seen = handler_seq_.load();
+    idle_checks = 0;
+  }
+}
+
+bool EndpointCore::InCallback() const { return polling_ == this || in_handler_ == this; }
 
 }  // namespace wharf::internal

@@ -3,16 +3,22 @@
 // on first use for peers of another scheme), the sockets under them and the
 // engine, serialises every call into them with one mutex, and implements
 // waiting: spin for endpoint.spin, then sleep in epoll on the transports'
-// fds, a wake-up eventfd and the next protocol deadline. The public Endpoint,
-// Connection, Completion and Group call it.
+// fds, a wake-up eventfd and the next protocol deadline. It is the engine's
+// sink: operation ids map to the CompletionStates behind public Completions,
+// and requests for served methods run their handlers outside the lock (one
+// at a time), while a keeper thread drives the engine if a handler takes
+// long, so peers never take a busy server for a dead one. The public
+// Endpoint, Connection, Completion, Responder and Group call it.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -20,9 +26,11 @@
 #include "engine/completion_state.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
+#include "engine/engine_sink.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
 #include "transport/udp/udp_datagram.h"
+#include "client/responder_state.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::internal {
@@ -30,8 +38,11 @@ namespace wharf::internal {
 // Shared by the Endpoint and everything that may outlive it (Connections,
 // Completions hold it weakly). Thread-safe.
 class EndpointCore final : public engine::ProgressDriver,
+                           public engine::EngineSink,
                            public std::enable_shared_from_this<EndpointCore> {
  public:
+  using StatePtr = std::shared_ptr<CompletionState>;
+
   static Result<std::shared_ptr<EndpointCore>> Open(const EndpointOptions& options);
   ~EndpointCore() override;
 
@@ -42,14 +53,27 @@ class EndpointCore final : public engine::ProgressDriver,
     std::lock_guard<std::recursive_mutex> lock(mu_);
     struct RunAfter {
       EndpointCore& core;
-      ~RunAfter() {
-        core.engine_->RunCallbacks();
-        core.ArmTimer(core.engine_->NextDeadline());
-        core.WatchHotPeerSocket();
-      }
+      ~RunAfter() { core.AfterEngineCall(); }
     } run_after{*this};
     return fn(*engine_);
   }
+  // Starts an operation: `fn(engine, op_id)` under the lock; the returned
+  // state completes when the engine reports on op_id.
+  template <typename Fn>
+  StatePtr Start(Fn&& fn) {
+    return WithEngine([&](engine::Engine& e) {
+      auto [op_id, state] = NewOp();
+      fn(e, op_id);
+      return state;
+    });
+  }
+  // A state that is already complete with `status`.
+  StatePtr Failed(Status status);
+
+  // Handlers (Endpoint::Serve / ServeAsync).
+  Status SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async);
+  // Answers a call an AsyncRpcHandler holds (Responder::Respond).
+  void Respond(ResponderState& responder, Status status, Buffer payload);
   bool closed() const { return closed_.load(); }
   void Close();
 
@@ -68,11 +92,16 @@ class EndpointCore final : public engine::ProgressDriver,
   Status RunUntil(TimeNs deadline_ns);
   void Shutdown();
 
+  // engine::EngineSink (called under mu_, from inside engine calls)
+  void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) override;
+  void OnRequest(engine::IncomingCall call) override;
+  void OnCallCancelled(const engine::ServerCallRef& ref) override;
+
   // engine::ProgressDriver
   int PollOnce() override;
   bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) override;
   TimeNs NowNs() const override { return clock_.NowNs(); }
-  bool InCallback() const override { return polling_ == this; }
+  bool InCallback() const override;
   void CancelOp(uint64_t op_id) override;
 
   // Parses (and for names, resolves) a wharf address, remembering recent
@@ -87,7 +116,41 @@ class EndpointCore final : public engine::ProgressDriver,
   TimeNs DeadlineAfter(std::chrono::nanoseconds timeout) const;
 
  private:
+  // A served method's handler: exactly one of the two is set.
+  struct Handler {
+    RpcHandler sync;
+    AsyncRpcHandler async;
+  };
+  // A request waiting for its handler to run.
+  struct PendingCall {
+    engine::ServerCallRef ref;
+    uint32_t method = 0;
+    TimeNs deadline_ns = kNever;
+    Buffer request;
+    std::string peer;  // reused: assigning keeps its capacity
+    Handler* handler = nullptr;
+  };
+
   EndpointCore() = default;
+  // A fresh operation id and the state it completes.
+  std::pair<uint64_t, StatePtr> NewOp();
+  // After any call into the engine, under mu_: completion callbacks, the
+  // timer for the engine's next deadline, the hot-peer socket.
+  void AfterEngineCall();
+  void RunCallbacks();
+  // One engine pass under mu_ (held by the caller): the engine's Poll, then
+  // callbacks. Returns the poll's result.
+  transport::PollResult PollLocked();
+  // Runs the handlers of requests queued so far, outside mu_, one at a time
+  // across threads. Returns how many ran. Not on the keeper thread.
+  int DispatchCalls();
+  void RunCall(PendingCall& call);
+  // The keeper thread: while a handler has run for endpoint.keeper_after,
+  // it drives the engine (without running handlers) until the handler ends.
+  void KeeperLoop();
+  void StartKeeper();  // under mu_
+  void WakeKeeper();
+  void StopKeeper();
   // Wakes a thread sleeping in epoll (only if one is).
   void WakeSleepers();
   void Sleep(TimeNs until_ns);
@@ -147,9 +210,47 @@ class EndpointCore final : public engine::ProgressDriver,
   std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};
-  // Set on the thread inside Engine::Poll, so a callback that tries to block
-  // on this endpoint fails instead of deadlocking.
+  // Operation states by slot (op id = generation << 32 | slot), under mu_.
+  std::vector<StatePtr> op_slots_;
+  std::vector<uint32_t> op_generations_;
+  std::vector<uint32_t> free_slots_;
+  // Completed operations whose callbacks have not run yet: they run after
+  // the engine call that completed them returns (they may call it again).
+  std::vector<std::pair<std::function<void(const Status&)>, StatePtr>> callbacks_;
+
+  // Served methods (under mu_). Replaced handlers are kept until the core
+  // dies: a thread may be running one outside the lock.
+  std::unordered_map<uint32_t, Handler*> handlers_;
+  std::vector<std::unique_ptr<Handler>> handler_storage_;
+  // Requests for handlers: queued under mu_ (pending_calls_[0, pending_n_)),
+  // run by whichever thread holds dispatch_mu_.
+  std::vector<PendingCall> pending_calls_;
+  size_t pending_n_ = 0;
+  std::atomic<bool> calls_pending_{false};
+  std::mutex dispatch_mu_;
+  std::vector<PendingCall> running_calls_;  // under dispatch_mu_
+  // Async calls in service, for cancellation notices (under mu_).
+  std::unordered_map<engine::ServerCallRef, std::weak_ptr<ResponderState>,
+                     engine::ServerCallRefHash>
+      responders_;
+  // Odd while a handler runs: +1 as each starts and as it returns. The
+  // keeper samples it every keeper_after; the same odd value twice in a row
+  // is a handler that has run that long. (No clock read per call.)
+  std::atomic<uint64_t> handler_seq_{0};
+  std::thread keeper_;
+  std::mutex keeper_mu_;
+  std::condition_variable keeper_cv_;
+  // The keeper parks (no periodic wake-ups) after a while with no handler;
+  // the next handler to start wakes it. Both under keeper_mu_ when written.
+  std::atomic<bool> keeper_parked_{false};
+  bool keeper_stop_ = false;
+
+  // Set on the thread inside Engine::Poll or running a handler, so a
+  // callback or handler that tries to block on this endpoint fails instead
+  // of deadlocking.
   static thread_local const EndpointCore* polling_;
+  static thread_local const EndpointCore* keeping_;    // on the keeper thread
+  static thread_local const EndpointCore* in_handler_;  // running a handler
 };
 
 }  // namespace wharf::internal

@@ -8,7 +8,8 @@
 #include <map>
 #include <memory>
 
-#include "engine/completion_state.h"
+#include "wharf/buffer.h"
+#include "wharf/status.h"
 #include "engine/peer_ref.h"
 
 namespace wharf::engine {
@@ -19,6 +20,7 @@ struct ConnState {
   uint64_t wire_id = 0;   // the id both ends use on the wire (client-chosen)
   PeerRef peer;
   bool ordered = false;
+  bool remote = false;    // opened by the peer (counts against max_connections)
   bool open = true;       // false after Disconnect (either side) or peer death
   Status closed_reason;   // why receives now fail, once !open
   uint64_t next_send_seq = 0;
@@ -26,7 +28,7 @@ struct ConnState {
   std::map<uint64_t, Buffer> early;         // ordered: arrived ahead of order
   std::deque<Buffer> ready;                 // delivered, not yet received
   uint64_t ready_bytes = 0;
-  std::deque<std::shared_ptr<internal::CompletionState>> receivers;  // IRecv waiting
+  std::deque<uint64_t> receivers;            // op ids of Recvs waiting, oldest first
   bool keepalive_in_flight = false;
 };
 

@@ -1,4 +1,4 @@
-// Engine: the operations the application starts, replies to them, deadlines.
+// Engine: the operations the host starts, replies to them, deadlines.
 // Requests from peers are handled in engine_serve.cc.
 #include "engine/engine.h"
 
@@ -24,22 +24,17 @@ bool ConnectionLost(const Status& status) {
 }  // namespace
 
 Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
-               EngineLimits limits, std::weak_ptr<ProgressDriver> driver,
-               std::function<void()> on_complete)
+               EngineLimits limits, EngineSink* sink)
     : transports_{primary},
       opener_(std::move(opener)),
       clock_(clock),
       limits_(limits),
-      driver_(std::move(driver)),
-      on_complete_(std::move(on_complete)),
+      sink_(sink),
       // Connection ids on the wire must not repeat across restarts of this
       // process: seed from the wall clock.
       wire_id_seed_(static_cast<uint64_t>(clock.WallNs()) * 0x9E3779B97F4A7C15ULL) {}
 
-Engine::~Engine() {
-  Shutdown(CancelledError("endpoint closed"));
-  RunCallbacks();
-}
+Engine::~Engine() { Shutdown(CancelledError("endpoint closed")); }
 
 std::string Engine::UriOf(const PeerRef& peer) const {
   return std::string(transports_[peer.transport]->scheme()) + "://" + peer.address.ToString();
@@ -67,31 +62,10 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
   return PeerRef{static_cast<uint8_t>(transports_.size() - 1), uri.address};
 }
 
-Engine::StatePtr Engine::NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns,
-                                  uint64_t* op_id) {
-  uint64_t id = next_op_++;
-  *op_id = id;
-  StatePtr state = Register(id, Op{.kind = kind, .conn = conn, .deadline_ns = deadline_ns});
-  if (!shutdown_status_.ok()) FinishOp(id, shutdown_status_);
-  return state;
-}
-
-Engine::StatePtr Engine::Register(uint64_t op_id, Op op) {
-  auto state = std::make_shared<internal::CompletionState>();
-  state->op_id = op_id;
-  state->driver = driver_;
-  op.state = state;
+void Engine::Register(uint64_t op_id, Op op) {
   const TimeNs deadline_ns = op.deadline_ns;
   op_nodes_.Insert(ops_, op_id, std::move(op));
   if (deadline_ns != kNever) deadline_nodes_.Insert(deadlines_, deadline_ns, op_id);
-  return state;
-}
-
-Engine::StatePtr Engine::Failed(Status status) {
-  auto state = std::make_shared<internal::CompletionState>();
-  state->driver = driver_;
-  (void)state->Complete(std::move(status));  // new: no callback attached yet
-  return state;
 }
 
 Status Engine::CheckSize(size_t bytes) const {
@@ -105,7 +79,7 @@ TimeNs Engine::NextDeadline() const {
   TimeNs next = kNever;
   for (const transport::MessageTransport* t : transports_) next = std::min(next, t->NextDeadline());
   if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
-  return std::min(next, next_keepalive_ns_);
+  return std::min({next, next_keepalive_ns_, next_barrier_expiry_ns_});
 }
 
 void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame,
@@ -126,7 +100,7 @@ void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& fram
 void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t value) {
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;
-  Op op = std::move(it->second);
+  const Op op = std::move(it->second);
   op_nodes_.Erase(ops_, it);
   if (op.deadline_ns != kNever) {
     auto [b, e] = deadlines_.equal_range(op.deadline_ns);
@@ -137,24 +111,17 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
       }
     }
   }
-  auto callback = op.state->Complete(std::move(status), std::move(message), value);
-  if (callback) callbacks_.emplace_back(std::move(callback), op.state);
-  if (on_complete_) on_complete_();
-}
-
-void Engine::RunCallbacks() {
-  while (!callbacks_.empty()) {
-    auto batch = std::move(callbacks_);
-    callbacks_.clear();
-    for (auto& [callback, state] : batch) callback(state->status);
-  }
+  // The engine's own operations end here; the host never saw their ids.
+  if (op.kind == OpKind::kKeepAlive || op.kind == OpKind::kCancelNotice) return;
+  Complete(op_id, std::move(status), std::move(message), value);
 }
 
 // ------------------------------------------------------------ connections
 
-Engine::StatePtr Engine::Connect(const Uri& uri, bool ordered, TimeNs deadline_ns) {
+void Engine::Connect(uint64_t op_id, const Uri& uri, bool ordered, TimeNs deadline_ns) {
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Result<PeerRef> peer_ref = PeerFor(uri);
-  if (!peer_ref.ok()) return Failed(peer_ref.status());
+  if (!peer_ref.ok()) return Complete(op_id, peer_ref.status());
   const PeerRef& peer = *peer_ref;
   uint64_t local = next_conn_++;
   ConnState& conn = conns_[local];
@@ -164,131 +131,123 @@ Engine::StatePtr Engine::Connect(const Uri& uri, bool ordered, TimeNs deadline_n
   conn.peer = peer;
   conn.ordered = ordered;
   by_wire_[{peer, conn.wire_id}] = local;
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kConnect, local, deadline_ns, &op);
+  Register(op_id, Op{.kind = OpKind::kConnect, .conn = local, .deadline_ns = deadline_ns});
   Frame frame;
   frame.kind = FrameKind::kConnect;
   frame.flags = ordered ? kFrameOrdered : 0;
   frame.conn_id = conn.wire_id;
-  StartRequest(op, peer, frame, Buffer());
-  return state;
+  StartRequest(op_id, peer, frame, Buffer());
 }
 
-Engine::StatePtr Engine::Accept(TimeNs deadline_ns) {
+void Engine::Accept(uint64_t op_id, TimeNs deadline_ns) {
   if (!accept_queue_.empty()) {
-    auto state = std::make_shared<internal::CompletionState>();
-    state->driver = driver_;
-    (void)state->Complete(OkStatus(), Buffer(), accept_queue_.front());
+    const uint64_t local = accept_queue_.front();
     accept_queue_.pop_front();
-    return state;
+    return Complete(op_id, OkStatus(), Buffer(), local);
   }
-  if (!listening_) return Failed(FailedPreconditionError("Accept before Listen"));
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kAccept, 0, deadline_ns, &op);
-  accept_waiters_.push_back(op);
-  return state;
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+  if (!listening_) return Complete(op_id, FailedPreconditionError("Accept before Listen"));
+  Register(op_id, Op{.kind = OpKind::kAccept, .deadline_ns = deadline_ns});
+  accept_waiters_.push_back(op_id);
 }
 
-Engine::StatePtr Engine::Send(uint64_t conn_id, Buffer message) {
+void Engine::Send(uint64_t op_id, uint64_t conn_id, Buffer message) {
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
   ConnState& conn = it->second;
-  if (!conn.open) return Failed(conn.closed_reason);
-  if (Status size = CheckSize(message.size()); !size.ok()) return Failed(size);
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kSend, conn_id, kNever, &op);
+  if (!conn.open) return Complete(op_id, conn.closed_reason);
+  if (Status size = CheckSize(message.size()); !size.ok()) return Complete(op_id, size);
+  Register(op_id, Op{.kind = OpKind::kSend, .conn = conn_id});
   Frame frame;
   frame.kind = FrameKind::kMessage;
   frame.conn_id = conn.wire_id;
   frame.seq = conn.next_send_seq++;
-  StartRequest(op, conn.peer, frame, std::move(message));
-  return state;
+  StartRequest(op_id, conn.peer, frame, std::move(message));
 }
 
-Engine::StatePtr Engine::Recv(uint64_t conn_id) {
+void Engine::Recv(uint64_t op_id, uint64_t conn_id) {
   auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
   ConnState& conn = it->second;
   if (!conn.ready.empty()) {
     Buffer message = std::move(conn.ready.front());
     conn.ready.pop_front();
     conn.ready_bytes -= message.size();
-    auto state = std::make_shared<internal::CompletionState>();
-    state->driver = driver_;
-    (void)state->Complete(OkStatus(), std::move(message));
-    return state;
+    return Complete(op_id, OkStatus(), std::move(message));
   }
-  if (!conn.open) return Failed(conn.closed_reason);
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kRecv, conn_id, kNever, &op);
-  conn.receivers.push_back(state);
+  if (!conn.open) return Complete(op_id, conn.closed_reason);
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+  Register(op_id, Op{.kind = OpKind::kRecv, .conn = conn_id});
+  conn.receivers.push_back(op_id);
   ArmKeepAlive(clock_.NowNs());
-  return state;
 }
 
-Engine::StatePtr Engine::Call(const Uri& uri, uint32_t method, Buffer request,
-                              TimeNs deadline_ns) {
+void Engine::Call(uint64_t op_id, const Uri& uri, uint32_t method, Buffer request,
+                  TimeNs deadline_ns) {
   Result<PeerRef> peer = PeerFor(uri);
-  if (!peer.ok()) return Failed(peer.status());
-  return CallPeer(*peer, method, std::move(request), deadline_ns);
+  if (!peer.ok()) return Complete(op_id, peer.status());
+  CallPeer(op_id, *peer, method, std::move(request), deadline_ns);
 }
 
-Engine::StatePtr Engine::CallPeer(const PeerRef& peer, uint32_t method, Buffer request,
-                                  TimeNs deadline_ns) {
-  if (Status size = CheckSize(request.size()); !size.ok()) return Failed(size);
-  if (!shutdown_status_.ok()) return Failed(shutdown_status_);
+void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
+                      TimeNs deadline_ns) {
+  if (Status size = CheckSize(request.size()); !size.ok()) return Complete(op_id, size);
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Frame frame;
   frame.kind = FrameKind::kRpc;
   frame.code = method;
   if (deadline_ns != kNever) {
     TimeNs left = std::max<TimeNs>(0, deadline_ns - clock_.NowNs());
-    frame.deadline_us = static_cast<uint32_t>(std::min<TimeNs>(left / kNsPerUs, UINT32_MAX));
+    // At least 1 us: 0 on the wire means "no deadline".
+    frame.deadline_us =
+        static_cast<uint32_t>(std::clamp<TimeNs>(left / kNsPerUs, 1, UINT32_MAX));
   }
   // The request leaves before the operation is recorded: that bookkeeping
   // then overlaps the round trip instead of delaying it. Nothing can refer to
   // the operation meanwhile: the transport reports on it only from Poll().
-  const uint64_t op_id = next_op_++;
   Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequest(
       peer.address, WrapFrame(frame, std::move(request)), op_id);
-  if (!rpc_id.ok()) return Failed(rpc_id.status());
-  return Register(op_id, Op{.kind = OpKind::kCall,
-                            .rpc_id = *rpc_id,
-                            .transport = peer.transport,
-                            .deadline_ns = deadline_ns});
+  if (!rpc_id.ok()) return Complete(op_id, rpc_id.status());
+  Register(op_id, Op{.kind = OpKind::kCall,
+                     .rpc_id = *rpc_id,
+                     .transport = peer.transport,
+                     .deadline_ns = deadline_ns,
+                     .server = peer.address});
 }
 
-Engine::StatePtr Engine::CallOnConnection(uint64_t conn_id, uint32_t method, Buffer request,
-                                          TimeNs deadline_ns) {
+void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method, Buffer request,
+                              TimeNs deadline_ns) {
   auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
-  if (!it->second.open) return Failed(it->second.closed_reason);
-  return CallPeer(it->second.peer, method, std::move(request), deadline_ns);
+  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
+  if (!it->second.open) return Complete(op_id, it->second.closed_reason);
+  CallPeer(op_id, it->second.peer, method, std::move(request), deadline_ns);
 }
 
-Engine::StatePtr Engine::Disconnect(uint64_t conn_id) {
+void Engine::Disconnect(uint64_t op_id, uint64_t conn_id) {
   auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Failed(InvalidArgumentError("unknown connection"));
+  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
   ConnState& conn = it->second;
-  if (!conn.open) return Failed(FailedPreconditionError("connection already closed"));
+  if (!conn.open) return Complete(op_id, FailedPreconditionError("connection already closed"));
   CloseConnection(conn, FailedPreconditionError("connection was disconnected"));
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kDisconnect, conn_id, kNever, &op);
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+  Register(op_id, Op{.kind = OpKind::kDisconnect, .conn = conn_id});
   Frame frame;
   frame.kind = FrameKind::kDisconnect;
   frame.conn_id = conn.wire_id;
-  StartRequest(op, conn.peer, frame, Buffer());
-  return state;
+  StartRequest(op_id, conn.peer, frame, Buffer());
 }
 
 void Engine::Release(uint64_t conn_id) {
   auto it = conns_.find(conn_id);
   if (it == conns_.end()) return;
   by_wire_.erase({it->second.peer, it->second.wire_id});
+  if (it->second.remote) --remote_conns_;
   // Cancel() removes each receiver from this deque: take them out first.
   auto receivers = std::move(it->second.receivers);
   it->second.receivers.clear();
   conns_.erase(it);
-  for (auto& receiver : receivers) Cancel(receiver->op_id);
+  for (uint64_t receiver : receivers) Cancel(receiver);
 }
 
 Result<std::string> Engine::PeerOf(uint64_t conn_id) const {
@@ -297,36 +256,58 @@ Result<std::string> Engine::PeerOf(uint64_t conn_id) const {
   return UriOf(it->second.peer);
 }
 
-void Engine::SetHandler(uint32_t method, RpcHandler handler) {
-  handlers_[method] = std::move(handler);
+void Engine::SetServed(uint32_t method, bool served) {
+  if (served) {
+    served_.insert(method);
+  } else {
+    served_.erase(method);
+  }
 }
 
-Engine::StatePtr Engine::BarrierArrive(const Uri& coordinator_uri, bool is_coordinator,
-                                       uint64_t group, uint64_t round, uint32_t members,
-                                       TimeNs deadline_ns) {
+void Engine::BarrierArrive(uint64_t op_id, const Uri& coordinator_uri, bool is_coordinator,
+                           uint64_t group, uint64_t round, uint32_t members, TimeNs deadline_ns) {
+  if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Result<PeerRef> coordinator = PeerFor(coordinator_uri);
-  if (!coordinator.ok()) return Failed(coordinator.status());
-  uint64_t op;
-  StatePtr state = NewState(OpKind::kBarrier, 0, deadline_ns, &op);
+  if (!coordinator.ok()) return Complete(op_id, coordinator.status());
+  Register(op_id, Op{.kind = OpKind::kBarrier, .deadline_ns = deadline_ns});
   if (!is_coordinator) {
     Frame frame;
     frame.kind = FrameKind::kBarrier;
     frame.code = members;
     frame.conn_id = group;
     frame.seq = round;
-    StartRequest(op, *coordinator, frame, Buffer());
-    return state;
+    StartRequest(op_id, *coordinator, frame, Buffer());
+    return;
   }
   BarrierRound& r = barriers_[{group, round}];
   r.members = members;
-  r.local_op = op;
+  r.local_op = op_id;
+  r.expires_ns = kNever;
   MaybeReleaseBarrier(group, round);
-  return state;
 }
 
 // ------------------------------------------------------ cancel / deadlines
 
-void Engine::Cancel(uint64_t op_id) { StopOp(op_id, CancelledError("cancelled")); }
+void Engine::Cancel(uint64_t op_id) {
+  auto it = ops_.find(op_id);
+  if (it == ops_.end()) return;
+  if (it->second.kind == OpKind::kCall && it->second.rpc_id != 0) SendCancelNotice(it->second);
+  StopOp(op_id, CancelledError("cancelled"));
+}
+
+void Engine::SendCancelNotice(const Op& call) {
+  // Best effort, as a request of its own: the server may never have seen
+  // the call, or may have answered it already; either way the notice is
+  // harmless. Its answer is not awaited by anyone.
+  const uint64_t notice = next_internal_op_++;
+  Register(notice, Op{.kind = OpKind::kCancelNotice,
+                      .deadline_ns = clock_.NowNs() + 5 * kNsPerSec});
+  Frame frame;
+  frame.kind = FrameKind::kCancel;
+  frame.seq = call.rpc_id;
+  ++counts_.cancel_notices_sent;
+  StartRequest(notice, PeerRef{call.transport, call.server}, frame, Buffer());
+}
 
 void Engine::StopOp(uint64_t op_id, Status why) {
   auto it = ops_.find(op_id);
@@ -338,7 +319,7 @@ void Engine::StopOp(uint64_t op_id, Status why) {
       auto c = conns_.find(op.conn);
       if (c != conns_.end()) {
         auto& rs = c->second.receivers;
-        rs.erase(std::remove(rs.begin(), rs.end(), op.state), rs.end());
+        rs.erase(std::remove(rs.begin(), rs.end(), op_id), rs.end());
       }
       break;
     }
@@ -348,7 +329,11 @@ void Engine::StopOp(uint64_t op_id, Status why) {
       break;
     case OpKind::kBarrier:
       for (auto& [key, round] : barriers_) {
-        if (round.local_op == op_id) round.local_op = 0;
+        if (round.local_op == op_id) {
+          round.local_op = 0;
+          round.expires_ns = clock_.NowNs() + limits_.barrier_round_timeout_ns;
+          next_barrier_expiry_ns_ = std::min(next_barrier_expiry_ns_, round.expires_ns);
+        }
       }
       break;
     case OpKind::kConnect: {
@@ -357,6 +342,11 @@ void Engine::StopOp(uint64_t op_id, Status why) {
         by_wire_.erase({c->second.peer, c->second.wire_id});
         conns_.erase(c);
       }
+      break;
+    }
+    case OpKind::kKeepAlive: {
+      auto c = conns_.find(op.conn);
+      if (c != conns_.end()) c->second.keepalive_in_flight = false;
       break;
     }
     default:
@@ -390,8 +380,8 @@ void Engine::SendKeepAlives(TimeNs now) {
     any_waiting = true;
     if (conn.keepalive_in_flight) continue;
     conn.keepalive_in_flight = true;
-    uint64_t op;
-    (void)NewState(OpKind::kKeepAlive, local, kNever, &op);
+    const uint64_t op = next_internal_op_++;
+    Register(op, Op{.kind = OpKind::kKeepAlive, .conn = local});
     Frame frame;
     frame.kind = FrameKind::kKeepAlive;
     frame.conn_id = conn.wire_id;
@@ -409,12 +399,32 @@ void Engine::Shutdown(const Status& why) {
     auto it = ops_.find(id);
     if (it == ops_.end()) continue;
     if (it->second.rpc_id != 0) transports_[it->second.transport]->Cancel(it->second.rpc_id);
-    FinishOp(id, why);
+    FinishOp(id, shutdown_status_);
   }
   conns_.clear();
   by_wire_.clear();
+  remote_conns_ = 0;
   accept_waiters_.clear();
+  accept_queue_.clear();
   barriers_.clear();
+}
+
+std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
+  std::vector<std::pair<std::string, uint64_t>> all = {
+      {"engine.pending_ops", ops_.size()},
+      {"engine.connections", conns_.size()},
+      {"engine.connections_refused", counts_.connections_refused},
+      {"engine.barrier_rounds", barriers_.size()},
+      {"engine.barrier_rounds_refused", counts_.barrier_rounds_refused},
+      {"engine.barrier_rounds_expired", counts_.barrier_rounds_expired},
+      {"engine.cancel_notices_sent", counts_.cancel_notices_sent},
+      {"engine.cancel_notices_received", counts_.cancel_notices_received},
+  };
+  for (const transport::MessageTransport* t : transports_) {
+    auto counters = t->Counters();
+    all.insert(all.end(), counters.begin(), counters.end());
+  }
+  return all;
 }
 
 // ----------------------------------------------------------------- poll
@@ -422,12 +432,15 @@ void Engine::Shutdown(const Status& why) {
 transport::PollResult Engine::Poll() {
   transport::PollResult r;
   r.next_deadline = kNever;
-  // Index loop: a handler may open another transport (appending to it).
+  // Index loop: serving a request may open another transport (appending).
   for (size_t i = 0; i < transports_.size(); ++i) {
     transport::PollResult one = transports_[i]->Poll();
     r.work += one.work;
     r.next_deadline = std::min(r.next_deadline, one.next_deadline);
     r.now = std::max(r.now, one.now);
+    // Requests handled below read the time from here (a clock read costs a
+    // noticeable share of a round trip in a VM).
+    poll_now_ns_ = one.now != 0 ? one.now : clock_.NowNs();
     transport::MessageEvent event;
     while (transports_[i]->PopEvent(&event)) {
       ++r.work;
@@ -438,11 +451,12 @@ transport::PollResult Engine::Poll() {
       }
     }
   }
+  if (r.now == 0) r.now = clock_.NowNs();
   ExpireDeadlines(r.now);
   SendKeepAlives(r.now);
+  ExpireBarrierRounds(r.now);
   if (!deadlines_.empty()) r.next_deadline = std::min(r.next_deadline, deadlines_.begin()->first);
-  r.next_deadline = std::min(r.next_deadline, next_keepalive_ns_);
-  RunCallbacks();
+  r.next_deadline = std::min({r.next_deadline, next_keepalive_ns_, next_barrier_expiry_ns_});
   return r;
 }
 

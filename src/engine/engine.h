@@ -1,12 +1,18 @@
 // engine/engine.h: Engine, wharf's message and RPC layer above its
 // transports: connections (connect/accept/send/recv/disconnect), RPCs with
-// deadlines and handlers, and group barriers. Every message it sends starts
-// with a Frame (engine/frame.h); every operation ends in a CompletionState.
-// Each peer is reached through the transport its URI scheme names (homa://,
-// tcp://); the frames and semantics are the same on all of them.
+// deadlines, and group barriers. Every message it sends starts with a Frame
+// (engine/frame.h). Each peer is reached through the transport its URI
+// scheme names (homa://, tcp://); the frames and semantics are the same on
+// all of them.
 //
-// The engine is single-threaded and owns its state; its host (the embedded
-// endpoint core, later the daemon) serialises calls into it and drives Poll().
+// The engine knows nothing of who hosts it. Operations go in with an id the
+// host chooses; each ends in exactly one EngineSink::OnComplete(id, ...).
+// Requests for served methods go out through EngineSink::OnRequest and are
+// answered with Respond(), now or later, so the engine keeps answering its
+// peers while an application's handler runs.
+//
+// Single-threaded: it owns its state; the host serialises calls into it and
+// drives Poll().
 #pragma once
 
 #include <cstdint>
@@ -16,17 +22,17 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/node_recycler.h"
-#include "engine/completion_state.h"
 #include "engine/connection_state.h"
+#include "engine/engine_sink.h"
 #include "engine/frame.h"
 #include "engine/peer_ref.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
-#include "wharf/endpoint.h"
 
 namespace wharf::engine {
 
@@ -42,6 +48,15 @@ struct EngineLimits {
   // only receives learns of its peer's death or restart: the transport fails
   // the question with kUnavailable, or the peer answers NotFound. 0 = never.
   DurationNs keepalive_ns = 500 * kNsPerMs;
+  // Connections peers may open to us (accepted, queued or open) before more
+  // are refused with kResourceExhausted (endpoint.max_connections).
+  size_t max_connections = 65'536;
+  // Barrier rounds peers may hold open at this endpoint as coordinator
+  // (endpoint.max_barrier_rounds), and how long a round whose local member
+  // never arrives is kept (endpoint.barrier_round_timeout); its waiting
+  // members then get kDeadlineExceeded.
+  size_t max_barrier_rounds = 4'096;
+  DurationNs barrier_round_timeout_ns = 60 * kNsPerSec;
 };
 
 // Finds or opens the host's transport for a URI scheme ("tcp"), for peers
@@ -49,16 +64,14 @@ struct EngineLimits {
 // keeps it alive as long as the engine.
 using TransportOpener = std::function<Result<transport::MessageTransport*>(std::string_view)>;
 
-// Owned by the host. Borrows the transports and `clock`, which outlive it.
+// Owned by the host. Borrows the transports, `clock` and `sink`, which
+// outlive it.
 class Engine {
  public:
-  using StatePtr = std::shared_ptr<internal::CompletionState>;
-
   // `primary` is the transport the endpoint listens on; `opener` (may be
   // empty) supplies transports for other schemes on first use.
   Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
-         EngineLimits limits, std::weak_ptr<ProgressDriver> driver,
-         std::function<void()> on_complete);
+         EngineLimits limits, EngineSink* sink);
   ~Engine();
 
   // "homa://1.2.3.4:5678": a peer's address as applications see it.
@@ -70,30 +83,38 @@ class Engine {
   // The transports in use so far, primary first.
   const std::vector<transport::MessageTransport*>& transports() const { return transports_; }
 
-  // --- connections (the StatePtr's value is the local connection id) ---
-  StatePtr Connect(const Uri& peer, bool ordered, TimeNs deadline_ns);
+  // --- operations: each ends in one sink OnComplete(op_id, ...) ---
+  // Host op ids are nonzero and below 2^63 (the engine keeps the rest).
+  // Connect and Accept complete with the local connection id as value.
+  void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns);
   void Listen() { listening_ = true; }
-  StatePtr Accept(TimeNs deadline_ns);
-  StatePtr Send(uint64_t conn, Buffer message);
-  StatePtr Recv(uint64_t conn);
-  StatePtr Call(const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
-  StatePtr CallOnConnection(uint64_t conn, uint32_t method, Buffer request, TimeNs deadline_ns);
-  StatePtr Disconnect(uint64_t conn);
+  void Accept(uint64_t op_id, TimeNs deadline_ns);
+  void Send(uint64_t op_id, uint64_t conn, Buffer message);
+  void Recv(uint64_t op_id, uint64_t conn);
+  void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
+  void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
+                        TimeNs deadline_ns);
+  void Disconnect(uint64_t op_id, uint64_t conn);
+  // Round `round` of group `group` with `members` members.
+  void BarrierArrive(uint64_t op_id, const Uri& coordinator, bool is_coordinator, uint64_t group,
+                     uint64_t round, uint32_t members, TimeNs deadline_ns);
+
   // Forgets a connection the application dropped (after Disconnect).
   void Release(uint64_t conn);
   Result<std::string> PeerOf(uint64_t conn) const;
 
-  void SetHandler(uint32_t method, RpcHandler handler);
+  // --- serving ---
+  // Requests for `method` go to the sink (OnRequest) from now on; requests
+  // for methods not served are answered kUnimplemented here.
+  void SetServed(uint32_t method, bool served);
+  // Answers a request the sink received: `status` not ok sends it as the
+  // error. Nothing happens when the request is gone (the client cancelled,
+  // timed out or died).
+  void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer());
 
-  // --- barriers: round `round` of group `group` with `members` members ---
-  StatePtr BarrierArrive(const Uri& coordinator, bool is_coordinator,
-                         uint64_t group, uint64_t round, uint32_t members, TimeNs deadline_ns);
-
-  // Completes operation `op_id` with kCancelled if still pending.
+  // Completes operation `op_id` with kCancelled if still pending; a call's
+  // server is told (best effort), so it can stop working on it.
   void Cancel(uint64_t op_id);
-  // Stops a pending operation (withdrawing it from the transport, its
-  // connection or barrier) and completes it with `why`.
-  void StopOp(uint64_t op_id, Status why);
   // Fails everything pending with `why` (the host is closing).
   void Shutdown(const Status& why);
 
@@ -103,63 +124,73 @@ class Engine {
   TimeNs NextDeadline() const;
 
   size_t pending_ops() const { return ops_.size(); }
-
-  // Runs the callbacks of operations completed so far. Poll() calls it last;
-  // the host calls it after any other call into the engine. Callbacks may
-  // call into the engine again.
-  void RunCallbacks();
+  // The engine's counters ("engine.*"), then every transport's.
+  std::vector<std::pair<std::string, uint64_t>> Counters() const;
 
  private:
   enum class OpKind : uint8_t {
     kConnect, kSend, kCall, kDisconnect, kBarrier, kAccept, kRecv,
-    kKeepAlive,  // internal: the engine's own question about op.conn
+    kKeepAlive,     // internal: the engine's own question about op.conn
+    kCancelNotice,  // internal: telling a server we withdrew a call
   };
   struct Op {
     OpKind kind;
-    StatePtr state;
     uint64_t conn = 0;       // local connection id, when about one
     uint64_t rpc_id = 0;     // the transport's RPC id, 0 if none in flight
     uint8_t transport = 0;   // which transport rpc_id belongs to
     TimeNs deadline_ns = kNever;
-  };
-  // A request from a peer, to be answered: which transport and which RPC.
-  struct ServerCall {
-    uint8_t transport = 0;
-    transport::ServerRpcKey key;
+    transport::NetAddress server;  // kCall: where it went (for a cancel notice)
   };
   struct BarrierRound {
     uint32_t members = 0;
-    std::vector<ServerCall> waiting;  // remote members' requests
-    uint64_t local_op = 0;                    // coordinator's own arrival, 0 if not yet
+    std::vector<ServerCallRef> waiting;  // remote members' requests
+    uint64_t local_op = 0;               // coordinator's own arrival, 0 if not yet
+    TimeNs expires_ns = kNever;          // while local_op == 0
+  };
+  struct Counts {
+    uint64_t connections_refused = 0;   // max_connections reached
+    uint64_t barrier_rounds_refused = 0;
+    uint64_t barrier_rounds_expired = 0;
+    uint64_t cancel_notices_sent = 0;
+    uint64_t cancel_notices_received = 0;
   };
 
-  StatePtr CallPeer(const PeerRef& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
-  StatePtr NewState(OpKind kind, uint64_t conn, TimeNs deadline_ns, uint64_t* op_id);
-  // Records operation `op_id` (its state is made here) and its deadline.
-  StatePtr Register(uint64_t op_id, Op op);
+  // Records operation `op_id` (and its deadline).
+  void Register(uint64_t op_id, Op op);
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
+  void CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
+                TimeNs deadline_ns);
   // Sends `frame` + `payload` as a request for op `op_id`.
   void StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame, Buffer payload);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
-  StatePtr Failed(Status status);
+  // Completes an operation that was never recorded (an immediate result).
+  void Complete(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0) {
+    sink_->OnComplete(op_id, std::move(status), std::move(message), value);
+  }
+  // Stops a pending operation (withdrawing it from the transport, its
+  // connection or barrier) and completes it with `why`.
+  void StopOp(uint64_t op_id, Status why);
   // InvalidArgument when `bytes` is over the payload limit.
   Status CheckSize(size_t bytes) const;
+  // Tells the server of a withdrawn call that its answer is no longer wanted.
+  void SendCancelNotice(const Op& call);
 
   // engine_serve.cc: requests from peers.
   void HandleRequest(uint8_t transport, transport::MessageEvent& event);
-  void Reply(const ServerCall& call, Status status, Buffer payload = Buffer());
-  void HandleConnect(const ServerCall& call, const Frame& frame);
-  void HandleMessage(const ServerCall& call, const Frame& frame, Buffer payload);
-  void HandleDisconnect(const ServerCall& call, const Frame& frame);
-  void HandleRpc(const ServerCall& call, const Frame& frame, Buffer payload);
-  void HandleBarrier(const ServerCall& call, const Frame& frame);
-  void HandleKeepAlive(const ServerCall& call, const Frame& frame);
+  void HandleConnect(const ServerCallRef& call, const Frame& frame);
+  void HandleMessage(const ServerCallRef& call, const Frame& frame, Buffer payload);
+  void HandleDisconnect(const ServerCallRef& call, const Frame& frame);
+  void HandleRpc(const ServerCallRef& call, const Frame& frame, Buffer payload, TimeNs now);
+  void HandleCancel(const ServerCallRef& call, const Frame& frame);
+  void HandleBarrier(const ServerCallRef& call, const Frame& frame, TimeNs now);
+  void HandleKeepAlive(const ServerCallRef& call, const Frame& frame);
   void MaybeReleaseBarrier(uint64_t group, uint64_t round);
+  void ExpireBarrierRounds(TimeNs now);
   void Deliver(ConnState& conn, Buffer message);
   void CloseConnection(ConnState& conn, Status why);
   ConnState* FindByWire(const PeerRef& peer, uint64_t wire_id);
-  static PeerRef ClientOf(const ServerCall& call) { return {call.transport, call.key.client}; }
+  static PeerRef ClientOf(const ServerCallRef& call) { return {call.transport, call.key.client}; }
 
   // Replies and failures for our own requests.
   void HandleReply(transport::MessageEvent& event);
@@ -174,12 +205,14 @@ class Engine {
   TransportOpener opener_;
   const Clock& clock_;
   EngineLimits limits_;
-  std::weak_ptr<ProgressDriver> driver_;
-  std::function<void()> on_complete_;
+  EngineSink* sink_;
 
   // Set by Shutdown: every later operation fails at once with it.
   Status shutdown_status_;
-  uint64_t next_op_ = 1;
+  // Ids of the engine's internal operations (keep-alives, cancel notices):
+  // the top bit set, so they never meet a host's ids, which must leave it
+  // clear.
+  uint64_t next_internal_op_ = 1ull << 63;
   std::unordered_map<uint64_t, Op> ops_;
   std::multimap<TimeNs, uint64_t> deadlines_;  // deadline -> op id
   // Both tables gain and lose an entry per operation: reuse their nodes.
@@ -190,18 +223,21 @@ class Engine {
   uint64_t wire_id_seed_;
   std::unordered_map<uint64_t, ConnState> conns_;  // by local id
   std::map<std::pair<PeerRef, uint64_t>, uint64_t> by_wire_;  // -> local id
+  size_t remote_conns_ = 0;  // conns_ entries peers opened (max_connections)
   bool listening_ = false;
   TimeNs next_keepalive_ns_ = kNever;  // kNever while no receiver waits
   std::deque<uint64_t> accept_queue_;   // local ids of accepted connections
   std::deque<uint64_t> accept_waiters_;  // op ids of pending Accepts
 
-  std::unordered_map<uint32_t, RpcHandler> handlers_;
-  // Completed operations whose callbacks have not run yet: running them while
-  // the engine is mid-way through its own maps would let them invalidate it.
-  std::vector<std::pair<std::function<void(const Status&)>, StatePtr>> callbacks_;
+  std::unordered_set<uint32_t> served_;
   std::map<std::pair<uint64_t, uint64_t>, BarrierRound> barriers_;  // (group, round)
+  TimeNs next_barrier_expiry_ns_ = kNever;
+  // The clock as the transport being polled read it (Poll sets it before
+  // dispatching that transport's events).
+  TimeNs poll_now_ns_ = 0;
   // PeerUri's memory, bounded (cleared when full).
   std::map<PeerRef, std::string> peer_uris_;
+  Counts counts_;
 };
 
 }  // namespace wharf::engine

@@ -194,6 +194,15 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));
   WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",
                               &c.limits.max_queued_bytes_per_connection, UINT64_MAX));
+  WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keeper_after", &c.keeper_after_ns));
+  WHARF_RETURN_IF_ERROR(Uint(l, "endpoint.max_connections", &c.limits.max_connections, SIZE_MAX));
+  WHARF_RETURN_IF_ERROR(
+      Uint(l, "endpoint.max_barrier_rounds", &c.limits.max_barrier_rounds, SIZE_MAX));
+  WHARF_RETURN_IF_ERROR(
+      Duration(l, "endpoint.barrier_round_timeout", &c.limits.barrier_round_timeout_ns));
+  if (c.keeper_after_ns <= 0) {
+    return InvalidArgumentError("endpoint.keeper_after: expected a duration > 0");
+  }
   WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
   WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
   return c;

@@ -36,6 +36,11 @@ struct EngineConfig {
   // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
   // this class of machine, so the default is about a few RTTs.
   DurationNs spin_ns = 50 * kNsPerUs;
+  // How long a handler may run before a keeper thread starts driving the
+  // engine beside it (endpoint.keeper_after), answering peers' probes and
+  // protocol packets until the handler returns. Far below any peer timeout,
+  // far above a normal handler.
+  DurationNs keeper_after_ns = 20 * kNsPerMs;
   // The transport of an address written without a scheme ("HOST:PORT"):
   // endpoint.default_transport, "homa" or "tcp".
   std::string default_scheme = "homa";

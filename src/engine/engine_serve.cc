@@ -1,8 +1,7 @@
 // Engine: requests arriving from peers (connect, messages, disconnect, RPCs,
 // barrier arrivals), each answered with a kReply frame. Everything here is
 // input from the network: a malformed frame gets an error reply, never a crash.
-#include <exception>
-#include <optional>
+#include <algorithm>
 #include <string>
 
 #include "engine/engine.h"
@@ -10,30 +9,32 @@
 namespace wharf::engine {
 
 void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
-  const ServerCall key{transport, event.server_key};
+  const ServerCallRef key{transport, event.server_key};
   if (!event.status.ok()) {
-    Reply(key, event.status);  // refused by the transport before it was read
+    Respond(key, event.status);  // refused by the transport before it was read
     return;
   }
   Buffer payload = std::move(event.message);
   Result<Frame> frame = UnwrapFrame(payload);
   if (!frame.ok()) {
-    Reply(key, frame.status());
+    Respond(key, frame.status());
     return;
   }
   switch (frame->kind) {
     case FrameKind::kConnect: HandleConnect(key, *frame); return;
     case FrameKind::kMessage: HandleMessage(key, *frame, std::move(payload)); return;
     case FrameKind::kDisconnect: HandleDisconnect(key, *frame); return;
-    case FrameKind::kRpc: HandleRpc(key, *frame, std::move(payload)); return;
-    case FrameKind::kBarrier: HandleBarrier(key, *frame); return;
+    case FrameKind::kRpc: HandleRpc(key, *frame, std::move(payload), poll_now_ns_); return;
+    case FrameKind::kBarrier: HandleBarrier(key, *frame, poll_now_ns_); return;
     case FrameKind::kKeepAlive: HandleKeepAlive(key, *frame); return;
+    case FrameKind::kCancel: HandleCancel(key, *frame); return;
     case FrameKind::kReply: break;
   }
-  Reply(key, InvalidArgumentError("engine: a reply frame sent as a request"));
+  Respond(key, InvalidArgumentError("engine: a reply frame sent as a request"));
 }
 
-void Engine::Reply(const ServerCall& call, Status status, Buffer payload) {
+void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload) {
+  if (call.transport >= transports_.size()) return;
   if (status.ok() && payload.size() > limits_.max_message_bytes) {
     // The handler's answer cannot be sent: the client gets why, instead of
     // waiting on an RPC that would stay in service forever.
@@ -60,19 +61,27 @@ ConnState* Engine::FindByWire(const PeerRef& peer, uint64_t wire_id) {
   return c == conns_.end() ? nullptr : &c->second;
 }
 
-void Engine::HandleConnect(const ServerCall& key, const Frame& frame) {
+void Engine::HandleConnect(const ServerCallRef& key, const Frame& frame) {
   if (!listening_) {
-    Reply(key, UnavailableError("the endpoint is not accepting connections (no Listen)"));
+    Respond(key, UnavailableError("the endpoint is not accepting connections (no Listen)"));
     return;
   }
   const PeerRef client = ClientOf(key);
   if (FindByWire(client, frame.conn_id) != nullptr) {
-    Reply(key, OkStatus());  // a repeated connect of a live connection
+    Respond(key, OkStatus());  // a repeated connect of a live connection
     return;
   }
+  if (remote_conns_ >= limits_.max_connections) {
+    ++counts_.connections_refused;
+    Respond(key, ResourceExhaustedError("endpoint holds " + std::to_string(remote_conns_) +
+                                        " connections from peers (endpoint.max_connections)"));
+    return;
+  }
+  ++remote_conns_;
   uint64_t local = next_conn_++;
   ConnState& conn = conns_[local];
   conn.local_id = local;
+  conn.remote = true;
   conn.wire_id = frame.conn_id;
   conn.peer = client;
   conn.ordered = (frame.flags & kFrameOrdered) != 0;
@@ -84,18 +93,18 @@ void Engine::HandleConnect(const ServerCall& key, const Frame& frame) {
   } else {
     accept_queue_.push_back(local);
   }
-  Reply(key, OkStatus());
+  Respond(key, OkStatus());
 }
 
-void Engine::HandleMessage(const ServerCall& key, const Frame& frame, Buffer payload) {
+void Engine::HandleMessage(const ServerCallRef& key, const Frame& frame, Buffer payload) {
   ConnState* conn = FindByWire(ClientOf(key), frame.conn_id);
   if (conn == nullptr || !conn->open) {
-    Reply(key, NotFoundError("no open connection " + std::to_string(frame.conn_id) + " from " +
+    Respond(key, NotFoundError("no open connection " + std::to_string(frame.conn_id) + " from " +
                              UriOf(ClientOf(key))));
     return;
   }
   if (conn->ready_bytes + payload.size() > limits_.max_queued_bytes_per_connection) {
-    Reply(key, ResourceExhaustedError(
+    Respond(key, ResourceExhaustedError(
                    "receiver holds " + std::to_string(conn->ready_bytes) +
                    " unread bytes on this connection (limit " +
                    std::to_string(limits_.max_queued_bytes_per_connection) + ")"));
@@ -118,27 +127,27 @@ void Engine::HandleMessage(const ServerCall& key, const Frame& frame, Buffer pay
     conn->ready_bytes += payload.size();  // counted against the limit while held
     conn->early.emplace(frame.seq, std::move(payload));
   }
-  Reply(key, OkStatus());
+  Respond(key, OkStatus());
 }
 
 void Engine::Deliver(ConnState& conn, Buffer message) {
   if (!conn.receivers.empty()) {
-    StatePtr receiver = conn.receivers.front();
+    const uint64_t receiver = conn.receivers.front();
     conn.receivers.pop_front();
-    FinishOp(receiver->op_id, OkStatus(), std::move(message));
+    FinishOp(receiver, OkStatus(), std::move(message));
     return;
   }
   conn.ready_bytes += message.size();
   conn.ready.push_back(std::move(message));
 }
 
-void Engine::HandleDisconnect(const ServerCall& key, const Frame& frame) {
+void Engine::HandleDisconnect(const ServerCallRef& key, const Frame& frame) {
   if (ConnState* conn = FindByWire(ClientOf(key), frame.conn_id)) {
     if (conn->open) {
       CloseConnection(*conn, UnavailableError("peer " + UriOf(ClientOf(key)) + " disconnected"));
     }
   }
-  Reply(key, OkStatus());
+  Respond(key, OkStatus());
 }
 
 void Engine::CloseConnection(ConnState& conn, Status why) {
@@ -146,56 +155,95 @@ void Engine::CloseConnection(ConnState& conn, Status why) {
   conn.closed_reason = std::move(why);
   // Receivers wait only while nothing is queued, so all of them now fail.
   while (!conn.receivers.empty()) {
-    StatePtr receiver = conn.receivers.front();
+    const uint64_t receiver = conn.receivers.front();
     conn.receivers.pop_front();
-    FinishOp(receiver->op_id, conn.closed_reason);
+    FinishOp(receiver, conn.closed_reason);
   }
 }
 
-void Engine::HandleKeepAlive(const ServerCall& key, const Frame& frame) {
+void Engine::HandleKeepAlive(const ServerCallRef& key, const Frame& frame) {
   ConnState* conn = FindByWire(ClientOf(key), frame.conn_id);
   if (conn == nullptr || !conn->open) {
-    Reply(key, NotFoundError("connection " + std::to_string(frame.conn_id) + " is closed at " +
+    Respond(key, NotFoundError("connection " + std::to_string(frame.conn_id) + " is closed at " +
                              UriOf(PeerRef{key.transport, transports_[key.transport]->LocalAddress()})));
     return;
   }
-  Reply(key, OkStatus());
+  Respond(key, OkStatus());
 }
 
-void Engine::HandleRpc(const ServerCall& key, const Frame& frame, Buffer payload) {
-  auto it = handlers_.find(frame.code);
-  if (it == handlers_.end()) {
-    Reply(key, UnimplementedError("no handler for method " + std::to_string(frame.code)));
+void Engine::HandleRpc(const ServerCallRef& key, const Frame& frame, Buffer payload,
+                       TimeNs now) {
+  if (!served_.contains(frame.code)) {
+    Respond(key, UnimplementedError("no handler for method " + std::to_string(frame.code)));
     return;
   }
-  RpcContext context;
-  context.peer = PeerUri(ClientOf(key));
-  context.method = frame.code;
-  // No placeholder Status: one with a message would allocate on every call.
-  std::optional<Result<Buffer>> result;
-  try {
-    result.emplace(it->second(context, std::move(payload)));
-  } catch (const std::exception& e) {
-    result.emplace(InternalError(std::string("handler threw: ") + e.what()));
-  } catch (...) {
-    result.emplace(InternalError("handler threw a non-standard exception"));
-  }
-  if (result->ok()) {
-    Reply(key, OkStatus(), std::move(*result).value());
-  } else {
-    Reply(key, result->status());
-  }
+  IncomingCall call;
+  call.ref = key;
+  call.method = frame.code;
+  call.peer = PeerUri(ClientOf(key));
+  if (frame.deadline_us != 0) call.deadline_ns = now + TimeNs{frame.deadline_us} * kNsPerUs;
+  call.request = std::move(payload);
+  sink_->OnRequest(std::move(call));
 }
 
-void Engine::HandleBarrier(const ServerCall& key, const Frame& frame) {
+void Engine::HandleCancel(const ServerCallRef& key, const Frame& frame) {
+  // The withdrawn call came from the same client over the same transport;
+  // only its id differs.
+  ++counts_.cancel_notices_received;
+  ServerCallRef withdrawn = key;
+  withdrawn.key.client_id = frame.seq;
+  sink_->OnCallCancelled(withdrawn);
+  Respond(key, OkStatus());
+}
+
+void Engine::HandleBarrier(const ServerCallRef& key, const Frame& frame, TimeNs now) {
   if (frame.code == 0) {
-    Reply(key, InvalidArgumentError("barrier with 0 members"));
+    Respond(key, InvalidArgumentError("barrier with 0 members"));
     return;
   }
-  BarrierRound& round = barriers_[{frame.conn_id, frame.seq}];
-  round.members = frame.code;
+  auto it = barriers_.find({frame.conn_id, frame.seq});
+  if (it == barriers_.end()) {
+    if (barriers_.size() >= limits_.max_barrier_rounds) {
+      ++counts_.barrier_rounds_refused;
+      Respond(key, ResourceExhaustedError("coordinator holds " + std::to_string(barriers_.size()) +
+                                          " open barrier rounds (endpoint.max_barrier_rounds)"));
+      return;
+    }
+    it = barriers_.emplace(std::make_pair(frame.conn_id, frame.seq), BarrierRound{}).first;
+    it->second.members = frame.code;
+    it->second.expires_ns = now + limits_.barrier_round_timeout_ns;
+    next_barrier_expiry_ns_ = std::min(next_barrier_expiry_ns_, it->second.expires_ns);
+  }
+  BarrierRound& round = it->second;
+  // A round holds at most its members' arrivals; more are peers' mistakes
+  // (or repeats), not memory we owe them.
+  if (round.waiting.size() >= round.members) {
+    Respond(key, InvalidArgumentError("barrier round already has all " +
+                                      std::to_string(round.members) + " members"));
+    return;
+  }
   round.waiting.push_back(key);
   MaybeReleaseBarrier(frame.conn_id, frame.seq);
+}
+
+void Engine::ExpireBarrierRounds(TimeNs now) {
+  if (now < next_barrier_expiry_ns_) return;
+  next_barrier_expiry_ns_ = kNever;
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    BarrierRound& round = it->second;
+    if (round.local_op != 0 || round.expires_ns > now) {
+      if (round.local_op == 0) {
+        next_barrier_expiry_ns_ = std::min(next_barrier_expiry_ns_, round.expires_ns);
+      }
+      ++it;
+      continue;
+    }
+    ++counts_.barrier_rounds_expired;
+    for (const auto& key : round.waiting) {
+      Respond(key, DeadlineExceededError("the coordinator's member did not arrive at this round"));
+    }
+    it = barriers_.erase(it);
+  }
 }
 
 void Engine::MaybeReleaseBarrier(uint64_t group, uint64_t round_no) {
@@ -203,7 +251,7 @@ void Engine::MaybeReleaseBarrier(uint64_t group, uint64_t round_no) {
   if (it == barriers_.end()) return;
   BarrierRound& round = it->second;
   if (round.local_op == 0 || round.waiting.size() + 1 < round.members) return;
-  for (const auto& key : round.waiting) Reply(key, OkStatus());
+  for (const auto& key : round.waiting) Respond(key, OkStatus());
   uint64_t local = round.local_op;
   barriers_.erase(it);
   FinishOp(local, OkStatus());

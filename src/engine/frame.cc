@@ -57,7 +57,7 @@ Result<Frame> UnwrapFrame(Buffer& message) {
   Frame f;
   uint8_t kind = Get<uint8_t>(p);
   if (kind < static_cast<uint8_t>(FrameKind::kConnect) ||
-      kind > static_cast<uint8_t>(FrameKind::kKeepAlive)) {
+      kind > static_cast<uint8_t>(FrameKind::kCancel)) {
     return InvalidArgumentError("engine: unknown frame kind " + std::to_string(kind));
   }
   f.kind = static_cast<FrameKind>(kind);

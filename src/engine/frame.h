@@ -33,6 +33,7 @@ enum class FrameKind : uint8_t {
   kBarrier = 5,     // barrier round `seq` of group `conn_id` with `code` members
   kReply = 6,       // the response to any of the above; code = StatusCode
   kKeepAlive = 7,   // is conn_id still open at your end? reply OK or NotFound
+  kCancel = 8,      // the caller withdrew its RPC whose transport id is seq
 };
 
 inline constexpr uint8_t kFrameOrdered = 0x01;  // kConnect: deliver in order
