@@ -4,13 +4,16 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "wharf/endpoint.h"
 
@@ -49,6 +52,57 @@ class ExecutionLog {
   std::set<std::pair<std::string, uint64_t>> seen_;
 };
 
+// Answers held calls once their delay has passed, from a thread of its own
+// (--handler-delay): a slow server whose engine stays responsive, so clients
+// can be tried against handlers that take their time.
+class DelayLine {
+ public:
+  explicit DelayLine(std::chrono::nanoseconds delay)
+      : delay_(delay), thread_([this] { Loop(); }) {}
+  ~DelayLine() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Hold(Responder responder, Buffer response) {
+    std::lock_guard<std::mutex> lock(mu_);
+    due_.emplace(std::chrono::steady_clock::now() + delay_,
+                 Held{std::move(responder), std::move(response)});
+    cv_.notify_one();
+  }
+
+ private:
+  struct Held {
+    Responder responder;
+    Buffer response;
+  };
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      if (due_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = due_.begin();
+      if (cv_.wait_until(lock, first->first) == std::cv_status::no_timeout) continue;
+      Held held = std::move(due_.begin()->second);
+      due_.erase(due_.begin());
+      lock.unlock();
+      (void)held.responder.Respond(std::move(held.response));
+      lock.lock();
+    }
+  }
+  const std::chrono::nanoseconds delay_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::multimap<std::chrono::steady_clock::time_point, Held> due_;
+  std::thread thread_;
+};
+
 // Echoes every message on `conn` until it closes; re-arms itself from the
 // completion callback, so one thread serves any number of connections.
 void EchoLoop(std::shared_ptr<Connection> conn) {
@@ -77,6 +131,10 @@ void AddServeFlags(CLI::App& app, ServeOptions& options) {
   app.add_option("--duration", options.duration_s,
                  "Stop after this many seconds (0: run until Ctrl-C / SIGTERM)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--handler-delay", options.handler_delay_ms,
+                 "The echo handler answers this many milliseconds after a request arrives, "
+                 "from another thread (for trying clients against slow servers)")
+      ->check(CLI::NonNegativeNumber);
   AddEndpointFlags(app, options.endpoint);
 }
 
@@ -95,10 +153,22 @@ int RunServe(const ServeOptions& options) {
   }
   Endpoint& endpoint = **ep;
   ExecutionLog log;
-  Status s = endpoint.Serve(kEchoMethod, [&log](const RpcContext& ctx, Buffer request) {
-    log.Record(ctx.peer, request);
-    return Result<Buffer>(std::move(request));
-  });
+  std::unique_ptr<DelayLine> delay_line;
+  Status s;
+  if (options.handler_delay_ms > 0) {
+    delay_line = std::make_unique<DelayLine>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double, std::milli>(options.handler_delay_ms)));
+    s = endpoint.ServeAsync(kEchoMethod, [&](const RpcContext& ctx, Buffer request,
+                                             Responder responder) {
+      log.Record(ctx.peer, request);
+      delay_line->Hold(std::move(responder), std::move(request));
+    });
+  } else {
+    s = endpoint.Serve(kEchoMethod, [&log](const RpcContext& ctx, Buffer request) {
+      log.Record(ctx.peer, request);
+      return Result<Buffer>(std::move(request));
+    });
+  }
   if (s.ok()) {
     s = endpoint.Serve(kServerStatsMethod, [&log](const RpcContext&, Buffer) {
       return Result<Buffer>(Buffer::Copy(log.Summary()));

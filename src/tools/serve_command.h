@@ -16,6 +16,8 @@ namespace wharf::tools {
 struct ServeOptions {
   std::string listen = "homa://0.0.0.0:4000";
   double duration_s = 0;  // 0 = until SIGINT/SIGTERM
+  // The echo handler answers this long after a request arrives (0: at once).
+  double handler_delay_ms = 0;
   EndpointFlags endpoint;
 };
 
