@@ -539,11 +539,12 @@ Rpc* HomaTransport::FindServerRpc(const ServerRpcKey& key) {
 }
 
 Peer* HomaTransport::PeerFor(const transport::NetAddress& addr) {
-  Peer* peer = peers_.FindOrAdd(addr);
-  if (peer == nullptr) {
+  if (Peer* known = peers_.Find(addr)) return known;
+  if (peers_.full()) {
     // Full: replace a peer that has nothing live and has been silent a
-    // while, if one of the next few in the sweep order is; else refuse.
-    // Bounded work, so a flood of new sources cannot make this a scan.
+    // while, if one of the next few in the sweep order is; else the table
+    // refuses (and counts) the newcomer. Bounded work, so a flood of new
+    // sources cannot make this a scan.
     if (!deferred_releases_.empty()) ReleaseFinished();  // they point at peers
     constexpr int kCandidates = 8;
     for (int i = 0; i < kCandidates; ++i) {
@@ -551,13 +552,12 @@ Peer* HomaTransport::PeerFor(const transport::NetAddress& addr) {
       if (candidate != nullptr && candidate->Idle() &&
           now_ns_ - candidate->last_heard_ns >= config_.tick_ns * config_.resend_interval_ticks) {
         peers_.Remove(*candidate);
-        peer = peers_.FindOrAdd(addr);
         break;
       }
     }
-    if (peer == nullptr) return nullptr;
   }
-  if (peer->last_heard_ns == 0) peer->last_heard_ns = now_ns_ != 0 ? now_ns_ : clock_.NowNs();
+  Peer* peer = peers_.FindOrAdd(addr);
+  if (peer != nullptr) peer->last_heard_ns = now_ns_ != 0 ? now_ns_ : clock_.NowNs();
   return peer;
 }
 
