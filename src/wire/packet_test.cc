@@ -204,8 +204,8 @@ TEST(DecodeCommonHeaderTest, RejectsBadCommonFields) {
   EXPECT_NE(DecodeCommonHeader(std::span(wire).first(15)).status().message().find("15 bytes"),
             std::string::npos);
   Bytes bad = wire;
-  bad[0] = std::byte{2};
-  EXPECT_NE(DecodeCommonHeader(bad).status().message().find("version 2"), std::string::npos);
+  bad[0] = std::byte{1};  // before endpoint ids (sport/dport were UDP ports)
+  EXPECT_NE(DecodeCommonHeader(bad).status().message().find("version 1"), std::string::npos);
   bad = wire;
   bad[1] = std::byte{0x16};
   EXPECT_NE(DecodeCommonHeader(bad).status().message().find("type 0x16"), std::string::npos);
