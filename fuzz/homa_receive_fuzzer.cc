@@ -2,7 +2,7 @@
 //
 // Two hosts on a FakeNetwork run real RPCs while a third, "attacker", sends
 // datagrams built from the fuzz input to the server. Most inputs are steered
-// into valid headers (right version and port, ids near the real RPCs') so that
+// into valid headers (right version and endpoint id, ids near the real RPCs') so that
 // the handlers' state machine, not just the decoder, sees them. Nothing may
 // crash, hang or trip a sanitizer; the legitimate RPCs may fail (the attacker
 // can forge their packets) but the transports must stay consistent.
@@ -47,6 +47,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.max_incoming_bytes = 6000;
   config.max_message_bytes = 1 << 20;
   config.max_incoming_buffer_bytes = 8 << 20;
+  // Short, so that the run-out below (400 ms) outlasts any RPC the attacker
+  // left waiting on silence or on restarts (a server told its client is
+  // unreachable tombstones its RPCs; the live client then restarts until
+  // max_restarts, about 5 ms apart).
+  config.peer_timeout_ns = 100 * kNsPerMs;
+  config.max_restarts = 20;
+  config.max_peers = 4;
   auto a = homa::HomaTransport::Create(config, a_net.get(), clock);
   auto b = homa::HomaTransport::Create(config, b_net.get(), clock);
   if (!a.ok() || !b.ok()) return 0;
@@ -65,12 +72,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(packet.data(), data + pos + 2, len);
     pos += 2 + len;
     if ((steer & 1) && len >= wire::kCommonHeaderBytes) {
-      // A plausible header: right version and port, an id near real ones.
+      // A plausible header: right version and endpoint id, an id near real
+      // ones.
       packet[0] = std::byte{wire::kProtocolVersion};
       packet[1] = std::byte{static_cast<uint8_t>(0x10 + (steer >> 1) % 9)};
-      wire::StoreBig<uint16_t>(packet.data() + 6, 4000);
+      wire::StoreBig<uint16_t>(packet.data() + 6, wire::kDefaultEndpoint);
       uint64_t id = first_id + ((steer >> 4) & 7);
       wire::StoreBig<uint64_t>(packet.data() + 8, id);
+    }
+    if ((steer & 0x7e) == 0x7e) {
+      // Now and then the network says a peer is unreachable (ICMP).
+      transport::PathError error;
+      error.to = (steer & 0x80) ? b_addr : a_addr;
+      error.kind = static_cast<transport::PathError::Kind>(len % 5);
+      ((steer & 0x80) ? a_net : b_net)->InjectPathError(error);
     }
     transport::OutDatagram out{b_addr, packet, 0};
     (void)x_net->Send({&out, 1});

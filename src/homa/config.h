@@ -13,6 +13,13 @@
 namespace wharf::homa {
 
 struct HomaConfig {
+  // This endpoint's id within its UDP socket: the sport of what it sends
+  // and the dport it accepts (docs/protocol.md, "Addressing"). The default
+  // endpoint of a socket is wire::kDefaultEndpoint; a later change can host
+  // several named endpoints on one socket, each with the id derived from
+  // its name.
+  uint16_t endpoint_id = wire::kDefaultEndpoint;
+
   // Largest message (request or response) accepted or sent. Homa's kernel
   // module stops at 1 MB; we keep a 32-bit length on the wire.
   uint32_t max_message_bytes = 64u << 20;
@@ -53,14 +60,21 @@ struct HomaConfig {
 
   // Timers. The protocol timer ticks every tick_ns. A receiver that has heard
   // nothing for resend_ticks sends RESEND, then again every
-  // resend_interval_ticks; after timeout_ticks of silence the RPC fails with
-  // kUnavailable (peer death). A server whose response is fully sent asks for
+  // resend_interval_ticks. A server whose response is fully sent asks for
   // an ACK after need_ack_ticks.
   DurationNs tick_ns = 1 * kNsPerMs;
   int resend_ticks = 5;
   int resend_interval_ticks = 5;
-  int timeout_ticks = 100;
   int need_ack_ticks = 2;
+  // Peer death by silence: an RPC fails with kUnavailable once it and its
+  // peer have been silent this long and the peer ignored 3 probes. Seconds,
+  // not milliseconds: a live process can be paused that long (SIGSTOP, page
+  // faults, a debugger, CPU quota), and a dead one is usually reported much
+  // sooner by the kernel (ICMP port / host unreachable ends its RPCs at once).
+  DurationNs peer_timeout_ns = 5 * kNsPerSec;
+  // Deprecated (homa.timeout_ticks): when > 0, overrides peer_timeout_ns
+  // with timeout_ticks * tick_ns.
+  int timeout_ticks = 0;
   // A client whose request the server keeps answering with RPC_UNKNOWN
   // restarts it at most this often, then fails the RPC with kUnavailable.
   int max_restarts = 100;
@@ -68,6 +82,25 @@ struct HomaConfig {
   // Memory bound for incoming messages across all RPCs: a new incoming
   // message that would exceed it is dropped (the sender retries later).
   uint64_t max_incoming_buffer_bytes = 1ull << 30;
+
+  // Bounded per-peer state (every table keyed by a remote has a cap, an idle
+  // timeout and counters). At most max_peers remote addresses are known at
+  // once; a new one beyond that replaces an idle one or is refused (its
+  // packet dropped, homa.peers_refused). A peer with no live RPC that has
+  // sent nothing for peer_idle_timeout_ns is forgotten, with its
+  // at-most-once records.
+  uint32_t max_peers = 16'384;
+  DurationNs peer_idle_timeout_ns = 30 * kNsPerSec;
+  // At-most-once records per peer: client endpoints remembered (a request
+  // from one more is dropped) and finished ids above each client's ack floor
+  // (past the cap the oldest is forgotten, homa.tombstones_evicted).
+  uint32_t max_clients_per_peer = 64;
+  uint32_t max_tombstones_per_client = 4'096;
+
+  // The peer timeout in effect (peer_timeout_ns, or the deprecated ticks).
+  DurationNs EffectivePeerTimeoutNs() const {
+    return timeout_ticks > 0 ? timeout_ticks * tick_ns : peer_timeout_ns;
+  }
 };
 
 }  // namespace wharf::homa

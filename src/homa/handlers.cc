@@ -2,6 +2,7 @@
 // is input from the network: anything unexpected is counted and dropped.
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "homa/homa_transport.h"
 
@@ -22,15 +23,36 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     return;
   }
   const wire::CommonHeader& common = packet->common;
-  if (common.dport != port_) {
+  // Only the endpoint id is checked, never the UDP address or port the
+  // packet arrived on or came from: a NAT or relay may have rewritten them.
+  if (common.dport != endpoint_id_) {
     ++stats_.wrong_port;
     return;
   }
-  Peer& peer = PeerFor(from);
+  const wire::Body& body = packet->body;
+  const auto* data = std::get_if<wire::Data>(&body);
+  Peer* found = nullptr;
+  if (!FromClient(common)) {
+    // About one of our client RPCs: its peer is the server we called (the
+    // reply may come from another of its addresses); else whatever we know.
+    std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(common.rpc_id ^ 1);
+    found = rpc != nullptr ? (*rpc)->peer : peers_.Find(from);
+  } else if (data != nullptr) {
+    // Request data is the only packet that may start state here; a full
+    // table drops it (counted by the table), and the client retries.
+    found = PeerFor(from);
+    if (found == nullptr) return;
+  } else {
+    found = peers_.Find(from);
+  }
+  if (found == nullptr) {
+    HandleStranger(from, *packet);
+    return;
+  }
+  Peer& peer = *found;
   peer.last_heard_ns = now_ns_;
   peer.probes_unanswered = 0;
-  const wire::Body& body = packet->body;
-  if (const auto* data = std::get_if<wire::Data>(&body)) {
+  if (data != nullptr) {
     HandleData(peer, common, *data);
   } else if (const auto* grant = std::get_if<wire::Grant>(&body)) {
     HandleGrant(peer, common, *grant);
@@ -50,6 +72,64 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     if (common.rpc_id != 0) AdvanceFloor(peer, common.sport, common.rpc_id);
     for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
   }
+}
+
+void HomaTransport::HandleStranger(const transport::NetAddress& from, const wire::Packet& packet) {
+  ++stats_.from_stranger;
+  const wire::CommonHeader& common = packet.common;
+  if (std::holds_alternative<wire::Resend>(packet.body)) {
+    // A client asking about an RPC we hold nothing for (we forgot the peer,
+    // or never heard the request): RPC_UNKNOWN makes it restart.
+    ++stats_.resends_received;
+    EmitControl(from, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
+    ++stats_.rpc_unknown_sent;
+  } else if (std::holds_alternative<wire::NeedAck>(packet.body)) {
+    // A server asking about an RPC we never made or long finished: ack just
+    // that one, with no floor (rpc_id 0), which claims nothing else.
+    wire::AckList acks;
+    acks.acks[0] = {common.rpc_id ^ 1, common.sport};
+    acks.count = 1;
+    EmitControl(from, common.sport, 0, acks);
+    ++stats_.acks_sent;
+  }
+}
+
+void HomaTransport::HandlePathError(const transport::PathError& error) {
+  ++stats_.path_errors;
+  if (!error.unreachable()) return;  // advisory (e.g. fragmentation needed)
+  Peer* peer = peers_.Find(error.to);
+  if (peer == nullptr) return;
+  ++stats_.peers_unreachable;
+  // Collect first: failing and destroying unlinks RPCs from the list.
+  std::vector<Rpc*> doomed;
+  for (Rpc* rpc = oldest_rpc_; rpc != nullptr; rpc = rpc->newer) {
+    if (rpc->peer == peer) doomed.push_back(rpc);
+  }
+  const std::string reason =
+      std::string(transport::PathError::KindName(error.kind)) +
+      (error.reporter.family() != transport::NetAddress::Family::kNone
+           ? " (reported by " + error.reporter.ToString() + ")"
+           : std::string());
+  for (Rpc* rpc : doomed) {
+    if (rpc->is_client()) {
+      ++stats_.unreachable_failures;
+      FailClientRpc(*rpc, UnavailableError("homa: " + peer->addr.ToString() + ": " + reason +
+                                           " (RPC " + std::to_string(rpc->id) +
+                                           "); peer presumed dead"));
+    } else {
+      DestroyServerRpc(*peer, rpc->peer_port, rpc->client_id(), /*tombstone=*/true);
+    }
+  }
+}
+
+ClientRecord* HomaTransport::RecordFor(Peer& peer, uint16_t client_port) {
+  auto it = peer.clients.find(client_port);
+  if (it != peer.clients.end()) return &it->second;
+  if (peer.clients.size() >= config_.max_clients_per_peer) {
+    ++stats_.clients_refused;
+    return nullptr;
+  }
+  return &peer.clients[client_port];
 }
 
 Rpc* HomaTransport::FindRpcFor(Peer& peer, const wire::CommonHeader& common) {
@@ -91,7 +171,9 @@ void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
 
 void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& common,
                                       const wire::Data& data) {
-  ClientRecord& record = peer.clients[common.sport];
+  ClientRecord* known = RecordFor(peer, common.sport);
+  if (known == nullptr) return;
+  ClientRecord& record = *known;
   Rpc* found = record.Find(common.rpc_id);
   if (found == nullptr) {
     // At-most-once: a finished RPC is never re-created by a late packet.
@@ -289,7 +371,7 @@ void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) 
   if (client_rpcs_.Contains(client_id)) return;  // still in progress: we will RESEND
   // Finished here: answer with everything we owe that server port, the asked
   // id included, and our floor.
-  peer.pending_acks.push_back({client_id, common.sport});
+  OweAck(peer, {client_id, common.sport});
   SendAcks(peer, common.sport);
 }
 
@@ -301,13 +383,16 @@ void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) 
 // finished RPC is still in `live`, where a duplicate packet finds it and is
 // dropped as one, as before.
 void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
-  if (ack.server_port != port_) return;
+  if (ack.server_port != endpoint_id_) return;
   ++stats_.acks_received;
   deferred_releases_.push_back({&peer, client_port, ack.client_id, /*is_floor=*/false});
 }
 
 void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor) {
-  ClientRecord& record = peer.clients[client_port];
+  // A client we hold no record of has nothing here to finish.
+  auto it = peer.clients.find(client_port);
+  if (it == peer.clients.end()) return;
+  ClientRecord& record = it->second;
   if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
   record.floor = floor;
   deferred_releases_.push_back({&peer, client_port, floor, /*is_floor=*/true});
@@ -321,7 +406,9 @@ void HomaTransport::ReleaseFinished() {
       DestroyServerRpc(*r.peer, r.client_port, r.id, /*tombstone=*/true);
       continue;
     }
-    ClientRecord& record = r.peer->clients[r.client_port];
+    auto it = r.peer->clients.find(r.client_port);
+    if (it == r.peer->clients.end()) continue;
+    ClientRecord& record = it->second;
     record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(record.floor));
     // RPCs below the floor are finished as far as the client is concerned.
     while (!record.live.empty() && record.live.begin()->first < record.floor) {

@@ -23,6 +23,10 @@ constexpr size_t kInlinePayloadBytes = 512;
 // payload.
 constexpr size_t kTxSlotBytes =
     std::max(wire::kMaxHeaderBytes, wire::kDataHeaderBytes + kInlinePayloadBytes);
+// Path errors taken from the transport per Poll.
+constexpr size_t kPathErrorBatch = 16;
+// How often the timer asks the transport to re-read its path caches (the
+// host's interface addresses): rarely, and never on the receive path.
 
 Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
   auto bad = [](std::string key, std::string why) {
@@ -45,9 +49,15 @@ Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
   if (c.resend_ticks < 1 || c.resend_interval_ticks < 1 || c.need_ack_ticks < 1) {
     return bad("resend_ticks", "resend_ticks, resend_interval_ticks and need_ack_ticks must be >= 1");
   }
-  if (c.timeout_ticks <= c.resend_ticks) {
+  if (c.timeout_ticks > 0 && c.timeout_ticks <= c.resend_ticks) {
     return bad("timeout_ticks", "must exceed resend_ticks (" + std::to_string(c.resend_ticks) + ")");
   }
+  // A peer timeout shorter than the probes is harmless (death also needs 3
+  // unanswered probes, so it comes after the third), but zero is a typo.
+  if (c.peer_timeout_ns <= 0) return bad("peer_timeout", "must be positive");
+  if (c.max_peers < 1) return bad("max_peers", "must be at least 1");
+  if (c.peer_idle_timeout_ns <= 0) return bad("peer_idle_timeout", "must be positive");
+  if (c.max_clients_per_peer < 1) return bad("max_clients_per_peer", "must be at least 1");
   if (c.link_bps == 0) return bad("link_rate", "must be positive");
   return OkStatus();
 }
@@ -66,7 +76,10 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
     : config_(config),
       net_(net),
       clock_(clock),
-      port_(net->LocalAddress().port()),
+      endpoint_id_(config.endpoint_id),
+      peer_timeout_ns_(config.EffectivePeerTimeoutNs()),
+      peer_timeout_ticks_((peer_timeout_ns_ + config.tick_ns - 1) / config.tick_ns),
+      next_path_refresh_ns_(clock.NowNs() + kPathRefreshNs),
       peers_(config_),
       grants_(config.overcommit, config.max_sched_priority),
       pacer_(config.link_bps, config.max_nic_backlog_ns),
@@ -79,6 +92,7 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
   tx_buffer_.resize(kTxBatch * kTxSlotBytes);
   tx_batch_.reserve(kTxBatch);
   rx_batch_.resize(kRxBatch);
+  path_errors_.resize(kPathErrorBatch);
 }
 
 HomaTransport::~HomaTransport() = default;
@@ -93,15 +107,25 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
                                 " bytes exceeds homa.max_message_bytes (" +
                                 std::to_string(config_.max_message_bytes) + ")");
   }
+  Peer* found = PeerFor(server);
+  if (found == nullptr) {
+    return ResourceExhaustedError("homa: cannot call " + server.ToString() + ": " +
+                                  std::to_string(peers_.size()) +
+                                  " peers with live RPCs fill homa.max_peers");
+  }
+  Peer& peer = *found;
+  LearnPath(peer);
   uint64_t id = next_client_id_;
   next_client_id_ += 2;
-  Peer& peer = PeerFor(server);
-  Rpc& rpc = NewClientRpc(id, peer, server.port());
+  // Requests go to the server's default endpoint (named endpoints, later,
+  // take the id derived from the name in the address).
+  const uint16_t server_endpoint = wire::kDefaultEndpoint;
+  Rpc& rpc = NewClientRpc(id, peer, server_endpoint);
   rpc.cookie = cookie;
   uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
                   peer.UnschedPriority(length));
-  peer.outstanding[server.port()].Add(id);
+  peer.outstanding[server_endpoint].Add(id);
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
   FlushTx();
@@ -125,6 +149,7 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
                                 " bytes exceeds homa.max_message_bytes (" +
                                 std::to_string(config_.max_message_bytes) + ")");
   }
+  LearnPath(*rpc.peer);
   uint32_t length = static_cast<uint32_t>(response.size());
   rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
                   rpc.peer->UnschedPriority(length));
@@ -154,6 +179,11 @@ PollResult HomaTransport::Poll() {
     for (size_t i = 0; i < *got; ++i) HandleDatagram(rx_batch_[i].from, rx_batch_[i].bytes);
     result.work += static_cast<int>(*got);
     if (*got < rx_batch_.size()) break;
+  }
+  // Free (a flag test) unless the kernel reported an error.
+  if (size_t errors = net_->TakePathErrors(path_errors_); errors > 0) {
+    for (size_t i = 0; i < errors; ++i) HandlePathError(path_errors_[i]);
+    result.work += static_cast<int>(errors);
   }
   if (grants_dirty_) RunGrantPass();
   if (now >= next_tick_ns_) {
@@ -217,6 +247,16 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
       {"homa.server_timeouts", stats_.server_timeouts},
       {"homa.malformed", stats_.malformed},
       {"homa.wrong_port", stats_.wrong_port},
+      {"homa.from_stranger", stats_.from_stranger},
+      {"homa.path_errors", stats_.path_errors},
+      {"homa.peers_unreachable", stats_.peers_unreachable},
+      {"homa.unreachable_failures", stats_.unreachable_failures},
+      {"homa.clients_refused", stats_.clients_refused},
+      {"homa.tombstones_evicted", stats_.tombstones_evicted},
+      {"homa.peers", peers_.size()},
+      {"homa.peers_created", peers_.stats().created},
+      {"homa.peers_freed", peers_.stats().freed},
+      {"homa.peers_refused", peers_.stats().refused},
       {"homa.oversize_dropped", stats_.oversize_dropped},
       {"homa.memory_dropped", stats_.memory_dropped},
       {"homa.tx_dropped", stats_.tx_dropped},
@@ -283,7 +323,7 @@ void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
   wire::CommonHeader common;
   common.type = wire::PacketType::kData;
   common.flags = slice.retransmit ? wire::kFlagRetransmit : 0;
-  common.sport = port_;
+  common.sport = endpoint_id_;
   common.dport = rpc.peer_port;
   common.rpc_id = rpc.id;
   wire::DataHeader data;
@@ -328,7 +368,7 @@ void HomaTransport::EmitControl(const transport::NetAddress& to, uint16_t dport,
   wire::Packet packet;
   packet.common.type = kTypes[body.index()];
   packet.common.flags = flags;
-  packet.common.sport = port_;
+  packet.common.sport = endpoint_id_;
   packet.common.dport = dport;
   packet.common.rpc_id = rpc_id;
   packet.body = body;
@@ -376,7 +416,7 @@ void HomaTransport::RunGrantPass() {
   for (const auto& ranked : active) {
     Rpc& rpc = *ranked.rpc;
     IncomingMessage& in = *rpc.in;
-    const uint32_t packet = rpc.peer->payload_bytes;
+    const uint32_t packet = GrantUnit(rpc);
     uint64_t window = std::max<uint64_t>(packet, share);
     uint64_t target = std::min<uint64_t>(in.length(), in.received_bytes() + window);
     if (target <= in.granted()) continue;
@@ -404,7 +444,7 @@ void HomaTransport::RunGrantPass() {
       if (Rpc* oldest = grants_.OldestRpc()) {
         Rpc& rpc = *oldest;
         // Rounded up to a packet boundary, as SRPT grants are rounded down.
-        const uint64_t packet = rpc.peer->payload_bytes;
+        const uint64_t packet = GrantUnit(rpc);
         uint64_t target = uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes;
         target = std::min<uint64_t>(rpc.in->length(), (target + packet - 1) / packet * packet);
         if (target > rpc.in->granted()) {
@@ -467,6 +507,7 @@ void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, u
   rpc.handle = next_handle_++;
   rpc.state = state;
   rpc.peer = &peer;
+  ++peer.live_rpcs;
   rpc.peer_addr = peer.addr;
   rpc.peer_port = peer_port;
   // Newest at the end of the list of all RPCs.
@@ -481,6 +522,7 @@ void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, u
 }
 
 void HomaTransport::UnlinkRpc(Rpc& rpc) {
+  --rpc.peer->live_rpcs;
   DequeueFromSend(rpc);
   ReleaseIncoming(rpc);
   (rpc.older != nullptr ? rpc.older->newer : oldest_rpc_) = rpc.newer;
@@ -495,18 +537,49 @@ Rpc* HomaTransport::FindServerRpc(const ServerRpcKey& key) {
   return record == peer->clients.end() ? nullptr : record->second.Find(key.client_id);
 }
 
-Peer& HomaTransport::PeerFor(const transport::NetAddress& addr) {
-  Peer& peer = peers_.Get(addr);
-  if (peer.payload_bytes == 0) {
-    peer.last_heard_ns = clock_.NowNs();  // first contact: control path
-    size_t datagram = std::min(net_->MaxDatagramBytesTo(addr), max_datagram_bytes_);
-    // Nothing queues below the socket on a local path: the pacer, which
-    // models a NIC queue, would only hold such packets back.
-    peer.paced = !net_->IsLocalPath(addr);
-    peer.payload_bytes = static_cast<uint32_t>(
-        datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
+Peer* HomaTransport::PeerFor(const transport::NetAddress& addr) {
+  if (Peer* known = peers_.Find(addr)) return known;
+  if (peers_.full()) {
+    // Full: replace a peer that has nothing live and has been silent a
+    // while, if one of the next few in the sweep order is; else the table
+    // refuses (and counts) the newcomer. Bounded work, so a flood of new
+    // sources cannot make this a scan.
+    if (!deferred_releases_.empty()) ReleaseFinished();  // they point at peers
+    constexpr int kCandidates = 8;
+    for (int i = 0; i < kCandidates; ++i) {
+      Peer* candidate = peers_.NextInSweep();
+      if (candidate != nullptr && candidate->Idle() &&
+          now_ns_ - candidate->last_heard_ns >= config_.tick_ns * config_.resend_interval_ticks) {
+        peers_.Remove(*candidate);
+        break;
+      }
+    }
   }
+  Peer* peer = peers_.FindOrAdd(addr);
+  if (peer != nullptr) peer->last_heard_ns = now_ns_ != 0 ? now_ns_ : clock_.NowNs();
   return peer;
+}
+
+void HomaTransport::LearnPath(Peer& peer) {
+  if (peer.payload_bytes != 0) return;
+  size_t datagram = std::min(net_->MaxDatagramBytesTo(peer.addr), max_datagram_bytes_);
+  // Nothing queues below the socket on a local path: the pacer, which
+  // models a NIC queue, would only hold such packets back.
+  peer.paced = !net_->IsLocalPath(peer.addr);
+  peer.payload_bytes = static_cast<uint32_t>(
+      datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
+}
+
+void HomaTransport::SweepIdlePeers(TimeNs now) {
+  // A full walk of max_peers takes max_peers / kPerTick ticks.
+  constexpr int kPerTick = 64;
+  const int count = static_cast<int>(std::min<size_t>(kPerTick, peers_.size()));
+  for (int i = 0; i < count; ++i) {
+    Peer* peer = peers_.NextInSweep();
+    if (peer->Idle() && now - peer->last_heard_ns >= config_.peer_idle_timeout_ns) {
+      peers_.Remove(*peer);
+    }
+  }
 }
 
 uint64_t HomaTransport::ClientFloor(Peer& peer, uint16_t server_port) const {
@@ -560,7 +633,7 @@ void HomaTransport::FinishClientRpc(Rpc& rpc) {
   auto out = peer.outstanding.find(rpc.peer_port);
   if (out != peer.outstanding.end()) out->second.Remove(rpc.id);
   // Tell the server it may forget the RPC (piggybacked or in the next ACK).
-  peer.pending_acks.push_back({rpc.id, rpc.peer_port});
+  OweAck(peer, {rpc.id, rpc.peer_port});
   std::unique_ptr<Rpc>* slot = client_rpcs_.Find(rpc.id);
   std::unique_ptr<Rpc> owned = std::move(*slot);
   client_rpcs_.Erase(owned->id);
@@ -579,8 +652,16 @@ void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
 
 void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t client_id,
                                      bool tombstone) {
-  ClientRecord& record = peer.clients[client_port];
-  if (tombstone && client_id >= record.floor) record.tombstones.insert(client_id);
+  auto found = peer.clients.find(client_port);
+  if (found == peer.clients.end()) return;
+  ClientRecord& record = found->second;
+  if (tombstone && client_id >= record.floor && record.tombstones.insert(client_id).second &&
+      record.tombstones.size() > config_.max_tombstones_per_client) {
+    // Bounded: the oldest finished id is forgotten. Only a duplicate of it
+    // delayed past thousands of newer RPCs could now run twice.
+    record.tombstones.erase(record.tombstones.begin());
+    ++stats_.tombstones_evicted;
+  }
   auto it = record.live.find(client_id);
   if (it == record.live.end()) return;
   UnlinkRpc(*it->second);

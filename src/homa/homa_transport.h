@@ -1,5 +1,6 @@
 // homa/homa_transport.h: HomaTransport, one endpoint of the Homa-style
-// receiver-driven protocol, bound to one Datagram transport and one homa port.
+// receiver-driven protocol, bound to one Datagram transport and one endpoint
+// id within it (docs/protocol.md, "Addressing").
 // It turns requests and responses into DATA packets, grants incoming messages
 // SRPT-first, paces what it sends, recovers from loss with RESEND/BUSY/
 // RPC_UNKNOWN, and keeps server state until the client acknowledges, so a
@@ -49,13 +50,15 @@ class HomaTransport final : public transport::MessageTransport {
                                                        const Clock& clock);
   ~HomaTransport() override;
 
-  // The homa port: the UDP port of `net` (servers are addressed by it).
-  uint16_t port() const { return port_; }
+  // This endpoint's id within its socket (HomaConfig::endpoint_id): the
+  // sport of its packets and the only dport it accepts. UDP addresses and
+  // ports are never checked: a NAT may rewrite them.
+  uint16_t endpoint_id() const { return endpoint_id_; }
   const HomaConfig& config() const { return config_; }
   const HomaStats& stats() const { return stats_; }
 
-  // transport::MessageTransport. A server is addressed by its homa port
-  // (the UDP port of its socket).
+  // transport::MessageTransport. A server is addressed by the UDP address of
+  // its socket; requests go to its default endpoint.
   std::string_view scheme() const override { return "homa"; }
   transport::NetAddress LocalAddress() const override { return net_->LocalAddress(); }
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
@@ -74,12 +77,20 @@ class HomaTransport final : public transport::MessageTransport {
 
   size_t num_client_rpcs() const { return client_rpcs_.size(); }
   size_t num_server_rpcs() const { return num_server_rpcs_; }
+  size_t num_peers() const { return peers_.size(); }
+  const PeerTableStats& peer_stats() const { return peers_.stats(); }
 
  private:
   HomaTransport(const HomaConfig& config, transport::Datagram* net, const Clock& clock);
 
   // --- packet handlers (handlers.cc) ---
   void HandleDatagram(const transport::NetAddress& from, std::span<const std::byte> bytes);
+  // A packet from a source we keep no peer for: answered without creating
+  // one (RESEND -> RPC_UNKNOWN, NEED_ACK -> ACK), else dropped.
+  void HandleStranger(const transport::NetAddress& from, const wire::Packet& packet);
+  // The kernel's report that `error.to` cannot be reached: fails that peer's
+  // client RPCs and drops its server RPCs at once.
+  void HandlePathError(const transport::PathError& error);
   void HandleData(Peer& peer, const wire::CommonHeader& common, const wire::Data& data);
   void HandleRequestData(Peer& peer, const wire::CommonHeader& common, const wire::Data& data);
   void HandleResponseData(Peer& peer, const wire::CommonHeader& common, const wire::Data& data);
@@ -90,11 +101,21 @@ class HomaTransport final : public transport::MessageTransport {
   void HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs);
   void HandleNeedAck(Peer& peer, const wire::CommonHeader& common);
   void HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack);
+  // The ClientRecord for `client_port` of `peer`, created if new unless the
+  // peer already has max_clients_per_peer (nullptr then).
+  ClientRecord* RecordFor(Peer& peer, uint16_t client_port);
   void AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor);
   // Frees the server RPCs that acks and floors finished (handlers.cc).
   void ReleaseFinished();
-  // The peer at `addr`, created (with its path's packet size) on first use.
-  Peer& PeerFor(const transport::NetAddress& addr);
+  // The peer at `addr`, created on first use; nullptr when the table is
+  // full of peers with live RPCs (homa.max_peers). No system call.
+  Peer* PeerFor(const transport::NetAddress& addr);
+  // Asks the transport for the path to `peer` (packet size, pacing) before
+  // we first send it DATA. Control path: may make system calls, once per peer.
+  void LearnPath(Peer& peer);
+  // Forgets peers that are idle and silent for peer_idle_timeout_ns (a few
+  // per call: the timer's round-robin walk).
+  void SweepIdlePeers(TimeNs now);
   // The RPC a packet from `peer` is about, or nullptr.
   Rpc* FindRpcFor(Peer& peer, const wire::CommonHeader& common);
   Rpc* FindServerRpc(const ServerRpcKey& key);
@@ -114,6 +135,14 @@ class HomaTransport final : public transport::MessageTransport {
   void FlushTx();
   void RunGrantPass();
   void SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority);
+  // What grants to rpc's incoming message are rounded to: the sender's
+  // packet size (it cuts packets at its multiples from offset 0, so any other
+  // grant offset would make it send a runt for every grant).
+  uint32_t GrantUnit(const Rpc& rpc) const {
+    if (uint32_t seen = rpc.in->packet_bytes(); seen > 0) return seen;
+    if (rpc.peer->payload_bytes > 0) return rpc.peer->payload_bytes;
+    return static_cast<uint32_t>(max_datagram_bytes_ - wire::kDataHeaderBytes);
+  }
   // Removes rpc from the grant scheduler and schedules a new grant pass.
   void StopGranting(Rpc& rpc);
 
@@ -148,6 +177,12 @@ class HomaTransport final : public transport::MessageTransport {
   // its (otherwise quiet) peer from presuming us dead.
   void KeepAlive(Rpc& rpc, TimeNs now);
   void FlushAcks();
+  // Queues an ack for `peer` (piggybacked on the next DATA, or sent by
+  // FlushAcks at the next tick).
+  void OweAck(Peer& peer, const wire::Ack& ack);
+  // How often the timer asks the transport to re-read its path caches (the
+  // host's interface addresses): rarely, and never on the receive path.
+  static constexpr DurationNs kPathRefreshNs = 10 * kNsPerSec;
   // Sends the acks `peer` is owed for server port `port` (those its floor
   // does not already cover), at least one ACK packet carrying the floor.
   void SendAcks(Peer& peer, uint16_t port);
@@ -155,9 +190,17 @@ class HomaTransport final : public transport::MessageTransport {
   HomaConfig config_;
   transport::Datagram* net_;
   const Clock& clock_;
-  uint16_t port_;
+  uint16_t endpoint_id_;
+  // config_.EffectivePeerTimeoutNs(), and in ticks (rounded up).
+  DurationNs peer_timeout_ns_;
+  int64_t peer_timeout_ticks_;
+  // When the timer next asks the transport to refresh its path caches.
+  TimeNs next_path_refresh_ns_;
+  std::vector<transport::PathError> path_errors_;  // Poll scratch
 
   PeerTable peers_;
+  // Peers with Peer::owed_acks_listed set: FlushAcks' work list.
+  std::vector<Peer*> peers_owed_acks_;
   uint64_t next_client_id_;
   uint64_t next_handle_ = 1;
   // Client RPCs by our id (owning). Server RPCs are owned by their client's
@@ -171,7 +214,7 @@ class HomaTransport final : public transport::MessageTransport {
   // Acks and floors received, whose server RPCs ReleaseFinished frees at the
   // start of the next Poll (see HandleAck).
   struct DeferredRelease {
-    Peer* peer;  // peers live as long as the transport
+    Peer* peer;  // a peer with deferred releases is never removed (see PeerFor)
     uint16_t client_port;
     uint64_t id;  // the acked client id, or the new floor
     bool is_floor;

@@ -16,6 +16,9 @@ uint32_t IncomingMessage::AddData(uint32_t offset, std::span<const std::byte> pa
                                   uint32_t incoming) {
   granted_ = std::max(granted_, std::min(incoming, length_));
   uint32_t end = offset + static_cast<uint32_t>(payload.size());
+  // The sender's packet size: its packets are full but for the tail.
+  const auto size = static_cast<uint32_t>(payload.size());
+  if (end < length_ || packet_bytes_ == 0) packet_bytes_ = std::max(packet_bytes_, size);
   uint32_t fresh = received_.Add(offset, end);
   // Copy even when only part is new: overlapping bytes are identical, and a
   // single memcpy is cheaper than computing the new sub-ranges.

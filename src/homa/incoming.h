@@ -25,6 +25,9 @@ class IncomingMessage {
   uint32_t bytes_remaining() const { return length_ - static_cast<uint32_t>(received_.covered()); }
   bool complete() const { return received_.Complete(length_); }
   TimeNs birth_ns() const { return birth_ns_; }
+  // The sender's DATA payload size as seen so far (its largest non-tail
+  // packet): the unit grants are rounded to. 0 before any data.
+  uint32_t packet_bytes() const { return packet_bytes_; }
   // True while more grants are needed to receive the whole message.
   bool NeedsGrants() const { return granted_ < length_; }
 
@@ -48,6 +51,7 @@ class IncomingMessage {
  private:
   uint32_t length_;
   uint32_t granted_;
+  uint32_t packet_bytes_ = 0;
   TimeNs birth_ns_;
   RangeSet received_;
   Buffer buffer_;

@@ -49,23 +49,38 @@ size_t PeerTable::AddressHash::operator()(const transport::NetAddress& a) const 
   return static_cast<size_t>(h ^ (h >> 32));
 }
 
-Peer& PeerTable::GetSlow(const transport::NetAddress& addr) {
-  auto& slot = peers_[addr];
-  if (!slot) {
-    slot = std::make_unique<Peer>();
-    slot->addr = addr;
-    slot->id = next_id_++;
-    // Assume the peer runs our cutoffs; if its version differs it sends
-    // CUTOFFS on our first DATA, so only mismatched configs cost a packet.
-    slot->cutoffs = config_.unsched_cutoffs;
-    slot->cutoff_version = config_.cutoff_version;
+Peer* PeerTable::FindOrAdd(const transport::NetAddress& addr) {
+  if (Peer* found = Find(addr)) return found;
+  if (full()) {
+    ++stats_.refused;
+    return nullptr;
   }
+  auto& slot = peers_[addr];
+  slot = std::make_unique<Peer>();
+  slot->addr = addr;
+  slot->id = next_id_++;
+  slot->index = all_.size();
+  // Assume the peer runs our cutoffs; if its version differs it sends
+  // CUTOFFS on our first DATA, so only mismatched configs cost a packet.
+  slot->cutoffs = config_.unsched_cutoffs;
+  slot->cutoff_version = config_.cutoff_version;
+  all_.push_back(slot.get());
+  ++stats_.created;
   last_ = slot.get();
-  return *slot;
+  return last_;
 }
 
-Peer* PeerTable::Find(const transport::NetAddress& addr) {
-  if (last_ != nullptr && last_->addr == addr) return last_;
+void PeerTable::Remove(Peer& peer) {
+  if (last_ == &peer) last_ = nullptr;
+  const size_t index = peer.index;
+  all_[index] = all_.back();
+  all_[index]->index = index;
+  all_.pop_back();
+  ++stats_.freed;
+  peers_.erase(peer.addr);  // destroys peer
+}
+
+Peer* PeerTable::FindSlow(const transport::NetAddress& addr) {
   auto it = peers_.find(addr);
   if (it == peers_.end()) return nullptr;
   last_ = it->second.get();

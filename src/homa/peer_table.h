@@ -66,8 +66,15 @@ class OutstandingIds {
 struct Peer {
   transport::NetAddress addr;
   uint64_t id = 0;  // small unique number, the grant scheduler's peer key
+  // Place in PeerTable's list of all peers (its idle sweep's order).
+  size_t index = 0;
+  // Live RPCs (client and server) with this peer: a peer with any is never
+  // forgotten.
+  uint32_t live_rpcs = 0;
   // Message bytes per DATA packet to this peer: its path's datagram limit
-  // minus the DATA header (set when the peer is first seen).
+  // minus the DATA header. 0 until we first send it a message (asking the
+  // transport for the path may cost system calls, which a packet from a new
+  // source must not).
   uint32_t payload_bytes = 0;
   // False when the path never leaves this host (Datagram::IsLocalPath):
   // packets to it neither wait for the pacer nor count toward its backlog.
@@ -91,10 +98,16 @@ struct Peer {
   int64_t keepalive_tick = -(1 << 20);
   // Acks we owe this peer's servers; piggybacked on DATA, or sent as ACK.
   std::vector<wire::Ack> pending_acks;
+  // On HomaTransport's list of peers owed acks (flushed every tick).
+  bool owed_acks_listed = false;
   // Our unfinished client RPC ids to each of its ports (the floor we report).
   std::map<uint16_t, OutstandingIds> outstanding;
   // Its clients (by their port) as seen by our server side.
   std::map<uint16_t, ClientRecord> clients;
+
+  // No live RPC and no ack owed: nothing is lost if the peer is forgotten
+  // but its at-most-once records.
+  bool Idle() const { return live_rpcs == 0 && pending_acks.empty() && !owed_acks_listed; }
 
   // Priority for unscheduled data of a message of `length` bytes.
   uint8_t UnschedPriority(uint32_t length) const;
@@ -112,24 +125,43 @@ struct Peer {
   }
 };
 
-// Owned by HomaTransport. Peers live as long as the transport (a later change
-// garbage-collects idle peers; see docs/protocol.md), so Peer references
-// stay valid.
+// Counters of a PeerTable. Monotonic.
+struct PeerTableStats {
+  uint64_t created = 0;
+  uint64_t freed = 0;    // idle-expired or replaced at the cap
+  uint64_t refused = 0;  // a new peer at the cap with no idle one to replace
+};
+
+// Owned by HomaTransport. At most config.max_peers peers. A Peer reference
+// stays valid until Remove(peer) (the transport removes only idle peers,
+// which no RPC and no pending work points to).
 class PeerTable {
  public:
   explicit PeerTable(const HomaConfig& config) : config_(config) {}
   // Looked up for every packet: the last peer found answers without
-  // hashing when the next packet is from it too.
-  Peer& Get(const transport::NetAddress& addr) {
-    if (last_ != nullptr && last_->addr == addr) return *last_;
-    return GetSlow(addr);
+  // hashing when the next packet is from it too. nullptr when unknown.
+  Peer* Find(const transport::NetAddress& addr) {
+    if (last_ != nullptr && last_->addr == addr) return last_;
+    return FindSlow(addr);
   }
-  // Like Get, but never adds a peer: nullptr when unknown.
-  Peer* Find(const transport::NetAddress& addr);
-  size_t size() const { return peers_.size(); }
+  // The peer at `addr`, added if new; nullptr when the table is full (the
+  // caller may Remove an idle peer and try again). Counts created/refused.
+  Peer* FindOrAdd(const transport::NetAddress& addr);
+  // Forgets `peer` (which must be in the table); counts it freed.
+  void Remove(Peer& peer);
+  size_t size() const { return all_.size(); }
+  bool full() const { return all_.size() >= config_.max_peers; }
+  const PeerTableStats& stats() const { return stats_; }
   template <typename Fn>
   void ForEach(Fn&& fn) {
-    for (auto& [addr, peer] : peers_) fn(*peer);
+    for (Peer* peer : all_) fn(*peer);
+  }
+  // The next peer in a round-robin walk over the table (nullptr when
+  // empty): the idle sweep examines a few per tick.
+  Peer* NextInSweep() {
+    if (all_.empty()) return nullptr;
+    if (sweep_cursor_ >= all_.size()) sweep_cursor_ = 0;
+    return all_[sweep_cursor_++];
   }
 
  private:
@@ -138,12 +170,17 @@ class PeerTable {
   struct AddressHash {
     size_t operator()(const transport::NetAddress& a) const noexcept;
   };
-  Peer& GetSlow(const transport::NetAddress& addr);
+  Peer* FindSlow(const transport::NetAddress& addr);
 
   const HomaConfig& config_;
   uint64_t next_id_ = 1;
   std::unordered_map<transport::NetAddress, std::unique_ptr<Peer>, AddressHash> peers_;
-  Peer* last_ = nullptr;  // the peer Get returned last
+  // Every peer, in no particular order (Remove swaps the last into the
+  // hole); Peer::index is its place.
+  std::vector<Peer*> all_;
+  size_t sweep_cursor_ = 0;
+  Peer* last_ = nullptr;  // the peer Find returned last
+  PeerTableStats stats_;
 };
 
 }  // namespace wharf::homa

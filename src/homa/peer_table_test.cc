@@ -64,7 +64,7 @@ TEST(PeerTest, TakeProbeBudgetIsPerTick) {
   EXPECT_EQ(p.probes_unanswered, 4);
 }
 
-TEST(PeerTableTest, GetCreatesOnceWithOurCutoffsAndAnId) {
+TEST(PeerTableTest, FindOrAddCreatesOnceWithOurCutoffsAndAnId) {
   HomaConfig config;
   config.unsched_cutoffs = {0, 0, 0, 0, 0, 9'000, 900, 90};
   config.cutoff_version = 7;
@@ -74,7 +74,7 @@ TEST(PeerTableTest, GetCreatesOnceWithOurCutoffsAndAnId) {
   EXPECT_EQ(table.Find(a), nullptr);
   EXPECT_EQ(table.size(), 0u);
 
-  Peer& pa = table.Get(a);
+  Peer& pa = *table.FindOrAdd(a);
   EXPECT_EQ(pa.addr, a);
   EXPECT_EQ(pa.cutoffs, config.unsched_cutoffs);
   EXPECT_EQ(pa.cutoff_version, 7);
@@ -82,13 +82,13 @@ TEST(PeerTableTest, GetCreatesOnceWithOurCutoffsAndAnId) {
   EXPECT_EQ(table.size(), 1u);
 
   pa.probes_unanswered = 3;  // state survives a second Get
-  Peer& again = table.Get(a);
+  Peer& again = *table.FindOrAdd(a);
   EXPECT_EQ(&again, &pa);
   EXPECT_EQ(again.probes_unanswered, 3);
   EXPECT_EQ(table.size(), 1u);
   EXPECT_EQ(table.Find(a), &pa);
 
-  Peer& pb = table.Get(b);
+  Peer& pb = *table.FindOrAdd(b);
   EXPECT_NE(&pb, &pa);
   EXPECT_NE(pb.id, pa.id);
   EXPECT_EQ(table.size(), 2u);
@@ -102,14 +102,43 @@ TEST(PeerTableTest, GetCreatesOnceWithOurCutoffsAndAnId) {
 
   // Alternating lookups (the last-peer shortcut must not confuse them).
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(&table.Get(a), &pa);
-    EXPECT_EQ(&table.Get(b), &pb);
+    EXPECT_EQ(table.FindOrAdd(a), &pa);
+    EXPECT_EQ(table.FindOrAdd(b), &pb);
   }
   std::array<uint8_t, 16> v6{};
   v6[15] = 1;
-  Peer& pc = table.Get(NetAddress::Ipv6(v6, 4000));
+  Peer& pc = *table.FindOrAdd(NetAddress::Ipv6(v6, 4000));
   EXPECT_NE(&pc, &pa);
   EXPECT_EQ(table.size(), 3u);
+  EXPECT_EQ(table.stats().created, 3u);
+}
+
+TEST(PeerTableTest, CapRefusesNewPeersAndRemoveMakesRoom) {
+  HomaConfig config;
+  config.max_peers = 2;
+  PeerTable table(config);
+  NetAddress a = NetAddress::Ipv4(0x0a000001, 4000);
+  NetAddress b = NetAddress::Ipv4(0x0a000002, 4000);
+  NetAddress c = NetAddress::Ipv4(0x0a000003, 4000);
+  Peer* pa = table.FindOrAdd(a);
+  Peer* pb = table.FindOrAdd(b);
+  ASSERT_TRUE(pa && pb);
+  EXPECT_TRUE(table.full());
+  EXPECT_EQ(table.FindOrAdd(c), nullptr);
+  EXPECT_EQ(table.stats().refused, 1u);
+  EXPECT_EQ(table.FindOrAdd(a), pa);  // known peers are still found
+
+  table.Remove(*pa);
+  EXPECT_EQ(table.Find(a), nullptr);  // also through the last-peer shortcut
+  EXPECT_EQ(table.stats().freed, 1u);
+  Peer* pc = table.FindOrAdd(c);
+  ASSERT_NE(pc, nullptr);
+  EXPECT_EQ(table.Find(b), pb);
+  EXPECT_EQ(table.size(), 2u);
+  // The sweep visits every peer, round robin.
+  std::set<Peer*> seen;
+  for (int i = 0; i < 4; ++i) seen.insert(table.NextInSweep());
+  EXPECT_EQ(seen, (std::set<Peer*>{pb, pc}));
 }
 
 TEST(OutstandingIdsTest, FloorIsTheSmallestUnfinishedId) {

@@ -30,7 +30,13 @@ struct HomaStats {
   uint64_t client_timeouts = 0;
   uint64_t server_timeouts = 0;
   uint64_t malformed = 0;            // undecodable datagrams
-  uint64_t wrong_port = 0;           // addressed to another homa port
+  uint64_t wrong_port = 0;           // dport is not our endpoint id
+  uint64_t from_stranger = 0;        // non-request packets from sources we keep no peer for
+  uint64_t path_errors = 0;          // ICMP (or fake) reports read from the transport
+  uint64_t peers_unreachable = 0;    // of those, reports that ended a known peer's RPCs
+  uint64_t unreachable_failures = 0; // client RPCs failed at once by such a report
+  uint64_t clients_refused = 0;      // requests from a peer over max_clients_per_peer
+  uint64_t tombstones_evicted = 0;   // finished ids forgotten over max_tombstones_per_client
   uint64_t oversize_dropped = 0;     // message_length above max_message_bytes
   uint64_t memory_dropped = 0;       // over max_incoming_buffer_bytes
   uint64_t tx_dropped = 0;           // datagrams the socket did not take

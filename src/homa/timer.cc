@@ -1,8 +1,8 @@
 // HomaTransport's protocol timer, run every tick_ns from Poll(): receivers
 // that hear nothing send RESEND (milliseconds, not microseconds: Linux can
 // hold packets for several ms, and eager resends cost more than they save),
-// silent peers are declared dead after timeout_ticks, servers ask for missing
-// acks, and owed acks are flushed.
+// silent peers are declared dead after homa.peer_timeout, servers ask for
+// missing acks, owed acks are flushed, and idle peers are forgotten.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -18,8 +18,8 @@ namespace {
 // over a budget stays due and goes out on a later tick (rotation).
 constexpr int kMaxProbesPerTick = 1000;
 constexpr int kMaxProbesPerPeerPerTick = 16;
-// A peer is presumed dead when it sent nothing for timeout_ticks and ignored
-// at least this many probes.
+// A peer is presumed dead when it sent nothing for the peer timeout and
+// ignored at least this many probes.
 constexpr int kUnansweredProbesForDeath = 3;
 
 }  // namespace
@@ -27,7 +27,7 @@ constexpr int kUnansweredProbesForDeath = 3;
 void HomaTransport::Tick() {
   ++tick_count_;
   const TimeNs now = now_ns_;
-  const DurationNs timeout_ns = config_.timeout_ticks * config_.tick_ns;
+  const DurationNs timeout_ns = peer_timeout_ns_;
   std::vector<Rpc*> dead_clients;
   std::vector<Rpc*> dead_servers;
   // Probes due this tick; served oldest first (largest ticks_since_probe) so
@@ -45,7 +45,7 @@ void HomaTransport::Tick() {
     }
   };
   auto presumed_dead = [&](const Rpc& rpc) {
-    return rpc.silent_ticks >= config_.timeout_ticks &&
+    return rpc.silent_ticks >= peer_timeout_ticks_ &&
            now - rpc.peer->last_heard_ns >= timeout_ns &&
            rpc.peer->probes_unanswered >= kUnansweredProbesForDeath;
   };
@@ -83,7 +83,7 @@ void HomaTransport::Tick() {
       }
     } else if (rpc->state == RpcState::kServerAwaitAck) {
       consider(*rpc, config_.need_ack_ticks);
-    } else if (rpc->silent_ticks >= config_.timeout_ticks &&
+    } else if (rpc->silent_ticks >= peer_timeout_ticks_ &&
                now - rpc->peer->last_heard_ns >= timeout_ns) {
       // Sending, waiting for grants: the client probes us; if the whole
       // client went quiet, give up.
@@ -115,14 +115,19 @@ void HomaTransport::Tick() {
     ++stats_.client_timeouts;
     FailClientRpc(rpc, UnavailableError(
                            "homa: no answer from " + rpc.peer_addr.ToString() + " for " +
-                           std::to_string(config_.timeout_ticks * config_.tick_ns / kNsPerMs) +
-                           " ms (RPC " + std::to_string(id) + "); peer presumed dead"));
+                           std::to_string(peer_timeout_ns_ / kNsPerMs) + " ms (RPC " +
+                           std::to_string(id) + ", homa.peer_timeout); peer presumed dead"));
   }
   for (Rpc* dead : dead_servers) {
     ++stats_.server_timeouts;
     DestroyServerRpc(*dead->peer, dead->peer_port, dead->client_id(), /*tombstone=*/true);
   }
   FlushAcks();
+  SweepIdlePeers(now);
+  if (now >= next_path_refresh_ns_) {
+    next_path_refresh_ns_ = now + kPathRefreshNs;
+    net_->RefreshPaths();
+  }
 }
 
 void HomaTransport::KeepAlive(Rpc& rpc, TimeNs now) {
@@ -163,9 +168,22 @@ void HomaTransport::SendResend(Rpc& rpc) {
 }
 
 void HomaTransport::FlushAcks() {
-  peers_.ForEach([this](Peer& peer) {
-    while (!peer.pending_acks.empty()) SendAcks(peer, peer.pending_acks.front().server_port);
-  });
+  // Only the peers owed acks: walking the whole table every tick would cost
+  // max_peers steps per millisecond. A peer owed acks is not idle, so none
+  // was removed meanwhile.
+  for (Peer* peer : peers_owed_acks_) {
+    peer->owed_acks_listed = false;
+    while (!peer->pending_acks.empty()) SendAcks(*peer, peer->pending_acks.front().server_port);
+  }
+  peers_owed_acks_.clear();
+}
+
+void HomaTransport::OweAck(Peer& peer, const wire::Ack& ack) {
+  peer.pending_acks.push_back(ack);
+  if (!peer.owed_acks_listed) {
+    peer.owed_acks_listed = true;
+    peers_owed_acks_.push_back(&peer);
+  }
 }
 
 void HomaTransport::SendAcks(Peer& peer, uint16_t port) {

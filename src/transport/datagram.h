@@ -27,6 +27,41 @@ struct OutDatagram {
   size_t size() const { return bytes.size() + payload.size(); }
 };
 
+// What the network said about a destination we sent to: an ICMP error the
+// kernel reported for it (IP_RECVERR), or the fake network's stand-in. The
+// protocol treats the unreachable kinds as the kernel's word that nothing
+// listens there any more (docs/protocol.md, "peer death").
+struct PathError {
+  enum class Kind : uint8_t {
+    kPortUnreachable,  // the host answered: no socket on that port
+    kHostUnreachable,  // a router (or our own stack, after ARP/ND failed)
+    kNetUnreachable,   // no route to the destination's network
+    kProhibited,       // administratively prohibited (a firewall said so)
+    kOther,            // anything else (e.g. fragmentation needed): advisory
+  };
+  // The destination of the datagram that drew the report.
+  NetAddress to;
+  Kind kind = Kind::kOther;
+  // The errno the kernel reported (ECONNREFUSED, EHOSTUNREACH, ...), 0 if none.
+  int error = 0;
+  // Who sent the report (the peer's host, a router); family kNone if unknown.
+  NetAddress reporter;
+
+  // True for the kinds that mean the destination cannot be reached now.
+  bool unreachable() const { return kind != Kind::kOther; }
+  // "port unreachable", "host unreachable", ...
+  static const char* KindName(Kind kind) {
+    switch (kind) {
+      case Kind::kPortUnreachable: return "port unreachable";
+      case Kind::kHostUnreachable: return "host unreachable";
+      case Kind::kNetUnreachable: return "network unreachable";
+      case Kind::kProhibited: return "administratively prohibited";
+      case Kind::kOther: break;
+    }
+    return "path error";
+  }
+};
+
 // One received datagram. `bytes` points into the transport's receive buffers
 // and stays valid only until the next Receive() call on the same transport.
 struct InDatagram {
@@ -48,13 +83,15 @@ class Datagram {
   virtual size_t MaxDatagramBytes() const = 0;
 
   // Largest payload that reaches `to` unfragmented: the path's limit, at most
-  // MaxDatagramBytes(). Control path: called once per new peer.
+  // MaxDatagramBytes(). Control path: called at most once per peer, when the
+  // protocol first sends it DATA; may make system calls.
   virtual size_t MaxDatagramBytesTo(const NetAddress& /*to*/) { return MaxDatagramBytes(); }
 
   // True when datagrams to `to` never leave this host (loopback, or one of
   // this host's own addresses): Send itself delivers them, no NIC queue
-  // builds up below the socket, so a sender has nothing to pace. Control
-  // path: called once per new peer.
+  // builds up below the socket, so a sender has nothing to pace. Answered
+  // from a cache (RefreshPaths): no system call, so a flood of new sources
+  // costs none.
   virtual bool IsLocalPath(const NetAddress& /*to*/) { return false; }
 
   // Sends a batch in order. Returns how many were accepted; fewer than
@@ -66,8 +103,19 @@ class Datagram {
   // nothing is waiting.
   virtual Result<size_t> Receive(std::span<InDatagram> out) = 0;
 
-  // A file descriptor that becomes readable when Receive() has work, for
-  // epoll; -1 when the transport has no fd (the fake network).
+  // Moves up to out.size() path errors reported since the last call into
+  // `out`; returns how many. Cheap when there are none (no system call: a
+  // real transport reads its error queue only after the kernel signalled
+  // an error on a send or receive). Call it after Receive().
+  virtual size_t TakePathErrors(std::span<PathError> /*out*/) { return 0; }
+
+  // Control path, off the per-packet path: re-reads what MaxDatagramBytesTo
+  // and IsLocalPath answer from (e.g. the host's interface addresses). The
+  // protocol calls it from its timer every few seconds.
+  virtual void RefreshPaths() {}
+
+  // A file descriptor that becomes readable when Receive() has work (or
+  // reports EPOLLERR when a path error is waiting), for epoll; -1 when the transport has no fd (the fake network).
   virtual int ReadableFd() const = 0;
 };
 

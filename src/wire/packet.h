@@ -11,7 +11,7 @@
 //   +---------------+---------------+---------------+---------------+
 //   |    version    |     type      |     flags     |   reserved    |
 //   +---------------+---------------+---------------+---------------+
-//   |             sport             |             dport             |
+//   |        sport (endpoint)       |        dport (endpoint)       |
 //   +---------------+---------------+---------------+---------------+
 //   |                       rpc_id (64 bits): the sender's id;      |
 //   |        even on the client, client id ^ 1 on the server        |
@@ -23,7 +23,8 @@
 //   24 incoming u32         sender will send up to here without more grants
 //   28 cutoff_version u16   version of the receiver's cutoffs the sender used
 //   30 ack_server_port u16  piggybacked ack: the sender (as a client) is done
-//   32 ack_client_id u64      with RPC ack_client_id at this port (0 = none)
+//   32 ack_client_id u64      with RPC ack_client_id at this endpoint id
+//                             (0 = none)
 //   40 ack_floor u64        every client RPC id of the sender to this dport
 //                           below this is finished (0 = no claim); closes the
 //                           late-duplicate gap of at-most-once (protocol.md)
@@ -48,7 +49,14 @@
 
 namespace wharf::wire {
 
-inline constexpr uint8_t kProtocolVersion = 1;
+// 2: sport/dport are endpoint ids within a host's socket, no longer UDP
+// ports (docs/protocol.md, "Addressing").
+inline constexpr uint8_t kProtocolVersion = 2;
+
+// The endpoint id of a socket's default endpoint (the one `homa://host:port`
+// names). Named endpoints (`homa://host:port/name`) will take ids derived
+// from their names, never this one.
+inline constexpr uint16_t kDefaultEndpoint = 0;
 
 enum class PacketType : uint8_t {
   kData = 0x10,
@@ -87,12 +95,14 @@ inline constexpr size_t kMaxHeaderBytes = kMaxAckBytes;
 struct CommonHeader {
   PacketType type = PacketType::kData;
   uint8_t flags = 0;
+  // Endpoint ids within the sending and receiving hosts' sockets (not UDP
+  // ports, which a NAT may rewrite).
   uint16_t sport = 0;
   uint16_t dport = 0;
   uint64_t rpc_id = 0;
 };
 
-// "This client finished RPC client_id with the server at server_port."
+// "This client finished RPC client_id with the server endpoint server_port."
 struct Ack {
   uint64_t client_id = 0;
   uint16_t server_port = 0;

@@ -204,8 +204,8 @@ TEST(DecodeCommonHeaderTest, RejectsBadCommonFields) {
   EXPECT_NE(DecodeCommonHeader(std::span(wire).first(15)).status().message().find("15 bytes"),
             std::string::npos);
   Bytes bad = wire;
-  bad[0] = std::byte{2};
-  EXPECT_NE(DecodeCommonHeader(bad).status().message().find("version 2"), std::string::npos);
+  bad[0] = std::byte{1};  // before endpoint ids (sport/dport were UDP ports)
+  EXPECT_NE(DecodeCommonHeader(bad).status().message().find("version 1"), std::string::npos);
   bad = wire;
   bad[1] = std::byte{0x16};
   EXPECT_NE(DecodeCommonHeader(bad).status().message().find("type 0x16"), std::string::npos);
@@ -362,8 +362,8 @@ TEST(GoldenTest, DataHeader) {
   d.payload = payload;
   Bytes wire = EncodeOrFail(Packet{Common(PacketType::kData, kFlagRetransmit), d});
   const Bytes want = B({
-      0x01, 0x10, 0x01, 0x00,                          // version, type, flags, reserved
-      0x0F, 0xA0, 0x13, 0x88,                          // sport 4000, dport 5000
+      0x02, 0x10, 0x01, 0x00,                          // version, type, flags, reserved
+      0x0F, 0xA0, 0x13, 0x88,                          // sport endpoint 4000, dport 5000
       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  // rpc_id
       0x00, 0x00, 0x27, 0x10,                          // message_length 10000
       0x00, 0x00, 0x05, 0x78,                          // offset 1400
@@ -380,7 +380,7 @@ TEST(GoldenTest, Grant) {
   CommonHeader c{PacketType::kGrant, 0, 5000, 4000, 0x1122334455667789};
   Bytes wire = EncodeOrFail(Packet{c, Grant{120000, 5, kGrantResendAll}});
   const Bytes want = B({
-      0x01, 0x11, 0x00, 0x00,                          // version, type, flags, reserved
+      0x02, 0x11, 0x00, 0x00,                          // version, type, flags, reserved
       0x13, 0x88, 0x0F, 0xA0,                          // sport 5000, dport 4000
       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x89,  // rpc_id (server side: odd)
       0x00, 0x01, 0xD4, 0xC0,                          // offset 120000
@@ -392,7 +392,7 @@ TEST(GoldenTest, Grant) {
 TEST(GoldenTest, Resend) {
   Bytes wire = EncodeOrFail(ResendPacket(1400, 2800, 7));
   const Bytes want = B({
-      0x01, 0x12, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
+      0x02, 0x12, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  //
       0x00, 0x00, 0x05, 0x78,                          // offset 1400
       0x00, 0x00, 0x0A, 0xF0,                          // length 2800
@@ -404,7 +404,7 @@ TEST(GoldenTest, Resend) {
 TEST(GoldenTest, Cutoffs) {
   Bytes wire = EncodeOrFail(CutoffsPacket(0x0102));
   const Bytes want = B({
-      0x01, 0x15, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
+      0x02, 0x15, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  //
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // cutoffs[0], [1]
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // cutoffs[2], [3]
@@ -418,7 +418,7 @@ TEST(GoldenTest, Cutoffs) {
 TEST(GoldenTest, Ack) {
   Bytes wire = EncodeOrFail(AckPacket(2));
   const Bytes want = B({
-      0x01, 0x18, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
+      0x02, 0x18, 0x00, 0x00, 0x0F, 0xA0, 0x13, 0x88,  // common
       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  //
       0x00, 0x02, 0x00, 0x00,                          // count 2, pad
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00,  // client_id 0x1000
@@ -469,10 +469,10 @@ TEST(DecodeRejectsTest, ShorterThanCommonHeader) {
 }
 
 TEST(DecodeRejectsTest, WrongVersion) {
-  for (int v : {0, 2, 7, 255}) {
+  for (int v : {0, 1, 3, 255}) {
     Bytes wire = EncodeOrFail(GrantPacket(1, 1));
     wire[0] = static_cast<std::byte>(v);
-    ExpectRejected(wire, "unsupported protocol version " + std::to_string(v) + " (expected 1)");
+    ExpectRejected(wire, "unsupported protocol version " + std::to_string(v) + " (expected 2)");
   }
 }
 

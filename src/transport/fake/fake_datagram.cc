@@ -44,6 +44,15 @@ Result<size_t> FakeDatagram::Receive(std::span<InDatagram> out) {
   return n;
 }
 
+size_t FakeDatagram::TakePathErrors(std::span<PathError> out) {
+  size_t n = std::min(out.size(), path_errors_.size());
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = path_errors_.front();
+    path_errors_.pop_front();
+  }
+  return n;
+}
+
 void FakeDatagram::Deliver(const NetAddress& from, std::vector<std::byte> bytes) {
   inbox_.push_back({from, std::move(bytes)});
 }

@@ -46,6 +46,13 @@ class FakeDatagram final : public Datagram {
   // destruction), however many packets arrive meanwhile.
   Result<size_t> Receive(std::span<InDatagram> out) override;
   int ReadableFd() const override { return -1; }
+  // The path errors injected (InjectPathError) or reported by the network
+  // (FakeNetwork::SetReportNoRoute), oldest first.
+  size_t TakePathErrors(std::span<PathError> out) override;
+
+  // Queues a path error as if the kernel had read an ICMP report for this
+  // endpoint: the next TakePathErrors hands it out.
+  void InjectPathError(const PathError& error) { path_errors_.push_back(error); }
 
   const std::string& host_name() const { return host_name_; }
   // Datagrams waiting in the inbox.
@@ -72,6 +79,8 @@ class FakeDatagram final : public Datagram {
   // Arrived and not yet received, in arrival order. Unbounded: the fake
   // models no socket-buffer overflow.
   std::deque<Arrived> inbox_;
+  // Path errors not yet taken. Unbounded, like the inbox.
+  std::deque<PathError> path_errors_;
   // Owns the bytes behind the views the last Receive() handed out; replaced
   // by the next Receive().
   std::vector<Arrived> last_batch_;

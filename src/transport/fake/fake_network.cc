@@ -2,6 +2,7 @@
 // endpoints.
 #include "transport/fake/fake_network.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -163,6 +164,7 @@ void FakeNetwork::Transmit(const FakeDatagram& sender, const NetAddress& to,
   }
   if (early_loss != PacketLoss::kNone) {
     Lose(log_.Record({src, dst, description}), counters, early_loss);
+    if (early_loss == PacketLoss::kNoRoute) ReportNoRoute(sender.LocalAddress(), to);
     return;
   }
 
@@ -211,6 +213,18 @@ void FakeNetwork::Launch(Packet packet, TimeNs at_ns) {
   it->second.timer = clock_.ScheduleAt(at_ns, [this, id] { Arrive(id); });
 }
 
+void FakeNetwork::ReportNoRoute(const NetAddress& from, const NetAddress& to) {
+  if (!report_no_route_) return;
+  auto sender = endpoints_.find(from);
+  if (sender == endpoints_.end()) return;
+  PathError error;
+  error.to = to;
+  error.kind = PathError::Kind::kPortUnreachable;
+  error.error = ECONNREFUSED;
+  error.reporter = to.WithPort(0);
+  sender->second->InjectPathError(error);
+}
+
 void FakeNetwork::Arrive(uint64_t packet_id) {
   auto node = in_flight_.extract(packet_id);
   if (node.empty()) return;
@@ -224,6 +238,7 @@ void FakeNetwork::Arrive(uint64_t packet_id) {
   auto endpoint = endpoints_.find(packet.to);
   if (endpoint == endpoints_.end()) {
     Lose(packet.log_id, counters, PacketLoss::kNoRoute);
+    ReportNoRoute(packet.from, packet.to);
     return;
   }
   ++counters.delivered;

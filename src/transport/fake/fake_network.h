@@ -30,9 +30,14 @@
 //   5. on arrival, a partition made meanwhile or a detached receiver still
 //      loses the packet (its log entry is updated).
 //
+// With SetReportNoRoute(true), a packet that finds no endpoint also makes
+// its sender's endpoint report a "port unreachable" path error for the
+// destination (as the kernel does for a datagram to a closed port on a live
+// host); FakeDatagram::InjectPathError injects any other report.
+//
 // Not modelled: per-host NIC or switch-port queues shared by several links
 // (incast onto one receiver's downlink), priority queues, socket-buffer
-// overflow, ICMP errors.
+// overflow.
 #pragma once
 
 #include <cstddef>
@@ -110,6 +115,9 @@ class FakeNetwork {
 
   // An empty describer restores the default, wire::Describe.
   void SetDescriber(Describer describer);
+  // Whether a packet lost as "[no route]" draws a port-unreachable report
+  // at its sender (default false: it vanishes silently).
+  void SetReportNoRoute(bool report) { report_no_route_ = report; }
   void SetMaxDatagramBytes(size_t bytes) { max_datagram_bytes_ = bytes; }
   size_t max_datagram_bytes() const { return max_datagram_bytes_; }
 
@@ -183,6 +191,9 @@ class FakeNetwork {
   void Launch(Packet packet, TimeNs at_ns);
   // Timer callback: step 5 and delivery.
   void Arrive(uint64_t packet_id);
+  // The port-unreachable report for a packet from `from` to `to` that found
+  // no endpoint, when SetReportNoRoute asked for it.
+  void ReportNoRoute(const NetAddress& from, const NetAddress& to);
   // Marks a logged copy lost and counts it.
   void Lose(PacketLog::EntryId log_id, LinkCounters& counters, PacketLoss loss);
   LinkCounters& CountersFor(const std::string& src_host, const std::string& dst_host);
@@ -192,6 +203,7 @@ class FakeNetwork {
   SimClock& clock_;
   Describer describer_;
   size_t max_datagram_bytes_ = kDefaultMaxDatagramBytes;
+  bool report_no_route_ = false;
   LinkModel links_;
   FaultDice dice_;
   FaultScript script_;

@@ -375,3 +375,48 @@ TEST(FakeNetworkWireTest, DefaultDescriberLogsRealPackets) {
 
 }  // namespace
 }  // namespace wharf::transport::fake
+
+namespace wharf::transport::fake {
+namespace {
+
+class FakeNetworkPathErrorTest : public FakeNetworkTest {};
+
+TEST_F(FakeNetworkPathErrorTest, NoRouteIsSilentUnlessAskedToReport) {
+  const NetAddress nowhere = NetAddress::Ipv4(0x0a000009, 4000);
+  std::vector<PathError> out(4);
+  Send(*a_, nowhere, "lost");
+  RunUntilIdle();
+  EXPECT_EQ(a_->TakePathErrors(out), 0u);
+
+  net_.SetReportNoRoute(true);
+  Send(*a_, nowhere, "refused");
+  ASSERT_EQ(a_->TakePathErrors(out), 1u);
+  EXPECT_EQ(out[0].to, nowhere);
+  EXPECT_EQ(out[0].kind, PathError::Kind::kPortUnreachable);
+  EXPECT_EQ(out[0].reporter, nowhere.WithPort(0));
+  EXPECT_EQ(a_->TakePathErrors(out), 0u);
+
+  // A receiver that goes away while a packet is in flight: reported on arrival.
+  net_.SetDefaultLink({.delay_ns = 10 * kNsPerUs});
+  Send(*a_, addr_b_, "too late");
+  b_.reset();
+  RunUntilIdle();
+  ASSERT_EQ(a_->TakePathErrors(out), 1u);
+  EXPECT_EQ(out[0].to, addr_b_);
+}
+
+TEST_F(FakeNetworkPathErrorTest, InjectedErrorsComeOutInOrder) {
+  PathError first{.to = addr_b_, .kind = PathError::Kind::kHostUnreachable};
+  PathError second{.to = addr_c_, .kind = PathError::Kind::kNetUnreachable};
+  a_->InjectPathError(first);
+  a_->InjectPathError(second);
+  std::vector<PathError> out(1);
+  ASSERT_EQ(a_->TakePathErrors(out), 1u);
+  EXPECT_EQ(out[0].to, addr_b_);
+  ASSERT_EQ(a_->TakePathErrors(out), 1u);
+  EXPECT_EQ(out[0].to, addr_c_);
+  EXPECT_EQ(out[0].kind, PathError::Kind::kNetUnreachable);
+}
+
+}  // namespace
+}  // namespace wharf::transport::fake

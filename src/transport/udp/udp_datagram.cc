@@ -1,6 +1,8 @@
 // UdpDatagram: opening the socket, batched GSO sends, batched GRO receives.
 #include "transport/udp/udp_datagram.h"
 
+#include "transport/udp/udp_path_errors.h"
+
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -73,21 +75,40 @@ bool IsLoopbackIp(const NetAddress& a) {
   return ip == kV6Loopback || (IsV4Mapped(ip) && ip[12] == 127);
 }
 
-// Whether `a`'s IP is configured on one of this host's interfaces (the
-// kernel then routes it through the loopback device too).
-bool IsHostAddress(const NetAddress& a) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (const ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    const sockaddr* sa = i->ifa_addr;
-    if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) continue;
-    const socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    Result<NetAddress> mine = NetAddress::FromSockaddr(sa, len);
-    found = mine.ok() && mine->family() == a.family() && mine->ip_bytes() == a.ip_bytes();
+// `a` with port 0 and, when v4-mapped, as plain IPv4: the key of the path
+// caches, which do not depend on the port.
+NetAddress PathKey(const NetAddress& a) {
+  if (a.is_v6() && IsV4Mapped(a.ip_bytes())) {
+    uint32_t be = 0;
+    std::memcpy(&be, &a.ip_bytes()[12], 4);
+    return NetAddress::Ipv4(ntohl(be), 0);
   }
-  freeifaddrs(list);
-  return found;
+  return a.WithPort(0);
+}
+
+// The route's datagram limit towards `to` as the kernel sees it (connect()
+// on a UDP socket only looks up the route; IP_MTU then reports that route's
+// MTU; nothing is sent), at most `limit`.
+size_t RouteMaxBytes(const NetAddress& to, size_t limit) {
+  size_t result = limit;
+  const bool v6 = to.is_v6();
+  int probe = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (probe < 0) return result;
+  sockaddr_storage address;
+  auto len = static_cast<socklen_t>(to.WithPort(to.port() == 0 ? 9 : to.port()).ToSockaddr(&address));
+  int mtu = 0;
+  socklen_t mtu_len = sizeof(mtu);
+  if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0 &&
+      getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu, &mtu_len) ==
+          0 &&
+      mtu > 0) {
+    const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
+    if (static_cast<size_t>(mtu) > headers) {
+      result = std::min(result, static_cast<size_t>(mtu) - headers);
+    }
+  }
+  close(probe);
+  return result;
 }
 
 bool IsFullSocket(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS; }
@@ -122,47 +143,60 @@ UdpDatagram::~UdpDatagram() {
 }
 
 size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
-  auto cached = path_max_bytes_.find(to);
+  if (IsLocalPath(to)) return local_path_max_bytes_;
+  const NetAddress key = PathKey(to);
+  auto cached = path_max_bytes_.find(key);
   if (cached != path_max_bytes_.end()) return cached->second;
-  size_t result = max_datagram_bytes_;
-  // connect() on a UDP socket only looks up the route; IP_MTU then reports
-  // that route's MTU. Nothing is sent.
-  const bool v6 = to.is_v6();
-  int probe = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
-  if (probe >= 0) {
-    sockaddr_storage address;
-    auto len = static_cast<socklen_t>(to.ToSockaddr(&address));
-    int mtu = 0;
-    socklen_t mtu_len = sizeof(mtu);
-    if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0 &&
-        getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu,
-                   &mtu_len) == 0 &&
-        mtu > 0) {
-      const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
-      if (static_cast<size_t>(mtu) > headers) {
-        result = std::min(result, static_cast<size_t>(mtu) - headers);
-      }
-    }
-    close(probe);
+  if (path_max_bytes_.size() >= kMaxPathCacheEntries) {
+    // A cap, not an LRU: asking again costs one probe per destination.
+    stats_.path_cache_evictions += path_max_bytes_.size();
+    path_max_bytes_.clear();
   }
-  path_max_bytes_.emplace(to, result);
+  const size_t result = RouteMaxBytes(to, max_datagram_bytes_);
+  path_max_bytes_.emplace(key, result);
   return result;
 }
 
 bool UdpDatagram::IsLocalPath(const NetAddress& to) {
-  // One answer per IP, whatever the port.
-  const NetAddress key = to.WithPort(0);
-  auto cached = local_path_.find(key);
-  if (cached != local_path_.end()) return cached->second;
-  NetAddress plain = key;
-  if (to.is_v6() && IsV4Mapped(to.ip_bytes())) {
-    uint32_t be = 0;
-    std::memcpy(&be, &to.ip_bytes()[12], 4);
-    plain = NetAddress::Ipv4(ntohl(be), 0);
+  if (IsLoopbackIp(to)) return true;
+  const NetAddress key = PathKey(to);
+  for (const NetAddress& mine : host_ips_) {
+    if (mine == key) return true;
   }
-  const bool local = IsLoopbackIp(to) || IsHostAddress(plain);
-  local_path_.emplace(key, local);
-  return local;
+  return false;
+}
+
+void UdpDatagram::RefreshPaths() {
+  host_ips_.clear();
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      const sockaddr* sa = i->ifa_addr;
+      if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) continue;
+      const socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      Result<NetAddress> mine = NetAddress::FromSockaddr(sa, len);
+      if (mine.ok()) host_ips_.push_back(PathKey(*mine));
+    }
+    freeifaddrs(list);
+  }
+  // Every local path goes through the loopback device, whatever address it
+  // names, so one route answers for all of them.
+  local_path_max_bytes_ = RouteMaxBytes(
+      ipv6_ && !dual_stack_ ? NetAddress::Ipv6({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 9)
+                            : NetAddress::Ipv4(0x7f000001, 9),
+      max_datagram_bytes_);
+  path_max_bytes_.clear();
+}
+
+size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
+  if (!path_errors_pending_ || out.empty()) return 0;
+  bool more_main = false;
+  bool more_hot = false;
+  size_t n = udp::ReadPathErrors(fd_, out, &more_main);
+  if (hot_fd_ >= 0) n += udp::ReadPathErrors(hot_fd_, out.subspan(n), &more_hot);
+  path_errors_pending_ = more_main || more_hot;
+  stats_.path_errors += n;
+  return n;
 }
 
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
@@ -251,6 +285,9 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   if (ipv6_ && udp::SetSocketTos(fd_, false, default_tos)) socket_tos_v6_ = default_tos;
   // Best effort: without it packets are still sent, at a little more cost.
   (void)udp::SetDontFragment(fd_, ipv6_);
+  // Best effort too: without it a dead peer is noticed only by its silence.
+  (void)udp::EnableRecvErr(fd_, ipv6_, dual_stack_);
+  RefreshPaths();
   hot_enabled_ = options.hot_peer_socket;
   hot_setup_ = {.local = local_,
                 .ipv6 = ipv6_,
@@ -410,6 +447,9 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
     if (err == EINTR) continue;
     if (IsFullSocket(err)) return done;
     const size_t run = send_runs_[0];
+    // The kernel raised a report that arrived for this socket (it may be
+    // about any earlier destination): its details wait in the error queue.
+    if (udp::IsPathErrno(err)) path_errors_pending_ = true;
     if (err == ECONNREFUSED) {
       // A pending report about some earlier datagram, consumed by this call;
       // the datagram at the front was not sent, so it is retried.
@@ -518,9 +558,11 @@ Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
       return size_t{0};
     }
     // A pending ICMP report (IP_RECVERR) fails the read that meets it and is
-    // cleared by it; the datagrams behind it are still queued.
-    if (err == ECONNREFUSED && ++refused_in_row <= kMaxRefusedInRow) {
-      ++stats_.refused;
+    // cleared by it; the datagrams behind it are still queued, and the
+    // report itself waits in the error queue (TakePathErrors).
+    if (udp::IsPathErrno(err) && ++refused_in_row <= kMaxRefusedInRow) {
+      path_errors_pending_ = true;
+      if (err == ECONNREFUSED) ++stats_.refused;
       continue;
     }
     return ErrnoToStatus(err, "recvmmsg on " + local_.ToString());

@@ -104,6 +104,11 @@ struct UdpStats {
   // 1 once a GSO send failed where the same datagrams sent plain succeeded,
   // which turns GSO off for this socket.
   uint64_t gso_fallbacks = 0;
+  // ICMP reports read from the error queues and handed out by
+  // TakePathErrors (port / host / network unreachable, ...).
+  uint64_t path_errors = 0;
+  // Entries of the remote path-MTU cache dropped because it was full.
+  uint64_t path_cache_evictions = 0;
   // Datagrams sent through the hot-peer socket, and whether it was opened
   // (1) or could not be (failures).
   uint64_t hot_sends = 0;
@@ -142,12 +147,23 @@ class UdpDatagram final : public Datagram {
   int hot_fd() const { return hot_fd_; }
   // Single-datagram sends in a row to one peer that make it the hot peer.
   static constexpr size_t kHotAfterSends = 32;
-  // The route's MTU towards `to` (asked of the kernel once per destination
-  // through a connected probe socket, then cached), capped by UdpOptions::mtu.
+  // The route's MTU towards `to`, capped by UdpOptions::mtu: for a local
+  // path the loopback route's (read by RefreshPaths); otherwise asked of the
+  // kernel once per destination IP through a connected probe socket and
+  // kept in a cache of at most kMaxPathCacheEntries IPs.
   size_t MaxDatagramBytesTo(const NetAddress& to) override;
-  // Loopback addresses and this host's own interface addresses (asked of
-  // the kernel once per destination IP, then cached).
+  static constexpr size_t kMaxPathCacheEntries = 4096;
+  // Loopback addresses and this host's own interface addresses, from the
+  // list RefreshPaths read: no system call.
   bool IsLocalPath(const NetAddress& to) override;
+  // Re-reads the host's interface addresses and the loopback route's MTU
+  // (getifaddrs and a probe socket); done at Open.
+  void RefreshPaths() override;
+  // The ICMP reports waiting on the main and hot-peer sockets' error queues
+  // (IP_RECVERR is set on both). Reads the queues only after a send or
+  // receive met the error the kernel raises alongside each report, so it is
+  // free while there are none.
+  size_t TakePathErrors(std::span<PathError> out) override;
 
   // Whether sends currently coalesce with GSO (probed at Open; turns false
   // if the kernel later rejects a GSO send).
@@ -211,8 +227,16 @@ class UdpDatagram final : public Datagram {
   const udp::GsoLimits gso_limits_;
   NetAddress local_;
   size_t max_datagram_bytes_ = 0;
-  std::unordered_map<NetAddress, size_t> path_max_bytes_;  // MaxDatagramBytesTo cache
-  std::unordered_map<NetAddress, bool> local_path_;        // IsLocalPath cache, port 0
+  // MaxDatagramBytesTo's answers for remote IPs (port 0), cleared when it
+  // reaches kMaxPathCacheEntries.
+  std::unordered_map<NetAddress, size_t> path_max_bytes_;
+  // This host's interface IPs (port 0, IPv4 plain) and the loopback
+  // route's datagram limit, as RefreshPaths last read them.
+  std::vector<NetAddress> host_ips_;
+  size_t local_path_max_bytes_ = 0;
+  // Set when a send or receive failed with an ICMP-raised errno: the error
+  // queues hold reports for TakePathErrors.
+  bool path_errors_pending_ = false;
   bool gso_ = false;
   bool gro_ = false;
   // The TOS byte the socket puts on packets with an IPv4 / IPv6 header when

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "transport/udp/udp_path_errors.h"
 #include "transport/udp/udp_socket_options.h"
 
 namespace wharf::transport::udp {
@@ -62,6 +63,8 @@ Result<int> OpenHotSocket(const HotSocketSetup& setup, const sockaddr_storage& p
   if (!setup.ipv6 || setup.dual_stack) (void)SetSocketTos(fd.fd, true, static_cast<uint8_t>(setup.tos_v4));
   if (setup.ipv6) (void)SetSocketTos(fd.fd, false, static_cast<uint8_t>(setup.tos_v6));
   (void)SetDontFragment(fd.fd, setup.ipv6);
+  // ICMP reports for the peer queue here as for the main socket.
+  (void)EnableRecvErr(fd.fd, setup.ipv6, setup.dual_stack);
   sockaddr_storage local;
   const auto local_len = static_cast<socklen_t>(setup.local.ToSockaddr(&local));
   if (bind(fd.fd, reinterpret_cast<const sockaddr*>(&local), local_len) != 0) {
