@@ -215,7 +215,7 @@ TEST_P(EndpointServeTest, HandlersRunOneAtATime) {
 // set short here (300 ms) so the test is quick; the handler runs 3x that.
 TEST_P(EndpointServeTest, LongHandlerIsNotADeadServer) {
   const std::vector<std::pair<std::string, std::string>> short_timeout = {
-      {"tcp.peer_timeout", "300ms"}, {"homa.timeout_ticks", "300"},
+      {"tcp.peer_timeout", "300ms"}, {"homa.peer_timeout", "300ms"},
       {"tcp.ping_interval", "50ms"}};
   auto server = Open(GetParam(), short_timeout);
   auto client = Open(GetParam(), short_timeout);

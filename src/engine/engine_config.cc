@@ -117,6 +117,13 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(
       Bytes(l, "homa.max_message_bytes", &h.max_message_bytes, UINT32_MAX - kFrameBytes));
   WHARF_RETURN_IF_ERROR(Bytes(l, "homa.unsched_bytes", &h.unsched_bytes, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Duration(l, "homa.peer_timeout", &h.peer_timeout_ns));
+  WHARF_RETURN_IF_ERROR(Uint(l, "homa.max_peers", &h.max_peers, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(Duration(l, "homa.peer_idle_timeout", &h.peer_idle_timeout_ns));
+  WHARF_RETURN_IF_ERROR(
+      Uint(l, "homa.max_clients_per_peer", &h.max_clients_per_peer, UINT32_MAX));
+  WHARF_RETURN_IF_ERROR(
+      Uint(l, "homa.max_tombstones_per_client", &h.max_tombstones_per_client, UINT32_MAX));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.overcommit", &h.overcommit, 1, 64));
   WHARF_RETURN_IF_ERROR(Bytes(l, "homa.max_incoming_bytes", &h.max_incoming_bytes, UINT32_MAX));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.grant_fifo_permille", &h.grant_fifo_permille, 0, 1000));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <thread>
 
 #include "tools/bench/affinity.h"
 #include "tools/bench/child_process.h"
@@ -89,6 +90,19 @@ class WharfClient final : public PingPongClient {
   const Clock& clock_;
 };
 
+// The forked server binds its port only after the fork returns: a call that
+// gets there first meets "port unreachable" (homa) or "connection refused"
+// (tcp) at once. Calls until the server answers, for up to 10 s.
+Status WaitForServer(Endpoint& ep, const std::string& target, size_t bytes, const Clock& clock) {
+  const TimeNs give_up_ns = clock.NowNs() + 10 * kNsPerSec;
+  while (true) {
+    auto r = ep.Call(target, kSink, Buffer::Allocate(bytes), {.deadline = std::chrono::seconds(2)});
+    if (r.ok()) return OkStatus();
+    if (clock.NowNs() > give_up_ns) return r.status().WithContext("waiting for the server " + target);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const std::string& scheme,
@@ -108,6 +122,7 @@ Result<PingPongResult> RunWharfPingPong(const PingPongOptions& options, const st
       }));
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
                          Endpoint::Open(Options(Uri(scheme, options.address, 0), spin)));
+  WHARF_RETURN_IF_ERROR(WaitForServer(*ep, target, options.size_bytes, clock));
   WharfClient client(std::move(ep), target, options.size_bytes, clock);
   const std::string what = "wharf " + scheme + " " + std::string(WaitModeName(options.mode)) + " " +
                            std::to_string(options.size_bytes) + " B";
@@ -132,12 +147,8 @@ Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock
   WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin_client,
                          ScopedCpuPin::Pin(pinning.pin ? pinning.client_cpu : -1));
   // Warm up: one message end to end (also waits out the server's start).
-  for (int attempt = 0;; ++attempt) {
-    auto r = ep->Call(target, kSink, Buffer::Allocate(options.message_bytes),
-                      {.deadline = std::chrono::seconds(2)});
-    if (r.ok()) break;
-    if (attempt == 3) return r.status().WithContext("wharf goodput warm-up");
-  }
+  WHARF_RETURN_IF_ERROR(WaitForServer(*ep, target, options.message_bytes, clock)
+                            .WithContext("wharf goodput warm-up"));
   std::deque<Completion> flight;
   GoodputResult out;
   const TimeNs start = clock.NowNs();
