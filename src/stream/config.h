@@ -64,7 +64,8 @@ struct TcpConfig {
   DurationNs peer_timeout_ns = 5 * kNsPerSec;
   // With RPCs pending and nothing heard for this long, PING the peer: a live
   // peer's PONG is news, and the PING's bytes give the kernel something to
-  // time out on (TCP_USER_TIMEOUT) when the host vanished.
+  // time out on (TCP_USER_TIMEOUT) when the host vanished. Left at this
+  // default, it becomes peer_timeout / 10 when that is shorter.
   DurationNs ping_interval_ns = 500 * kNsPerMs;
   // When no request carried our ack floor for this long after it rose, an
   // explicit ACK frame carries it (so a ping-pong pays no extra write).
@@ -81,7 +82,8 @@ struct TcpConfig {
   // A connection with no RPC pending either way (none of ours to that peer,
   // none of its in progress here, nothing queued to send) that has received
   // nothing for this long is closed (tcp.connections_idle_closed); the
-  // peer's state then expires after 2 x peer_timeout.
+  // peer's state then expires after 2 x peer_timeout. At least peer_timeout
+  // (left at this default, it rises to a longer peer_timeout).
   DurationNs idle_timeout_ns = 60 * kNsPerSec;
 
   // Memory bounds. Partially received messages, across all connections (a

@@ -112,7 +112,7 @@ void TcpMessageTransport::Dial(Peer& peer) {
     WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {}", failed.ToString());
     peer.OnConnectionLost(now_, config_);
     timers_dirty_ = true;
-    if (transport::tcp::PeerGone(error)) FailPeerGone(peer, failed);
+    FailIfPeerGone(peer, error, failed);
     return;
   }
   Connection* conn = AddConnection(*fd, /*outbound=*/true, peer.identity,
@@ -153,7 +153,7 @@ void TcpMessageTransport::HandleIo(Connection& conn, uint32_t events) {
     if (!connected.ok()) {
       Peer* peer = conn.peer;
       Close(conn, connected, CloseKind::kConnectFailed);
-      if (peer != nullptr && transport::tcp::PeerGone(error)) FailPeerGone(*peer, connected);
+      if (peer != nullptr) FailIfPeerGone(*peer, error, connected);
       return;
     }
     OnConnected(conn);
@@ -194,7 +194,7 @@ void TcpMessageTransport::ReadFrom(Connection& conn) {
     case Connection::Io::kSocketError: {
       Peer* peer = conn.peer;
       Close(conn, r.error, CloseKind::kSocketError);
-      if (peer != nullptr && transport::tcp::PeerGone(r.sys_error)) FailPeerGone(*peer, r.error);
+      if (peer != nullptr) FailIfPeerGone(*peer, r.sys_error, r.error);
       return;
     }
     case Connection::Io::kProtocolError:
@@ -237,7 +237,7 @@ size_t TcpMessageTransport::Flush(Connection& conn) {
   if (r.io != Connection::Io::kOk) {
     Peer* peer = conn.peer;
     Close(conn, r.error, CloseKind::kSocketError);
-    if (peer != nullptr && transport::tcp::PeerGone(r.sys_error)) FailPeerGone(*peer, r.error);
+    if (peer != nullptr) FailIfPeerGone(*peer, r.sys_error, r.error);
     return r.bytes;
   }
   SetWantWrite(conn, r.blocked);

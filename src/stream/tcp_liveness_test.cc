@@ -1,8 +1,9 @@
 // Tests of TcpMessageTransport liveness at the default timeouts: silence is
 // not death (a peer paused for seconds loses no RPC; one silent past
 // tcp.peer_timeout fails them), and the kernel's word is (a dead server's
-// refused reconnect, an unreachable host fail RPCs at once). Virtual time
-// over loopback sockets, and one real-time bound.
+// refused reconnect, an unreachable host fail RPCs at once; a refusal where
+// no process was ever known is retried). Virtual time over loopback
+// sockets, and one real-time bound.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -165,6 +166,31 @@ TEST(TcpLivenessTest, DeadServerFailsRpcsAtTheRefusedReconnectNotAfterTheTimeout
   ASSERT_TRUE(h.RunUntil([&] { return client.Completed(later); }));
   EXPECT_EQ(client.done.at(later).status.code(), StatusCode::kUnavailable);
   EXPECT_LE(clock.NowNs() - again, TcpConfig{}.reconnect_min_ns);
+}
+
+TEST(TcpLivenessTest, ServerNotYetListeningIsRetriedNotDeclaredDead) {
+  // Refused, but by a port where we never knew a process: it may be
+  // starting (a client launched before its server), so only silence counts.
+  SimClock clock;
+  Harness h(&clock);
+  Node& client = h.AddNode();
+  transport::NetAddress address;
+  {
+    Node& probe = h.AddNode();
+    address = probe.address();
+    h.RemoveNode(probe);
+  }
+  const uint64_t id = client.t->SendRequest(address, Pattern(10, 0), 0).value();
+  h.RunFor(2 * kNsPerSec);
+  EXPECT_FALSE(client.Completed(id));
+  EXPECT_GE(client.t->stats().connect_failures, 5u) << "it kept trying";
+  TcpConfig late;
+  late.bind = address;
+  Node& server = h.AddNode(late);
+  ASSERT_TRUE(server.t);
+  ASSERT_TRUE(h.RunUntil([&] { return client.Completed(id); }));
+  EXPECT_EQ(client.done.at(id).kind, MessageEvent::Kind::kResponse) << client.done.at(id).status;
+  EXPECT_EQ(client.t->stats().peer_gone_failures, 0u);
 }
 
 TEST(TcpLivenessTest, DeadServerOnRealTimeFailsRpcsWithin50Ms) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <random>
 #include <string>
 
@@ -76,8 +77,19 @@ uint64_t MakeInstanceId(const Clock& clock) {
 
 }  // namespace
 
-Result<std::unique_ptr<TcpMessageTransport>> TcpMessageTransport::Open(const TcpConfig& config,
+Result<std::unique_ptr<TcpMessageTransport>> TcpMessageTransport::Open(const TcpConfig& given,
                                                                        const Clock& clock) {
+  TcpConfig config = given;
+  // The default PING interval follows a lowered peer timeout (a tenth of
+  // it), so that setting tcp.peer_timeout alone stays valid.
+  if (config.ping_interval_ns == TcpConfig{}.ping_interval_ns &&
+      config.peer_timeout_ns < 10 * config.ping_interval_ns) {
+    config.ping_interval_ns = std::max<DurationNs>(1, config.peer_timeout_ns / 10);
+  }
+  // Likewise the default idle timeout never undercuts a raised peer timeout.
+  if (config.idle_timeout_ns == TcpConfig{}.idle_timeout_ns) {
+    config.idle_timeout_ns = std::max(config.idle_timeout_ns, config.peer_timeout_ns);
+  }
   WHARF_RETURN_IF_ERROR(ValidateConfig(config));
   WHARF_ASSIGN_OR_RETURN(int listen_fd, transport::tcp::OpenListener(
                                             config.bind, config.ipv6_only, config.listen_backlog));
@@ -375,7 +387,9 @@ void TcpMessageTransport::FinishClientRpc(ClientRpc& rpc) {
   client_rpcs_.erase(rpc.id);  // destroys rpc
 }
 
-void TcpMessageTransport::FailPeerGone(Peer& peer, const Status& why) {
+void TcpMessageTransport::FailIfPeerGone(Peer& peer, int err, const Status& why) {
+  if (!transport::tcp::PeerGone(err)) return;
+  if (err == ECONNREFUSED && peer.instance == 0) return;
   // Only the waiting ones: an RPC on another open connection to the peer
   // (one it opened to us) is still moving, and that connection will say so
   // if it is not.

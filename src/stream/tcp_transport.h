@@ -172,9 +172,12 @@ class TcpMessageTransport final : public transport::MessageTransport,
   bool NeedsDial(const Peer& peer) const;
   // When `conn` (open) becomes idle, or kNever while anything is pending on it.
   TimeNs IdleDeadline(const Connection& conn) const;
-  // The kernel said `peer` is gone (`why`, from a connect, read or write):
-  // its RPCs waiting for a connection fail now with kUnavailable.
-  void FailPeerGone(Peer& peer, const Status& why);
+  // A connect, read or write to `peer` failed with errno `err` (`why`). If
+  // that is the kernel's word that the peer is gone (transport::tcp::PeerGone),
+  // its RPCs waiting for a connection fail now with kUnavailable. A refused
+  // connect counts only once we have known a process there (its HELLO): a
+  // peer never reached may be starting, and is retried until the timeout.
+  void FailIfPeerGone(Peer& peer, int err, const Status& why);
 
   TcpConfig config_;
   const Clock& clock_;
