@@ -48,19 +48,43 @@ struct TcpConfig {
   int connections_per_peer = 1;
 
   // While RPCs to a peer are pending and it has no connection, connect
-  // attempts back off from reconnect_min to reconnect_max, doubling.
+  // attempts back off from reconnect_min to reconnect_max, doubling. The
+  // first redial after a lost connection waits reconnect_min, so a dead
+  // process (whose port now refuses) is known within about that.
   DurationNs reconnect_min_ns = 1 * kNsPerMs;
   DurationNs reconnect_max_ns = 500 * kNsPerMs;
 
-  // Peer death: a peer with pending RPCs that sent nothing (no byte, no
-  // successful connect) for this long fails them with kUnavailable. Same
-  // figure as homa's default (timeout_ticks * tick). Also TCP_USER_TIMEOUT.
-  DurationNs peer_timeout_ns = 100 * kNsPerMs;
-  // With RPCs pending and nothing heard for this long, PING the peer.
-  DurationNs ping_interval_ns = 20 * kNsPerMs;
+  // Peer death by silence: a peer with pending RPCs that sent nothing (no
+  // byte of its process) for this long fails them with kUnavailable. Seconds,
+  // not one missed beat: a live process gets paused (CPU load, page faults, a
+  // debugger, VM steal, a container quota) and must lose nothing. The kernel's
+  // word (a refused reconnect, an unreachable host) fails RPCs at once,
+  // without waiting for this. Also TCP_USER_TIMEOUT, the limit on a connect
+  // or handshake, and (x 2) how long a server remembers a disconnected client.
+  DurationNs peer_timeout_ns = 5 * kNsPerSec;
+  // With RPCs pending and nothing heard for this long, PING the peer: a live
+  // peer's PONG is news, and the PING's bytes give the kernel something to
+  // time out on (TCP_USER_TIMEOUT) when the host vanished. Left at this
+  // default, it becomes peer_timeout / 10 when that is shorter.
+  DurationNs ping_interval_ns = 500 * kNsPerMs;
   // When no request carried our ack floor for this long after it rose, an
   // explicit ACK frame carries it (so a ping-pong pays no extra write).
   DurationNs ack_delay_ns = 1 * kNsPerMs;
+
+  // State a remote host can make us hold is capped, expires and is counted.
+  // Inbound connections not closed: past it a new one is closed as soon as
+  // accepted (tcp.connections_refused). Our own dials are not limited by it.
+  uint32_t max_inbound_connections = 4096;
+  // Peers (remote identities) a HELLO may add: a connection naming a new
+  // peer past it is closed (tcp.peers_refused). Peers we send requests to
+  // are always admitted (the application chose them).
+  uint32_t max_peers = 16384;
+  // A connection with no RPC pending either way (none of ours to that peer,
+  // none of its in progress here, nothing queued to send) that has received
+  // nothing for this long is closed (tcp.connections_idle_closed); the
+  // peer's state then expires after 2 x peer_timeout. At least peer_timeout
+  // (left at this default, it rises to a longer peer_timeout).
+  DurationNs idle_timeout_ns = 60 * kNsPerSec;
 
   // Memory bounds. Partially received messages, across all connections (a
   // message that would exceed it is refused: kResourceExhausted). Responses

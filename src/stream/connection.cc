@@ -54,7 +54,8 @@ Connection::IoResult Connection::Read(std::span<std::byte> scratch, size_t max_b
         return result;
       }
       result.io = Io::kSocketError;
-      result.error = ErrnoToStatus(errno, "read from " + remote_.ToString());
+      result.sys_error = errno;
+      result.error = ErrnoToStatus(result.sys_error, "read from " + remote_.ToString());
       return result;
     }
     if (got == 0) {
@@ -100,6 +101,7 @@ Connection::IoResult Connection::Write(size_t batch_bytes, uint64_t ack_floor,
         return result;
       }
       result.io = Io::kSocketError;
+      result.sys_error = err;
       result.error = ErrnoToStatus(err, "write to " + remote_.ToString());
       return result;
     }

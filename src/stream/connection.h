@@ -70,6 +70,7 @@ class Connection final : private FrameParser::Sink {
     bool blocked = false;        // Write: the kernel took less than offered
     bool carried_floor = false;  // Write: a REQUEST header carried the floor
     Status error;
+    int sys_error = 0;           // kSocketError: the errno (transport::tcp::PeerGone reads it)
   };
 
   Connection(uint64_t id, int fd, bool outbound, const transport::NetAddress& remote,
@@ -112,9 +113,11 @@ class Connection final : private FrameParser::Sink {
   Peer* peer = nullptr;          // set at connect (outbound) or HELLO (inbound)
   uint64_t remote_instance = 0;  // from the peer's HELLO
   TimeNs opened_ns = 0;          // when TCP came up (or the dial started)
+  TimeNs last_read_ns = 0;       // when bytes last arrived (opened_ns before any): idleness
   TimeNs deadline_ns = kNever;   // kConnecting/kHandshake: give up at this time
   bool epoll_out = false;        // EPOLLOUT registered
   bool dirty = false;            // on the transport's to-flush list
+  bool refused = false;          // a handler refused it for a cap (closed as such, not as bad input)
 
  private:
   // FrameParser::Sink: forwards to the handler with this connection.

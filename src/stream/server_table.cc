@@ -8,6 +8,11 @@ ClientRecord* ServerTable::Find(const transport::NetAddress& client) {
   return it == clients_.end() ? nullptr : &it->second;
 }
 
+const ClientRecord* ServerTable::Find(const transport::NetAddress& client) const {
+  auto it = clients_.find(client);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
 ClientRecord& ServerTable::Get(const transport::NetAddress& client) { return clients_[client]; }
 
 ServerTable::Seen ServerTable::Classify(const ClientRecord& record, uint64_t id) {
@@ -19,11 +24,15 @@ ServerTable::Seen ServerTable::Classify(const ClientRecord& record, uint64_t id)
 
 void ServerTable::Start(ClientRecord& record, uint64_t id) {
   auto [it, inserted] = record.rpcs.try_emplace(id);
-  if (inserted) ++num_rpcs_;
+  if (inserted) {
+    ++num_rpcs_;
+    ++record.in_progress;
+  }
 }
 
 ServedRpc& ServerTable::Answer(ClientRecord& record, uint64_t id, Buffer response) {
   ServedRpc& rpc = record.rpcs.at(id);
+  if (rpc.state == ServedRpc::State::kInProgress) --record.in_progress;
   rpc.state = ServedRpc::State::kAnswered;
   stored_bytes_ += response.size();
   rpc.response = std::move(response);

@@ -11,7 +11,10 @@
 // (its own outstanding RPCs plus about tcp.ack_delay of finished ones); it is
 // dropped whole when the client restarts (a HELLO with a new instance id) or
 // has had no connection for 2 x tcp.peer_timeout (it has given up its RPCs
-// by then). Stored response bytes, over all clients, are held under
+// by then; the transport counts it as tcp.clients_expired). Clients are
+// capped with the transport's peers (tcp.max_peers), and a connection with
+// nothing pending closes after tcp.idle_timeout, so a silent client's record
+// goes within idle_timeout + 2 x peer_timeout. Stored response bytes, over all clients, are held under
 // max_stored_bytes by dropping the oldest responses that were already written
 // out once; the RPC stays as "answered, lost" (a few dozen bytes), and a
 // re-sent request for it is told so instead of running again.
@@ -47,6 +50,7 @@ struct ServedRpc {
 struct ClientRecord {
   uint64_t instance = 0;  // the client process these ids belong to
   uint64_t floor = 0;     // every id below has been acknowledged
+  size_t in_progress = 0;  // rpcs in kInProgress (the application holds them)
   std::map<uint64_t, ServedRpc> rpcs;
 };
 
@@ -58,6 +62,7 @@ class ServerTable {
   explicit ServerTable(uint64_t max_stored_bytes) : max_stored_bytes_(max_stored_bytes) {}
 
   ClientRecord* Find(const transport::NetAddress& client);
+  const ClientRecord* Find(const transport::NetAddress& client) const;
   ClientRecord& Get(const transport::NetAddress& client);
 
   static Seen Classify(const ClientRecord& record, uint64_t id);
@@ -79,21 +84,24 @@ class ServerTable {
     auto end = record.rpcs.lower_bound(floor);
     for (auto it = record.rpcs.begin(); it != end;) {
       drop(it->first, it->second);
+      if (it->second.state == ServedRpc::State::kInProgress) --record.in_progress;
       Forget(it->second);
       it = record.rpcs.erase(it);
     }
   }
 
   // Drops everything of `client` (restart, or gone); `drop` as above.
+  // Returns whether there was a record.
   template <typename Fn>
-  void Erase(const transport::NetAddress& client, Fn&& drop) {
+  bool Erase(const transport::NetAddress& client, Fn&& drop) {
     auto it = clients_.find(client);
-    if (it == clients_.end()) return;
+    if (it == clients_.end()) return false;
     for (auto& [id, rpc] : it->second.rpcs) {
       drop(id, rpc);
       Forget(rpc);
     }
     clients_.erase(it);
+    return true;
   }
 
   // Evicts the oldest written responses while over the byte bound; `evict`

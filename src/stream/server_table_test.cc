@@ -37,6 +37,25 @@ TEST(ServerTableTest, ClassifiesRequestsAgainstWhatItHolds) {
   EXPECT_EQ(c.floor, 11u);
 }
 
+TEST(ServerTableTest, CountsRequestsInTheApplicationsHands) {
+  // What keeps a client's connection from idling out: requests delivered
+  // and not yet answered.
+  ServerTable table(1 << 20);
+  ClientRecord& c = table.Get(Loopback4(1));
+  table.Start(c, 10);
+  table.Start(c, 11);
+  table.Start(c, 11);  // a duplicate start is not a second request
+  table.Start(c, 12);
+  EXPECT_EQ(c.in_progress, 3u);
+  table.Answer(c, 10, Buffer::Allocate(1));
+  EXPECT_EQ(c.in_progress, 2u);
+  table.AdvanceFloor(c, 12, [](uint64_t, ServedRpc&) {});  // releases 10 (answered), 11 (not)
+  EXPECT_EQ(c.in_progress, 1u);
+  EXPECT_TRUE(table.Erase(Loopback4(1), [](uint64_t, ServedRpc&) {}));
+  EXPECT_FALSE(table.Erase(Loopback4(1), [](uint64_t, ServedRpc&) {}));
+  EXPECT_EQ(table.num_clients(), 0u);
+}
+
 TEST(ServerTableTest, FloorReleasesOnlyWhatIsBelowIt) {
   ServerTable table(1 << 20);
   ClientRecord& c = table.Get(Loopback4(1));

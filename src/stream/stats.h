@@ -28,7 +28,13 @@ struct TcpStats {
   uint64_t memory_refused = 0;        // messages dropped for max_incoming_bytes
   uint64_t responses_evicted = 0;     // stored responses dropped for max_stored_response_bytes
   uint64_t responses_lost = 0;        // RPCs failed because the server no longer held the response
-  uint64_t client_timeouts = 0;       // RPCs failed for peer death
+  uint64_t client_timeouts = 0;       // RPCs failed for peer death by silence (tcp.peer_timeout)
+  uint64_t peer_gone_failures = 0;    // RPCs failed on the kernel's word (refused, unreachable)
+  uint64_t connections_refused = 0;   // inbound connections closed at once: tcp.max_inbound_connections
+  uint64_t peers_refused = 0;         // HELLOs naming a new peer past tcp.max_peers (connection closed)
+  uint64_t connections_idle_closed = 0;  // closed after tcp.idle_timeout with nothing pending
+  uint64_t peers_expired = 0;         // peers forgotten after 2 x tcp.peer_timeout without a connection
+  uint64_t clients_expired = 0;       // of those, ones whose at-most-once records were dropped
   uint64_t pings_sent = 0;
   uint64_t pongs_sent = 0;
   uint64_t acks_sent = 0;             // explicit ACK frames (floors on requests are free)

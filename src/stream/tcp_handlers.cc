@@ -18,7 +18,15 @@ Status TcpMessageTransport::OnHello(Connection& conn, const wire::StreamHello& h
     // Inbound: the peer is who it says it listens as, at the address it
     // connects from (so we can reach it by that identity later).
     if (hello.listen_port == 0) return InvalidArgumentError("HELLO declares listen port 0");
-    peer = &peers_.Get(conn.remote().WithPort(hello.listen_port));
+    const transport::NetAddress identity = conn.remote().WithPort(hello.listen_port);
+    if (peers_.size() >= config_.max_peers && peers_.Find(identity) == nullptr) {
+      // A flood of identities (sources, or one source declaring many
+      // ports) must not grow the table; known peers keep working.
+      conn.refused = true;
+      return ResourceExhaustedError("tcp: new peer " + identity.ToString() + " refused: " +
+                                    U(peers_.size()) + " peers known (tcp.max_peers)");
+    }
+    peer = &peers_.Get(identity);
     conn.peer = peer;
     peer->connections.push_back(&conn);
     peer->disconnected_since_ns = kNever;

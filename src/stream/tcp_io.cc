@@ -40,6 +40,7 @@ Connection* TcpMessageTransport::AddConnection(int fd, bool outbound,
                                            static_cast<ConnectionHandler*>(this), syscalls_);
   Connection* raw = conn.get();
   raw->opened_ns = now_;
+  raw->last_read_ns = now_;
   raw->deadline_ns = now_ + config_.peer_timeout_ns;
   epoll_event ev{};
   // A connect in progress reports its outcome as writability.
@@ -68,6 +69,18 @@ void TcpMessageTransport::AcceptAll() {
     }
     if (!accepted->has_value()) return;
     const transport::tcp::Accepted& a = **accepted;
+    if (inbound_live_ >= config_.max_inbound_connections) {
+      // Accepted and closed at once: left in the backlog it would keep the
+      // listener readable (a busy loop). The client sees the connection
+      // end, which is not death: it retries until tcp.peer_timeout.
+      ++stats_.connections_refused;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn,
+                             "tcp: refusing connection from {}: {} inbound connections open "
+                             "(tcp.max_inbound_connections)",
+                             a.peer.ToString(), inbound_live_);
+      close(a.fd);
+      continue;
+    }
     Status options = transport::tcp::ApplyOptions(a.fd, socket_options_);
     if (!options.ok()) {
       WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: connection from {}: {}", a.peer.ToString(),
@@ -77,6 +90,7 @@ void TcpMessageTransport::AcceptAll() {
     }
     Connection* conn = AddConnection(a.fd, /*outbound=*/false, a.peer, Connection::State::kHandshake);
     if (conn == nullptr) continue;
+    ++inbound_live_;
     ++stats_.connections_opened;
     ++stats_.connections_accepted;
     SendHello(*conn);
@@ -85,8 +99,9 @@ void TcpMessageTransport::AcceptAll() {
 
 void TcpMessageTransport::Dial(Peer& peer) {
   bool done = false;
+  int error = 0;
   // From the IP we listen on: the peer names us by the source address.
-  Result<int> fd = transport::tcp::StartConnect(peer.identity, &done, local_);
+  Result<int> fd = transport::tcp::StartConnect(peer.identity, &done, local_, &error);
   Status failed = fd.status();
   if (fd.ok()) {
     failed = transport::tcp::ApplyOptions(*fd, socket_options_);
@@ -97,6 +112,7 @@ void TcpMessageTransport::Dial(Peer& peer) {
     WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {}", failed.ToString());
     peer.OnConnectionLost(now_, config_);
     timers_dirty_ = true;
+    FailIfPeerGone(peer, error, failed);
     return;
   }
   Connection* conn = AddConnection(*fd, /*outbound=*/true, peer.identity,
@@ -114,8 +130,9 @@ void TcpMessageTransport::Dial(Peer& peer) {
 void TcpMessageTransport::OnConnected(Connection& conn) {
   conn.set_state(Connection::State::kHandshake);
   ++stats_.connections_opened;
-  // A successful connect is news from the peer: its kernel is alive.
-  if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+  // Not news from the peer: its kernel completes the handshake even while
+  // the process is stopped or hung, and counting it would keep a hung
+  // peer's RPCs alive forever through reconnects. Its HELLO is news.
   SetWantWrite(conn, false);
   SendHello(conn);
 }
@@ -131,9 +148,12 @@ void TcpMessageTransport::SendHello(Connection& conn) {
 void TcpMessageTransport::HandleIo(Connection& conn, uint32_t events) {
   if (conn.state() == Connection::State::kConnecting) {
     if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
-    Status connected = transport::tcp::FinishConnect(conn.fd(), conn.remote());
+    int error = 0;
+    Status connected = transport::tcp::FinishConnect(conn.fd(), conn.remote(), &error);
     if (!connected.ok()) {
+      Peer* peer = conn.peer;
       Close(conn, connected, CloseKind::kConnectFailed);
+      if (peer != nullptr) FailIfPeerGone(*peer, error, connected);
       return;
     }
     OnConnected(conn);
@@ -159,7 +179,10 @@ void TcpMessageTransport::ReadFrom(Connection& conn) {
     total += r.bytes;
     stats_.bytes_received += r.bytes;
     stats_.reads += r.calls;
-    if (r.bytes > 0 && conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+    if (r.bytes > 0) {
+      conn.last_read_ns = now_;
+      if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+    }
     if (r.io != Connection::Io::kOk || r.drained) break;
   }
   switch (r.io) {
@@ -168,11 +191,14 @@ void TcpMessageTransport::ReadFrom(Connection& conn) {
     case Connection::Io::kPeerClosed:
       Close(conn, UnavailableError("closed by the peer"), CloseKind::kPeerClosed);
       return;
-    case Connection::Io::kSocketError:
+    case Connection::Io::kSocketError: {
+      Peer* peer = conn.peer;
       Close(conn, r.error, CloseKind::kSocketError);
+      if (peer != nullptr) FailIfPeerGone(*peer, r.sys_error, r.error);
       return;
+    }
     case Connection::Io::kProtocolError:
-      Close(conn, r.error, CloseKind::kProtocolError);
+      Close(conn, r.error, conn.refused ? CloseKind::kRefused : CloseKind::kProtocolError);
       return;
   }
 }
@@ -209,7 +235,9 @@ size_t TcpMessageTransport::Flush(Connection& conn) {
     }
   }
   if (r.io != Connection::Io::kOk) {
+    Peer* peer = conn.peer;
     Close(conn, r.error, CloseKind::kSocketError);
+    if (peer != nullptr) FailIfPeerGone(*peer, r.sys_error, r.error);
     return r.bytes;
   }
   SetWantWrite(conn, r.blocked);
@@ -255,6 +283,18 @@ void TcpMessageTransport::Close(Connection& conn, const Status& reason, CloseKin
       ++stats_.connect_failures;
       WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {}", reason.ToString());
       break;
+    case CloseKind::kIdle:
+      ++stats_.connections_idle_closed;
+      ++stats_.connections_closed;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kDebug, "tcp: connection {} with {} closed: {}",
+                             conn.id(), who, reason.ToString());
+      break;
+    case CloseKind::kRefused:
+      ++stats_.peers_refused;
+      ++stats_.connections_closed;
+      WHARF_LOG_RATE_LIMITED(log_limiter_, kWarn, "tcp: closing connection {} from {}: {}",
+                             conn.id(), who, reason.ToString());
+      break;
     case CloseKind::kProtocolError:
       ++stats_.protocol_errors;
       ++stats_.connections_closed;
@@ -271,6 +311,7 @@ void TcpMessageTransport::Close(Connection& conn, const Status& reason, CloseKin
   }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd(), nullptr);
   conn.CloseSocket();
+  if (!conn.outbound()) --inbound_live_;
   if (peer != nullptr) {
     // Its requests go back to waiting (ahead of newer ones, in id order) to
     // be re-sent whole on another connection; the server drops duplicates.
@@ -299,7 +340,10 @@ void TcpMessageTransport::Close(Connection& conn, const Status& reason, CloseKin
     }
     peer->RemoveConnection(&conn);
     if (peer->connections.empty()) peer->disconnected_since_ns = now_;
-    if (kind != CloseKind::kPeerRestarted) peer->OnConnectionLost(now_, config_);
+    // Ending an idle connection loses nothing; a restart's new connection is up.
+    if (kind != CloseKind::kPeerRestarted && kind != CloseKind::kIdle) {
+      peer->OnConnectionLost(now_, config_);
+    }
     AssignWaiting(*peer);
   }
   timers_dirty_ = true;

@@ -1,5 +1,6 @@
-// TcpMessageTransport's timers: handshake deadlines, peer death, PINGs,
-// delayed ACKs, reconnects, and forgetting peers that went away. Tick runs
+// TcpMessageTransport's timers: handshake deadlines, idle connections, peer
+// death by silence, PINGs, delayed ACKs, reconnects, and forgetting peers
+// that went away. Tick runs
 // what is due and computes when it must run next; state changes that may
 // bring a deadline forward set timers_dirty_, which makes the next Poll tick.
 #include <algorithm>
@@ -16,14 +17,34 @@ bool TcpMessageTransport::NeedsDial(const Peer& peer) const {
          peer.CountOutboundLive() < static_cast<size_t>(config_.connections_per_peer);
 }
 
+TimeNs TcpMessageTransport::IdleDeadline(const Connection& conn) const {
+  const Peer* peer = conn.peer;
+  if (peer == nullptr || !peer->outstanding.empty() || conn.queue().HasWork()) return kNever;
+  // Its requests that our application still holds: the client waits (and
+  // pings), so it is not idle; answered but unacknowledged ones do not count.
+  if (const ClientRecord* record = table_.Find(peer->identity); record != nullptr) {
+    if (record->in_progress > 0) return kNever;
+  }
+  return conn.last_read_ns + config_.idle_timeout_ns;
+}
+
 int TcpMessageTransport::Tick() {
   timers_dirty_ = false;
   int work = 0;
   TimeNs next = kNever;
   // Handshakes (and connects) that did not finish in time.
   std::vector<Connection*> late;
+  std::vector<Connection*> idle;
   for (auto& [id, conn] : conns_) {
-    if (conn->open()) continue;
+    if (conn->open()) {
+      const TimeNs idle_at = IdleDeadline(*conn);
+      if (idle_at <= now_) {
+        idle.push_back(conn.get());
+      } else {
+        next = std::min(next, idle_at);
+      }
+      continue;
+    }
     if (conn->deadline_ns <= now_) {
       late.push_back(conn.get());
     } else {
@@ -39,6 +60,14 @@ int TcpMessageTransport::Tick() {
                                 std::to_string(config_.peer_timeout_ns / kNsPerMs) +
                                 " ms (tcp.peer_timeout)"),
           kind);
+    ++work;
+  }
+  for (Connection* conn : idle) {
+    Close(*conn,
+          UnavailableError("nothing pending and nothing heard for " +
+                           std::to_string(config_.idle_timeout_ns / kNsPerMs) +
+                           " ms (tcp.idle_timeout)"),
+          CloseKind::kIdle);
     ++work;
   }
   for (const transport::NetAddress& identity : peers_.Identities()) {
@@ -156,9 +185,12 @@ int TcpMessageTransport::TickPeer(Peer& peer, TimeNs* next) {
     if (peer.disconnected_since_ns == kNever) peer.disconnected_since_ns = now_;
     const TimeNs forget_at = peer.disconnected_since_ns + 2 * timeout;
     if (forget_at <= now_) {
-      table_.Erase(peer.identity,
-                   [&](uint64_t id, ServedRpc& served) { DetachResponse(id, served); });
+      if (table_.Erase(peer.identity,
+                       [&](uint64_t id, ServedRpc& served) { DetachResponse(id, served); })) {
+        ++stats_.clients_expired;
+      }
       if (peer.outstanding.empty()) {
+        ++stats_.peers_expired;
         peers_.Erase(peer.identity);  // destroys peer
         return work + 1;
       }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <random>
 #include <string>
 
@@ -43,6 +44,12 @@ Status ValidateConfig(const TcpConfig& c) {
     return bad("ping_interval", "must be positive and below tcp.peer_timeout");
   }
   if (c.ack_delay_ns < 0) return bad("ack_delay", "must not be negative");
+  if (c.max_inbound_connections < 1) return bad("max_inbound_connections", "must be at least 1");
+  if (c.max_peers < 1) return bad("max_peers", "must be at least 1");
+  if (c.idle_timeout_ns < c.peer_timeout_ns) {
+    // Shorter would close a connection between a paused peer's beats.
+    return bad("idle_timeout", "must be at least tcp.peer_timeout");
+  }
   if (c.max_incoming_bytes < c.chunk_bytes) {
     return bad("max_incoming_bytes", "must hold at least one chunk (tcp.chunk_bytes = " +
                                          std::to_string(c.chunk_bytes) + ")");
@@ -70,8 +77,19 @@ uint64_t MakeInstanceId(const Clock& clock) {
 
 }  // namespace
 
-Result<std::unique_ptr<TcpMessageTransport>> TcpMessageTransport::Open(const TcpConfig& config,
+Result<std::unique_ptr<TcpMessageTransport>> TcpMessageTransport::Open(const TcpConfig& given,
                                                                        const Clock& clock) {
+  TcpConfig config = given;
+  // The default PING interval follows a lowered peer timeout (a tenth of
+  // it), so that setting tcp.peer_timeout alone stays valid.
+  if (config.ping_interval_ns == TcpConfig{}.ping_interval_ns &&
+      config.peer_timeout_ns < 10 * config.ping_interval_ns) {
+    config.ping_interval_ns = std::max<DurationNs>(1, config.peer_timeout_ns / 10);
+  }
+  // Likewise the default idle timeout never undercuts a raised peer timeout.
+  if (config.idle_timeout_ns == TcpConfig{}.idle_timeout_ns) {
+    config.idle_timeout_ns = std::max(config.idle_timeout_ns, config.peer_timeout_ns);
+  }
   WHARF_RETURN_IF_ERROR(ValidateConfig(config));
   WHARF_ASSIGN_OR_RETURN(int listen_fd, transport::tcp::OpenListener(
                                             config.bind, config.ipv6_only, config.listen_backlog));
@@ -277,6 +295,12 @@ std::vector<std::pair<std::string, uint64_t>> TcpMessageTransport::Counters() co
       {"tcp.responses_evicted", s.responses_evicted},
       {"tcp.responses_lost", s.responses_lost},
       {"tcp.client_timeouts", s.client_timeouts},
+      {"tcp.peer_gone_failures", s.peer_gone_failures},
+      {"tcp.connections_refused", s.connections_refused},
+      {"tcp.peers_refused", s.peers_refused},
+      {"tcp.connections_idle_closed", s.connections_idle_closed},
+      {"tcp.peers_expired", s.peers_expired},
+      {"tcp.clients_expired", s.clients_expired},
       {"tcp.pings_sent", s.pings_sent},
       {"tcp.pongs_sent", s.pongs_sent},
       {"tcp.acks_sent", s.acks_sent},
@@ -361,6 +385,27 @@ void TcpMessageTransport::FinishClientRpc(ClientRpc& rpc) {
   if (peer.outstanding.empty()) peer.OnHandshake();
   ScheduleAck(peer);
   client_rpcs_.erase(rpc.id);  // destroys rpc
+}
+
+void TcpMessageTransport::FailIfPeerGone(Peer& peer, int err, const Status& why) {
+  if (!transport::tcp::PeerGone(err)) return;
+  if (err == ECONNREFUSED && peer.instance == 0) return;
+  // Only the waiting ones: an RPC on another open connection to the peer
+  // (one it opened to us) is still moving, and that connection will say so
+  // if it is not.
+  std::vector<uint64_t> gone;
+  for (uint64_t id : peer.outstanding) {
+    const ClientRpc* rpc = FindClientRpc(id);
+    if (rpc != nullptr && rpc->conn == nullptr) gone.push_back(id);
+  }
+  for (uint64_t id : gone) {
+    ClientRpc* rpc = FindClientRpc(id);
+    if (rpc == nullptr) continue;
+    ++stats_.peer_gone_failures;
+    FailClientRpc(*rpc, UnavailableError("tcp: " + peer.identity.ToString() + " is gone (" +
+                                         std::string(why.message()) + "; RPC " +
+                                         std::to_string(id) + ")"));
+  }
 }
 
 void TcpMessageTransport::FailClientRpc(ClientRpc& rpc, Status status) {

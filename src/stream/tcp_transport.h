@@ -1,8 +1,9 @@
 // stream/tcp_transport.h: TcpMessageTransport, wharf's tcp:// transport:
 // reliable request/response messages over TCP with the semantics of homa://
 // (transport/message_transport.h): a request runs at most once even across
-// reconnects, every RPC ends in one event, a silent peer fails its RPCs with
-// kUnavailable. docs/transports.md ("TCP message transport") is the
+// reconnects, every RPC ends in one event, a peer the kernel declares gone
+// (a refused reconnect, an unreachable host) fails its RPCs with kUnavailable
+// at once, and a peer silent for tcp.peer_timeout (seconds) after that. docs/transports.md ("TCP message transport") is the
 // specification; wire/stream_frame.h the frames.
 //
 // Files: tcp_transport.cc (setup, the public calls, RPC bookkeeping),
@@ -83,6 +84,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
   size_t num_client_rpcs() const { return client_rpcs_.size(); }
   // Server RPCs remembered for at-most-once (in progress or unacknowledged).
   size_t num_server_rpcs() const { return table_.num_rpcs(); }
+  // Clients with an at-most-once record.
+  size_t num_server_clients() const { return table_.num_clients(); }
   uint64_t stored_response_bytes() const { return table_.stored_bytes(); }
   // Connections not closed (any state, both directions).
   size_t num_connections() const { return conns_.size(); }
@@ -104,6 +107,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
     kProtocolError,  // malformed input
     kTimeout,        // handshake not done, or the peer presumed dead
     kPeerRestarted,  // superseded by a HELLO with a new instance id
+    kIdle,           // nothing pending and nothing heard for tcp.idle_timeout
+    kRefused,        // over a cap (tcp.max_peers)
   };
 
   TcpMessageTransport(const TcpConfig& config, const Clock& clock, int listen_fd, int epoll_fd,
@@ -165,6 +170,14 @@ class TcpMessageTransport final : public transport::MessageTransport,
   int Tick();
   int TickPeer(Peer& peer, TimeNs* next);
   bool NeedsDial(const Peer& peer) const;
+  // When `conn` (open) becomes idle, or kNever while anything is pending on it.
+  TimeNs IdleDeadline(const Connection& conn) const;
+  // A connect, read or write to `peer` failed with errno `err` (`why`). If
+  // that is the kernel's word that the peer is gone (transport::tcp::PeerGone),
+  // its RPCs waiting for a connection fail now with kUnavailable. A refused
+  // connect counts only once we have known a process there (its HELLO): a
+  // peer never reached may be starting, and is retried until the timeout.
+  void FailIfPeerGone(Peer& peer, int err, const Status& why);
 
   TcpConfig config_;
   const Clock& clock_;
@@ -183,6 +196,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
   uint64_t next_conn_id_ = 1;
 
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  // Inbound connections among conns_ (for tcp.max_inbound_connections).
+  size_t inbound_live_ = 0;
   // Closed connections, destroyed by Reap: callbacks may still hold them.
   std::vector<std::unique_ptr<Connection>> graveyard_;
   // Connections with frames queued since they were last written (ids).

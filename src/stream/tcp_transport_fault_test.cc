@@ -1,8 +1,9 @@
 // Tests of TcpMessageTransport under failure: connections killed mid-message
 // and after the handler ran (at-most-once across reconnects), stored
-// responses and their eviction, a restarted server, peer death and silent
-// peers on virtual time, hostile raw clients, the memory bound, and injected
-// short writes and resets.
+// responses and their eviction, a restarted server, silent peers on short
+// virtual timeouts, hostile raw clients, the memory bound, and injected
+// short writes and resets. Liveness at the default timeouts (pauses, the
+// kernel's word) is tcp_liveness_test.cc.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "stream/tcp_transport.h"
+#include "stream/testing/raw_sockets.h"
 #include "stream/testing/tcp_harness.h"
 #include "transport/tcp/tcp_syscalls.h"
 #include "wire/stream_frame.h"
@@ -27,6 +29,8 @@ using testing::Loopback4;
 using testing::MatchesPattern;
 using testing::Node;
 using testing::Pattern;
+using testing::RawClient;
+using testing::SilentListener;
 using transport::MessageEvent;
 
 constexpr uint32_t kChunk = 64 << 10;
@@ -226,62 +230,6 @@ TcpConfig FastTimeouts() {
   return config;
 }
 
-TEST(TcpFaultTest, DeadServerFailsRpcsWithUnavailableWithinTheTimeout) {
-  SimClock clock;
-  Harness h(&clock);
-  Node& client = h.AddNode(FastTimeouts());
-  Node& server = h.AddNode(FastTimeouts());
-  server.auto_respond = false;
-  const std::string server_name = server.address().ToString();
-  uint64_t id = Call(client, server, Pattern(10, 0));
-  ASSERT_TRUE(h.RunUntil([&] { return server.held.size() == 1; }));
-  const TimeNs died = clock.NowNs();
-  h.RemoveNode(server);
-  ASSERT_TRUE(h.RunUntil([&] { return client.Completed(id); }));
-  const TimeNs took = clock.NowNs() - died;
-  const MessageEvent& e = client.done.at(id);
-  ASSERT_EQ(e.kind, MessageEvent::Kind::kFailed);
-  EXPECT_EQ(e.status.code(), StatusCode::kUnavailable) << e.status;
-  EXPECT_NE(e.status.message().find(server_name), std::string::npos) << e.status;
-  EXPECT_NE(e.status.message().find("50 ms"), std::string::npos) << e.status;
-  EXPECT_GE(took, 40 * kNsPerMs);
-  EXPECT_LE(took, 55 * kNsPerMs);
-  EXPECT_GE(client.t->stats().connect_failures, 1u) << "it kept trying to reconnect";
-  EXPECT_EQ(client.t->stats().client_timeouts, 1u);
-  // A later RPC to the dead peer fails the same way, a timeout after it began.
-  const TimeNs again = clock.NowNs();
-  uint64_t later = client.t->SendRequest(transport::NetAddress::Parse(server_name).value(),
-                                         Pattern(1, 1), 0)
-                       .value();
-  ASSERT_TRUE(h.RunUntil([&] { return client.Completed(later); }));
-  EXPECT_EQ(client.done.at(later).status.code(), StatusCode::kUnavailable);
-  EXPECT_LE(clock.NowNs() - again, 55 * kNsPerMs);
-  EXPECT_GE(clock.NowNs() - again, 50 * kNsPerMs);
-}
-
-// A listening socket that never accepts or answers: the kernel completes the
-// TCP handshake, and then nothing.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(fd_, 16), 0);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    address_ = Loopback4(ntohs(a.sin_port));
-  }
-  ~SilentListener() { close(fd_); }
-  const transport::NetAddress& address() const { return address_; }
-
- private:
-  int fd_;
-  transport::NetAddress address_;
-};
-
 TEST(TcpFaultTest, SilentPeerFailsRpcsViaUnansweredPings) {
   SimClock clock;
   Harness h(&clock);
@@ -315,60 +263,6 @@ TEST(TcpFaultTest, ClientThatNeverSaysHelloIsDisconnected) {
 }
 
 // ------------------------------------------------------------ bad input
-
-// A plain blocking socket speaking (or not) the protocol to a server.
-class RawClient {
- public:
-  explicit RawClient(const transport::NetAddress& server) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_storage a;
-    socklen_t len = static_cast<socklen_t>(server.ToSockaddr(&a));
-    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&a), len), 0);
-  }
-  ~RawClient() { Close(); }
-  void Send(std::span<const std::byte> bytes) {
-    EXPECT_EQ(send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  }
-  void Hello(uint16_t port = 9) {
-    std::array<std::byte, wire::kStreamHeaderBytes + wire::kStreamHelloBytes> frame{};
-    ASSERT_TRUE(wire::EncodeStreamHeader({.type = wire::StreamFrameType::kHello,
-                                          .chunk_length = wire::kStreamHelloBytes},
-                                         frame)
-                    .ok());
-    ASSERT_TRUE(wire::EncodeStreamHello({.listen_port = port, .instance_id = 77},
-                                        std::span(frame).subspan(wire::kStreamHeaderBytes))
-                    .ok());
-    Send(frame);
-  }
-  // A header encoded without the codec's checks (for absurd values).
-  void RawHeader(uint8_t version, uint8_t type, uint32_t chunk, uint64_t id, uint32_t total,
-                 uint32_t offset) {
-    std::array<uint8_t, wire::kStreamHeaderBytes> b{};
-    b[0] = version;
-    b[1] = type;
-    auto put32 = [&](size_t at, uint32_t v) {
-      for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-    };
-    put32(4, chunk);
-    for (int i = 0; i < 8; ++i) b[8 + i] = static_cast<uint8_t>(id >> (56 - 8 * i));
-    put32(16, total);
-    put32(20, offset);
-    Send(std::as_bytes(std::span(b)));
-  }
-  // An orderly close: whatever the server sent is read first, so the kernel
-  // sends FIN rather than RST and the server sees the end of the stream.
-  void Close() {
-    if (fd_ < 0) return;
-    std::array<char, 4096> sink;
-    while (recv(fd_, sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
-    }
-    close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 class TcpBadInputTest : public ::testing::Test {
  protected:

@@ -58,8 +58,28 @@ TEST(TcpTransportTest, InvalidConfigNamesTheKey) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("tcp.ping_interval"), std::string::npos) << t.status();
   config = TcpConfig{};
+  config.bind = Loopback4();
+  config.idle_timeout_ns = config.peer_timeout_ns - 1;
+  t = TcpMessageTransport::Open(config, SystemClock::Get());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("tcp.idle_timeout"), std::string::npos) << t.status();
+  config = TcpConfig{};
   t = TcpMessageTransport::Open(config, SystemClock::Get());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TcpTransportTest, DefaultPingAndIdleFollowTheChosenPeerTimeout) {
+  TcpConfig config;
+  config.bind = Loopback4();
+  config.peer_timeout_ns = 50 * kNsPerMs;  // alone: valid
+  auto t = TcpMessageTransport::Open(config, SystemClock::Get());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->config().ping_interval_ns, 5 * kNsPerMs);
+  config.peer_timeout_ns = 120 * kNsPerSec;
+  t = TcpMessageTransport::Open(config, SystemClock::Get());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->config().ping_interval_ns, TcpConfig{}.ping_interval_ns);
+  EXPECT_EQ((*t)->config().idle_timeout_ns, 120 * kNsPerSec);
 }
 
 TEST(TcpTransportTest, BindConflictNamesTheAddress) {

@@ -99,9 +99,25 @@ Node& Harness::AddNode(TcpConfig config) {
 
 void Harness::RemoveNode(Node& node) {
   if (node.t) {
+    node.paused = false;
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, node.t->ReadableFd(), nullptr);
     node.t.reset();
   }
+}
+
+void Harness::Pause(Node& node) {
+  if (node.paused || !node.t) return;
+  node.paused = true;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, node.t->ReadableFd(), nullptr);
+}
+
+void Harness::Resume(Node& node) {
+  if (!node.paused || !node.t) return;
+  node.paused = false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &node;
+  EXPECT_EQ(epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, node.t->ReadableFd(), &ev), 0);
 }
 
 void Harness::HandleEvent(Node& node, transport::MessageEvent& event) {
@@ -135,7 +151,7 @@ void Harness::HandleEvent(Node& node, transport::MessageEvent& event) {
 int Harness::PollOnce() {
   int work = 0;
   for (auto& node : nodes_) {
-    if (!node->t) continue;
+    if (!node->t || node->paused) continue;
     work += node->t->Poll().work;
     transport::MessageEvent event;
     while (node->t && node->t->PopEvent(&event)) {
@@ -152,12 +168,14 @@ bool Harness::WaitForProgress() {
   if (ready > 0) return true;
   TimeNs next = kNever;
   for (auto& node : nodes_) {
-    if (node->t) next = std::min(next, node->t->NextDeadline());
+    if (node->t && !node->paused) next = std::min(next, node->t->NextDeadline());
   }
   if (sim_ == nullptr) return true;
   // Loopback delivers synchronously, but give the kernel a moment (a
   // connect's handshake) before declaring the sockets idle.
   if (epoll_wait(epoll_fd_, &ev, 1, 1) > 0) return true;
+  // RunFor's end is a deadline too: time never jumps past it.
+  next = std::min(next, run_for_until_);
   if (next == kNever) return false;
   if (next > sim_->NowNs()) sim_->AdvanceTo(next);
   return true;
@@ -179,7 +197,9 @@ bool Harness::RunUntil(const std::function<bool()>& done, int max_iterations, Du
 void Harness::RunFor(DurationNs duration) {
   const TimeNs until = clock_->NowNs() + duration;
   if (sim_ != nullptr) {
+    run_for_until_ = until;
     RunUntil([&] { return sim_->NowNs() >= until; });
+    run_for_until_ = kNever;
     return;
   }
   RunUntil([&] { return clock_->NowNs() >= until; });

@@ -46,6 +46,7 @@ struct Node {
   std::map<uint64_t, transport::MessageEvent> done;
   std::vector<uint64_t> done_order;
   int duplicate_completions = 0;  // a second event for one client id (a bug)
+  bool paused = false;            // see Harness::Pause
 
   transport::NetAddress address() const { return t->LocalAddress(); }
   bool Completed(uint64_t id) const { return done.count(id) != 0; }
@@ -66,6 +67,11 @@ class Harness {
   // error. On real time, a default tcp.peer_timeout becomes 20 s.
   Node& AddNode(TcpConfig config = {});
   void RemoveNode(Node& node);  // destroys its transport
+  // A paused node is not polled and its deadlines and fd are ignored, as if
+  // its process were stopped (SIGSTOP): its kernel still takes bytes and
+  // connections; it answers nothing until Resume.
+  void Pause(Node& node);
+  void Resume(Node& node);
 
   // Polls every node once and handles its events; returns work done.
   int PollOnce();
@@ -88,6 +94,7 @@ class Harness {
   SimClock* sim_ = nullptr;
   int epoll_fd_ = -1;
   std::vector<std::unique_ptr<Node>> nodes_;
+  TimeNs run_for_until_ = kNever;  // during RunFor on a SimClock: its end
 
  public:
   ~Harness();

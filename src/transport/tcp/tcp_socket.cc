@@ -107,13 +107,19 @@ Result<std::optional<Accepted>> Accept(int listen_fd) {
   return std::optional<Accepted>(Accepted{guard.Release(), peer});
 }
 
-Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& from) {
+Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& from, int* error) {
   *done = false;
+  int ignored = 0;
+  if (error == nullptr) error = &ignored;
+  *error = 0;
   if (to.family() == NetAddress::Family::kNone || to.port() == 0) {
     return InvalidArgumentError("connect: no address to connect to ('" + to.ToString() + "')");
   }
   const int fd = socket(to.is_v6() ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoToStatus(errno, "socket for " + to.ToString());
+  if (fd < 0) {
+    *error = errno;
+    return ErrnoToStatus(*error, "socket for " + to.ToString());
+  }
   FdGuard guard(fd);
   const auto& ip = from.ip_bytes();
   const bool wildcard = std::all_of(ip.begin(), ip.end(), [](uint8_t b) { return b == 0; });
@@ -121,7 +127,8 @@ Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& fro
     sockaddr_storage source;
     const auto len = static_cast<socklen_t>(from.WithPort(0).ToSockaddr(&source));
     if (bind(fd, reinterpret_cast<const sockaddr*>(&source), len) != 0) {
-      return ErrnoToStatus(errno, "connect " + to.ToString() + ": bind source " + from.ToString());
+      *error = errno;
+      return ErrnoToStatus(*error, "connect " + to.ToString() + ": bind source " + from.ToString());
     }
   }
   sockaddr_storage address;
@@ -129,19 +136,26 @@ Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& fro
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), len) == 0) {
     *done = true;
   } else if (errno != EINPROGRESS) {
-    return ErrnoToStatus(errno, "connect " + to.ToString());
+    *error = errno;
+    return ErrnoToStatus(*error, "connect " + to.ToString());
   }
   return guard.Release();
 }
 
-Status FinishConnect(int fd, const NetAddress& to) {
+Status FinishConnect(int fd, const NetAddress& to, int* error) {
   int err = 0;
   socklen_t len = sizeof(err);
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    if (error != nullptr) *error = errno;
     return ErrnoToStatus(errno, "connect " + to.ToString() + ": getsockopt SO_ERROR");
   }
+  if (error != nullptr) *error = err;
   if (err != 0) return ErrnoToStatus(err, "connect " + to.ToString());
   return OkStatus();
+}
+
+bool PeerGone(int err) {
+  return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN;
 }
 
 Status ApplyOptions(int fd, const SocketOptions& options) {

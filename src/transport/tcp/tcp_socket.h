@@ -51,11 +51,21 @@ Result<std::optional<Accepted>> Accept(int listen_fd);
 // becomes writable when it finishes, and FinishConnect tells how. A `from`
 // of the same family with a specific (non-wildcard) IP is bound first (port
 // 0), so the peer sees that source address; otherwise the route picks it.
-Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& from = NetAddress());
+// On failure, *error (if given) receives the errno, for PeerGone.
+Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& from = NetAddress(),
+                         int* error = nullptr);
 
 // The outcome of a connect StartConnect began (SO_ERROR): ok, or the error
-// naming `to` ("connect 127.0.0.1:4000: Connection refused").
-Status FinishConnect(int fd, const NetAddress& to);
+// naming `to` ("connect 127.0.0.1:4000: Connection refused"), its errno in
+// *error if given.
+Status FinishConnect(int fd, const NetAddress& to, int* error = nullptr);
+
+// True when errno `err` is the kernel's word that nobody is there: no
+// process listens on the port (ECONNREFUSED: the peer host answered with a
+// reset) or no route leads to the host (EHOSTUNREACH, ENETUNREACH,
+// EHOSTDOWN: an ICMP error or a missing route). Not a timeout: silence
+// (ETIMEDOUT) may be a paused peer, and says nothing.
+bool PeerGone(int err);
 
 // Applies `options`; the first failure names the option.
 Status ApplyOptions(int fd, const SocketOptions& options);

@@ -131,6 +131,32 @@ TEST(TcpSocketTest, RefusedConnectNamesTheAddress) {
   EXPECT_FALSE(StartConnect(NetAddress(), &done).ok());
 }
 
+TEST(TcpSocketTest, RefusedConnectReportsItsErrnoAsThePeerGone) {
+  Result<int> listener = OpenListener(Loopback(), true, 16);
+  ASSERT_TRUE(listener.ok());
+  const NetAddress gone = *LocalAddressOf(*listener);
+  close(*listener);
+  bool done = false;
+  int error = 0;
+  Result<int> client = StartConnect(gone, &done, NetAddress(), &error);
+  if (client.ok()) {
+    ASSERT_TRUE(WaitWritable(*client));
+    EXPECT_FALSE(FinishConnect(*client, gone, &error).ok());
+    close(*client);
+  }
+  EXPECT_EQ(error, ECONNREFUSED);
+  EXPECT_TRUE(PeerGone(error));
+}
+
+TEST(TcpSocketTest, PeerGoneIsTheKernelsWordNotSilence) {
+  EXPECT_TRUE(PeerGone(ECONNREFUSED));
+  EXPECT_TRUE(PeerGone(EHOSTUNREACH));
+  EXPECT_TRUE(PeerGone(ENETUNREACH));
+  EXPECT_FALSE(PeerGone(ETIMEDOUT));  // a paused peer looks the same
+  EXPECT_FALSE(PeerGone(ECONNRESET));  // the process may have restarted: reconnect first
+  EXPECT_FALSE(PeerGone(0));
+}
+
 TEST(TcpSocketTest, KernelWritevToAClosedPeerIsEpipeNotSigpipe) {
   int pair[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
