@@ -183,6 +183,10 @@ Result<EngineConfig> LoadEngineConfig(
   WHARF_RETURN_IF_ERROR(Duration(l, "tcp.reconnect_min", &t.reconnect_min_ns));
   WHARF_RETURN_IF_ERROR(Duration(l, "tcp.reconnect_max", &t.reconnect_max_ns));
   WHARF_RETURN_IF_ERROR(Duration(l, "tcp.peer_timeout", &t.peer_timeout_ns));
+  WHARF_RETURN_IF_ERROR(Duration(l, "tcp.idle_timeout", &t.idle_timeout_ns));
+  WHARF_RETURN_IF_ERROR(
+      Uint(l, "tcp.max_inbound_connections", &t.max_inbound_connections, 1u << 20));
+  WHARF_RETURN_IF_ERROR(Uint(l, "tcp.max_peers", &t.max_peers, 1u << 24));
   WHARF_RETURN_IF_ERROR(Duration(l, "tcp.ping_interval", &t.ping_interval_ns));
   WHARF_RETURN_IF_ERROR(Duration(l, "tcp.ack_delay", &t.ack_delay_ns));
   WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.max_incoming_bytes", &t.max_incoming_bytes, UINT64_MAX));
