@@ -2,17 +2,10 @@
 // spin-then-block wait loop every blocking call uses.
 #include "client/endpoint_core.h"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <ctime>
+#include <algorithm>
+#include <string>
 
 #include "engine/uri.h"
-#include "homa/homa_transport.h"
-#include "stream/tcp_transport.h"
 
 namespace wharf::internal {
 
@@ -42,98 +35,33 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->config_.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{core->config_.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
 
-  core->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  core->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  core->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (core->wake_fd_ < 0 || core->timer_fd_ < 0 || core->epoll_fd_ < 0) {
-    return ErrnoToStatus(errno, "endpoint: epoll setup");
-  }
-  for (int fd : {core->wake_fd_, core->timer_fd_}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(core->epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return ErrnoToStatus(errno, "endpoint: epoll_ctl");
-    }
-  }
-
+  WHARF_ASSIGN_OR_RETURN(core->waiter_, engine::Waiter::Open(core->clock_));
+  core->transports_ = std::make_unique<engine::TransportSet>(core->config_, core->clock_);
   WHARF_ASSIGN_OR_RETURN(transport::MessageTransport * primary,
-                         core->OpenTransport(uri.scheme, uri.address));
+                         core->transports_->Open(uri.scheme, uri.address));
   core->secondary_bind_ = uri.address.WithPort(0);
   // Transports for other schemes open on first use, under the engine's lock
   // (the engine asks from inside a call the core serialises).
   EndpointCore* raw = core.get();
   engine::TransportOpener opener = [raw](std::string_view scheme) {
-    return raw->OpenTransport(scheme, raw->secondary_bind_);
+    return raw->transports_->Open(scheme, raw->secondary_bind_);
   };
   core->engine_ = std::make_unique<engine::Engine>(primary, std::move(opener), core->clock_,
                                                    core->config_.limits, raw);
   core->address_ = core->engine_->UriOf(engine::PeerRef{0, primary->LocalAddress()});
+  core->WatchNewFds();
   return core;
 }
 
-Result<transport::MessageTransport*> EndpointCore::OpenTransport(
-    std::string_view scheme, const transport::NetAddress& bind) {
-  std::unique_ptr<transport::MessageTransport> opened;
-  if (scheme == "homa") {
-    if (udp_ != nullptr) return FailedPreconditionError("endpoint: homa transport already open");
-    transport::UdpOptions udp;
-    udp.bind = bind;
-    udp.mtu = config_.mtu;
-    udp.recv_buffer_bytes = static_cast<int>(config_.recv_buffer_bytes);
-    udp.send_buffer_bytes = static_cast<int>(config_.send_buffer_bytes);
-    udp.enable_gso = config_.gso;
-    udp.enable_gro = config_.gro;
-    udp.hot_peer_socket = config_.hot_peer_socket;
-    WHARF_ASSIGN_OR_RETURN(udp_, transport::UdpDatagram::Open(udp));
-    WHARF_ASSIGN_OR_RETURN(opened, homa::HomaTransport::Create(config_.homa, udp_.get(), clock_));
-  } else if (scheme == "tcp") {
-    stream::TcpConfig tcp = config_.tcp;
-    tcp.bind = bind;
-    tcp.max_message_bytes = config_.homa.max_message_bytes;  // payload limit + frame
-    WHARF_ASSIGN_OR_RETURN(opened, stream::TcpMessageTransport::Open(tcp, clock_));
-  } else {
-    return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
-  }
-  {
-    std::lock_guard<std::mutex> lock(epoll_mu_);
-    const int fd = opened->ReadableFd();
-    if (fds_in_epoll_) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.fd = fd;
-      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        return ErrnoToStatus(errno, "endpoint: epoll_ctl");
-      }
-    }
-    transport_fds_.push_back(fd);
-  }
-  transports_.push_back(std::move(opened));
-  return transports_.back().get();
-}
 
 std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
-  std::vector<std::pair<std::string, uint64_t>> all = engine_->Counters();
-  if (udp_ != nullptr) {
-    const transport::UdpStats& u = udp_->stats();
-    all.insert(all.end(), {{"udp.sent", u.sent},
-                           {"udp.received", u.received},
-                           {"udp.send_dropped", u.send_dropped},
-                           {"udp.gso_sends", u.gso_sends},
-                           {"udp.gro_coalesced", u.gro_coalesced},
-                           {"udp.hot_sends", u.hot_sends},
-                           {"udp.hot_sockets_opened", u.hot_sockets_opened}});
-  }
-  return all;
+  return engine_->Counters();
 }
 
 EndpointCore::~EndpointCore() {
   Close();
   // The engine's last completions (Shutdown) reach this sink: gone first.
   engine_.reset();
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
-  if (timer_fd_ >= 0) close(timer_fd_);
 }
 
 void EndpointCore::Close() {
@@ -144,35 +72,14 @@ void EndpointCore::Close() {
     engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
     RunCallbacks();
     shutdown_ = true;
-    WakeSleepers();
+    waiter_->WakeSleepers();
   }
   StopKeeper();
 }
 
 int EndpointCore::fd() const {
-  {
-    std::lock_guard<std::mutex> lock(epoll_mu_);
-    fd_exposed_ = true;
-    SetTransportFdsInEpoll(true);
-  }
-  // From now on the timer keeps fd() readable at each deadline; start with
-  // the one pending (ArmTimer runs under mu_, like every call into it).
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  const_cast<EndpointCore*>(this)->ArmTimer(engine_deadline_ns_.load());
-  return epoll_fd_;
-}
-
-void EndpointCore::SetTransportFdsInEpoll(bool in) const {
-  if (fds_in_epoll_ == in) return;
-  for (int fd : transport_fds_) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    // Cannot fail for a valid fd and epoll set; a failure would only cost
-    // wake-ups (sleeps are bounded), so it is not worth a Status here.
-    (void)epoll_ctl(epoll_fd_, in ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
-  }
-  fds_in_epoll_ = in;
+  return waiter_->Expose();
 }
 
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
@@ -201,12 +108,7 @@ int EndpointCore::PollOnce() {
   if (polling_ == this) return 0;  // a callback inside our own Poll
   std::unique_lock<std::recursive_mutex> lock(mu_);
   if (closed_) return 0;
-  // Clear a fired timer and the wake counter: fd() is level-triggered.
-  uint64_t drained;
-  if (timer_armed_ns_ != kNever && read(timer_fd_, &drained, sizeof(drained)) > 0) {
-    timer_armed_ns_ = kNever;
-  }
-  if (wake_pending_.exchange(false) && read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
+  waiter_->ClearReadable();  // fd() is level-triggered
   int work = PollLocked().work;
   lock.unlock();
   return work + DispatchCalls();
@@ -217,15 +119,24 @@ transport::PollResult EndpointCore::PollLocked() {
   transport::PollResult r = engine_->Poll();
   RunCallbacks();
   polling_ = nullptr;
-  ArmTimer(r.next_deadline);  // a syscall only when the deadline moved earlier
-  WatchHotPeerSocket();
+  waiter_->ArmTimer(r.next_deadline);  // a syscall only when the deadline moved earlier
+  WatchNewFds();
   return r;
 }
 
 void EndpointCore::AfterEngineCall() {
   RunCallbacks();
-  ArmTimer(engine_->NextDeadline());
-  WatchHotPeerSocket();
+  waiter_->ArmTimer(engine_->NextDeadline());
+  WatchNewFds();
+}
+
+void EndpointCore::WatchNewFds() {
+  // A virtual call per transport: cheap next to the poll it follows, and it
+  // finds a hot-peer socket a send just opened.
+  fds_scratch_.clear();
+  transports_->AppendReadableFds(&fds_scratch_);
+  if (fds_scratch_.size() == watched_fds_) return;
+  if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_.size();
 }
 
 void EndpointCore::RunCallbacks() {
@@ -236,78 +147,8 @@ void EndpointCore::RunCallbacks() {
   }
 }
 
-void EndpointCore::WatchHotPeerSocket() {
-  if (hot_fd_watched_ || udp_ == nullptr || udp_->hot_fd() < 0) return;
-  hot_fd_watched_ = true;
-  const int fd = udp_->hot_fd();  // open until udp_ is destroyed, with the core
-  std::lock_guard<std::mutex> lock(epoll_mu_);
-  if (fds_in_epoll_) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    (void)epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);  // see SetTransportFdsInEpoll
-  }
-  transport_fds_.push_back(fd);
-}
-
-void EndpointCore::ArmTimer(TimeNs deadline_ns) {
-  // Threads about to sleep read this; one already asleep, or an application
-  // asleep in its own epoll on fd(), must be woken for the deadline by the
-  // timer. A spinning thread needs neither, and a timerfd_settime costs
-  // more than a whole round trip (a VM exit here), so with no one asleep and
-  // fd() never handed out no timer is armed. Dekker-style with Sleep(): a
-  // thread either sees sleepers_ > 0 here or its deadline there.
-  engine_deadline_ns_.store(deadline_ns);
-  if (sleepers_.load() == 0 && !fd_exposed_.load()) return;
-  // Re-arm only when the deadline moved earlier or the timer fired.
-  TimeNs armed = timer_armed_ns_;
-  if (deadline_ns == kNever || (armed != kNever && deadline_ns >= armed)) return;
-  itimerspec spec{};
-  TimeNs at = std::max<TimeNs>(deadline_ns, 1);  // 0 would disarm
-  spec.it_value.tv_sec = static_cast<time_t>(at / kNsPerSec);
-  spec.it_value.tv_nsec = static_cast<long>(at % kNsPerSec);
-  if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
-    timer_armed_ns_ = deadline_ns;
-  }
-}
-
 void EndpointCore::CancelOp(uint64_t op_id) {
   WithEngine([op_id](engine::Engine& e) { e.Cancel(op_id); });
-}
-
-void EndpointCore::WakeSleepers() {
-  if (sleepers_.load() == 0) return;
-  wake_pending_ = true;
-  uint64_t one = 1;
-  ssize_t n = write(wake_fd_, &one, sizeof(one));
-  (void)n;  // a full counter already wakes everyone
-}
-
-void EndpointCore::Sleep(TimeNs until_ns) {
-  // A deadline another thread set since our caller looked (see ArmTimer).
-  until_ns = std::min(until_ns, engine_deadline_ns_.load());
-  TimeNs now = clock_.NowNs();
-  TimeNs span = until_ns == kNever ? 100 * kNsPerMs : std::max<TimeNs>(0, until_ns - now);
-  timespec ts{static_cast<time_t>(span / kNsPerSec), static_cast<long>(span % kNsPerSec)};
-  {
-    // Added while the socket already holds data, a level-triggered fd is
-    // reported at once: nothing that arrived since the last poll is missed.
-    std::lock_guard<std::mutex> lock(epoll_mu_);
-    if (sleeping_in_epoll_++ == 0) SetTransportFdsInEpoll(true);
-  }
-  epoll_event events[4];
-  int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
-  {
-    std::lock_guard<std::mutex> lock(epoll_mu_);
-    if (--sleeping_in_epoll_ == 0 && !fd_exposed_) SetTransportFdsInEpoll(false);
-  }
-  for (int i = 0; i < n; ++i) {
-    int fd = events[i].data.fd;
-    if (fd == wake_fd_ || fd == timer_fd_) {
-      uint64_t drained;
-      if (read(fd, &drained, sizeof(drained)) > 0 && fd == timer_fd_) timer_armed_ns_ = kNever;
-    }
-  }
 }
 
 bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
@@ -342,9 +183,9 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
       continue;
     }
     // Nothing for a while: sleep until a packet, a wake-up or a deadline.
-    sleepers_.fetch_add(1);
-    if (!done()) Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
-    sleepers_.fetch_sub(1);
+    waiter_->BeginSleep();
+    if (!done()) waiter_->Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
+    waiter_->EndSleep();
     spin_until = clock_.NowNs() + config_.spin_ns;
   }
 }
@@ -371,10 +212,7 @@ Status EndpointCore::RunUntil(TimeNs deadline_ns) {
 void EndpointCore::Shutdown() {
   shutdown_ = true;
   // The runner may be asleep in epoll: wake it regardless of the counter.
-  wake_pending_ = true;
-  uint64_t one = 1;
-  ssize_t n = write(wake_fd_, &one, sizeof(one));
-  (void)n;
+  waiter_->WakeAlways();
 }
 
 // ------------------------------------------------------ operations (sink)
@@ -415,7 +253,7 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
   free_slots_.push_back(slot);
   auto callback = state->Complete(std::move(status), std::move(message), value);
   if (callback) callbacks_.emplace_back(std::move(callback), std::move(state));
-  WakeSleepers();
+  waiter_->WakeSleepers();
 }
 
 // ----------------------------------------------------------------- serving
@@ -589,12 +427,7 @@ void EndpointCore::KeeperLoop() {
     AwaitUntil([&] { return handler_seq_.load() != seq || closed_.load(); }, kNever);
     // Requests that came in meanwhile wait for a thread that runs handlers;
     // make sure one looks (a sleeping Run(), an application's epoll on fd()).
-    if (calls_pending_.load()) {
-      wake_pending_ = true;
-      uint64_t one = 1;
-      ssize_t n = write(wake_fd_, &one, sizeof(one));
-      (void)n;
-    }
+    if (calls_pending_.load()) waiter_->WakeAlways();
     lock.lock();
     last_seen = handler_seq_.load();
     idle_checks = 0;

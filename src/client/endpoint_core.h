@@ -27,9 +27,10 @@
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_sink.h"
+#include "engine/transport_set.h"
+#include "engine/waiter.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
-#include "transport/udp/udp_datagram.h"
 #include "client/responder_state.h"
 #include "wharf/endpoint.h"
 
@@ -135,8 +136,9 @@ class EndpointCore final : public engine::ProgressDriver,
   // A fresh operation id and the state it completes.
   std::pair<uint64_t, StatePtr> NewOp();
   // After any call into the engine, under mu_: completion callbacks, the
-  // timer for the engine's next deadline, the hot-peer socket.
+  // timer for the engine's next deadline, new fds to watch.
   void AfterEngineCall();
+  void WatchNewFds();
   void RunCallbacks();
   // One engine pass under mu_ (held by the caller): the engine's Poll, then
   // callbacks. Returns the poll's result.
@@ -151,45 +153,22 @@ class EndpointCore final : public engine::ProgressDriver,
   void StartKeeper();  // under mu_
   void WakeKeeper();
   void StopKeeper();
-  // Wakes a thread sleeping in epoll (only if one is).
-  void WakeSleepers();
-  void Sleep(TimeNs until_ns);
-  // Adds (or removes) the transports' fds to (from) the epoll set. While no
-  // one sleeps and no application watches fd(), they stay out of it: a
-  // socket in an epoll set runs epoll's wake-up callback on every packet,
-  // which a spinning ping-pong pays for in each round trip. Under epoll_mu_.
-  void SetTransportFdsInEpoll(bool in) const;
-  // Makes fd() readable at `deadline_ns` (if earlier than what is armed).
-  void ArmTimer(TimeNs deadline_ns);
-  // Once the UDP socket has opened its hot-peer socket (which happens inside
-  // a send), waits on that fd too, like the transports' own. Under mu_.
-  void WatchHotPeerSocket();
-  // Opens the transport for `scheme` bound to `bind`; the core owns it.
-  Result<transport::MessageTransport*> OpenTransport(std::string_view scheme,
-                                                     const transport::NetAddress& bind);
 
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;
   std::string address_;
   mutable std::recursive_mutex mu_;
-  // The homa transport's socket (declared before transports_: it outlives
-  // them); null until homa is opened.
-  std::unique_ptr<transport::UdpDatagram> udp_;
-  std::vector<std::unique_ptr<transport::MessageTransport>> transports_;
+  // Declared in this order so that each outlives what borrows it: the
+  // waiter (fds) and the transports outlive the engine.
+  std::unique_ptr<engine::Waiter> waiter_;
+  std::unique_ptr<engine::TransportSet> transports_;
   // Where secondary transports bind: the endpoint's address, any port.
   transport::NetAddress secondary_bind_;
   std::unique_ptr<engine::Engine> engine_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
-  // Armed by PollOnce to the engine's next deadline, so that fd() also
-  // becomes readable when a timer is due (for applications' epoll loops).
-  int timer_fd_ = -1;
-  std::atomic<TimeNs> timer_armed_ns_{kNever};
-  // The engine's next deadline as of the last call into it (under mu_).
-  std::atomic<TimeNs> engine_deadline_ns_{kNever};
-  // Set before each write to wake_fd_, so that polls read (drain) it only
-  // when there is something to drain.
-  std::atomic<bool> wake_pending_{false};
+  // Scratch for the transports' fds after each poll (under mu_); its size
+  // tells whether a transport opened a new one.
+  std::vector<int> fds_scratch_;
+  size_t watched_fds_ = 0;
   // Resolve()'s memory, bounded; guarded by mu_. Looked up by string_view
   // (no allocation per call).
   struct StringHash {
@@ -199,15 +178,6 @@ class EndpointCore final : public engine::ProgressDriver,
     }
   };
   std::unordered_map<std::string, engine::Uri, StringHash, std::equal_to<>> resolved_;
-  // The transports' fds, and whether they are in the epoll set now: while
-  // threads sleep (sleeping_in_epoll_ > 0) or once fd() was handed out.
-  mutable std::mutex epoll_mu_;
-  std::vector<int> transport_fds_;
-  bool hot_fd_watched_ = false;  // under mu_
-  mutable int sleeping_in_epoll_ = 0;
-  mutable std::atomic<bool> fd_exposed_{false};
-  mutable bool fds_in_epoll_ = false;
-  std::atomic<int> sleepers_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};
   // Operation states by slot (op id = generation << 32 | slot), under mu_.

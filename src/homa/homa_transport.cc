@@ -222,7 +222,7 @@ bool HomaTransport::PopEvent(HomaEvent* out) {
 }
 
 std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
-  return {
+  std::vector<std::pair<std::string, uint64_t>> all = {
       {"homa.packets_sent", stats_.packets_sent},
       {"homa.packets_received", stats_.packets_received},
       {"homa.data_sent", stats_.data_sent},
@@ -262,6 +262,8 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
       {"homa.tx_dropped", stats_.tx_dropped},
       {"homa.send_errors", stats_.send_errors},
   };
+  net_->AppendCounters(&all);  // the socket's own, after the protocol's
+  return all;
 }
 
 // ---------------------------------------------------------------- sending

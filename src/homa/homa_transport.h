@@ -71,6 +71,7 @@ class HomaTransport final : public transport::MessageTransport {
   TimeNs NextDeadline() const override;
   bool PopEvent(HomaEvent* out) override;
   int ReadableFd() const override { return net_->ReadableFd(); }
+  void AppendReadableFds(std::vector<int>* fds) const override { net_->AppendReadableFds(fds); }
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
   size_t pending_events() const { return events_.size() - events_head_; }

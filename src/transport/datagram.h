@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "transport/net_address.h"
 #include "wharf/result.h"
@@ -117,6 +120,13 @@ class Datagram {
   // A file descriptor that becomes readable when Receive() has work (or
   // reports EPOLLERR when a path error is waiting), for epoll; -1 when the transport has no fd (the fake network).
   virtual int ReadableFd() const = 0;
+  // Every fd a waiter must watch: ReadableFd() and any the transport opened
+  // since (a connected socket for one hot peer). The list only grows.
+  virtual void AppendReadableFds(std::vector<int>* fds) const {
+    if (ReadableFd() >= 0) fds->push_back(ReadableFd());
+  }
+  // The socket's counters ("udp.sent", ...), for the host's statistics.
+  virtual void AppendCounters(std::vector<std::pair<std::string, uint64_t>>* /*out*/) const {}
 };
 
 }  // namespace wharf::transport

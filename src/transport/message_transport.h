@@ -94,6 +94,11 @@ class MessageTransport {
   // A file descriptor that becomes readable when Poll() has work (for the
   // host's epoll); -1 when there is none (fakes).
   virtual int ReadableFd() const = 0;
+  // Every fd the host must watch: ReadableFd() and any opened since. The
+  // list only grows, so a host compares its length after each Poll.
+  virtual void AppendReadableFds(std::vector<int>* fds) const {
+    if (ReadableFd() >= 0) fds->push_back(ReadableFd());
+  }
 
   // Counters for `wharf ping --stats` and /metrics, as ("homa.packets_sent",
   // value) pairs prefixed with the scheme.

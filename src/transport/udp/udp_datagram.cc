@@ -645,4 +645,21 @@ Result<size_t> UdpDatagram::Receive(std::span<InDatagram> out) {
   return filled;
 }
 
+void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* out) const {
+  out->insert(out->end(), {{"udp.sent", stats_.sent},
+                           {"udp.send_batches", stats_.send_batches},
+                           {"udp.gso_sends", stats_.gso_sends},
+                           {"udp.received", stats_.received},
+                           {"udp.gro_coalesced", stats_.gro_coalesced},
+                           {"udp.truncated", stats_.truncated},
+                           {"udp.refused", stats_.refused},
+                           {"udp.send_dropped", stats_.send_dropped},
+                           {"udp.gso_fallbacks", stats_.gso_fallbacks},
+                           {"udp.path_errors", stats_.path_errors},
+                           {"udp.path_cache_evictions", stats_.path_cache_evictions},
+                           {"udp.hot_sends", stats_.hot_sends},
+                           {"udp.hot_sockets_opened", stats_.hot_sockets_opened},
+                           {"udp.hot_socket_failures", stats_.hot_socket_failures}});
+}
+
 }  // namespace wharf::transport

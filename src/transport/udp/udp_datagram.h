@@ -175,6 +175,12 @@ class UdpDatagram final : public Datagram {
   int recv_buffer_bytes() const { return recv_buffer_bytes_; }
   int send_buffer_bytes() const { return send_buffer_bytes_; }
   const UdpStats& stats() const { return stats_; }
+  // The main socket, then the hot-peer socket once it is open.
+  void AppendReadableFds(std::vector<int>* fds) const override {
+    fds->push_back(fd_);
+    if (hot_fd_ >= 0) fds->push_back(hot_fd_);
+  }
+  void AppendCounters(std::vector<std::pair<std::string, uint64_t>>* out) const override;
 
  private:
   // Control-message room for one outgoing / incoming message, aligned as

@@ -1,0 +1,82 @@
+// engine/waiter.h: Waiter, how threads waiting on an engine sleep and are
+// woken: one epoll set over the transports' fds, a wake-up eventfd (for
+// completions made by another thread) and a timerfd armed at the engine's
+// next deadline. Also the fd applications fold into their own epoll loop.
+//
+// The transports' fds are in the epoll set only while a thread sleeps or
+// once the application took the fd: a socket in an epoll set runs epoll's
+// wake-up callback on every packet, which a spinning ping-pong would pay in
+// each round trip.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/clock.h"
+#include "wharf/result.h"
+
+namespace wharf::engine {
+
+// Owned by the engine's host. Thread-safe (any thread may sleep, wake or
+// arm); Watch and ArmTimer are called under the host's engine lock.
+class Waiter {
+ public:
+  static Result<std::unique_ptr<Waiter>> Open(const Clock& clock);
+  ~Waiter();
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+
+  // Watches every fd in `fds` it does not watch yet (cheap when none is new).
+  Status Watch(const std::vector<int>& fds);
+  // The epoll fd for applications; from the first call on the transports'
+  // fds stay in the set and the timer is always armed.
+  int Expose();
+
+  // Makes the fd readable and sleepers wake at `deadline_ns` when it is
+  // earlier than what is armed. A syscall only when someone sleeps or the fd
+  // is exposed, and the deadline moved earlier.
+  void ArmTimer(TimeNs deadline_ns);
+  // The deadline last given to ArmTimer (sleepers read it).
+  TimeNs deadline() const { return deadline_ns_.load(); }
+  // Wakes sleeping threads, if any (a completion another thread waits for).
+  void WakeSleepers();
+  // Wakes sleepers and makes the exposed fd readable, whoever sleeps.
+  void WakeAlways();
+  // Clears a fired timer and a pending wake-up (the fd is level-triggered):
+  // called before each poll of the engine.
+  void ClearReadable();
+
+  // Sleeps until a watched fd is readable, a wake-up, or `until_ns` (at most
+  // 100 ms). Callers bracket it with BeginSleep/EndSleep and re-check their
+  // condition between BeginSleep and Sleep (Dekker with ArmTimer/Wake).
+  void BeginSleep() { sleepers_.fetch_add(1); }
+  void Sleep(TimeNs until_ns);
+  void EndSleep() { sleepers_.fetch_sub(1); }
+
+ private:
+  explicit Waiter(const Clock& clock) : clock_(clock) {}
+  // Adds (or removes) the watched fds to (from) the epoll set. Under fds_mu_.
+  void SetFdsInEpoll(bool in);
+
+  const Clock& clock_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  int timer_fd_ = -1;
+  std::atomic<TimeNs> timer_armed_ns_{kNever};
+  std::atomic<TimeNs> deadline_ns_{kNever};
+  // Set before each write to wake_fd_, so that ClearReadable reads (drains)
+  // it only when there is something to drain.
+  std::atomic<bool> wake_pending_{false};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> exposed_{false};
+  // The watched fds, and whether they are in the epoll set now: while
+  // threads sleep (sleeping_in_epoll_ > 0) or once exposed.
+  std::mutex fds_mu_;
+  std::vector<int> fds_;
+  bool fds_in_epoll_ = false;
+  int sleeping_in_epoll_ = 0;
+};
+
+}  // namespace wharf::engine
