@@ -31,8 +31,9 @@ namespace wharf {
 // assigns over) the Buffer: an application thread, the engine's poll thread, a
 // completion callback. An owner shared by Buffers on several threads must
 // therefore make Release thread-safe, and should keep it short and
-// non-blocking (it runs on the engine's hot path). Release must not throw (it
-// is noexcept: a throw ends the process).
+// non-blocking (it runs on the engine's hot path). It may run with an
+// endpoint's lock held, so it must not call into wharf. Release must not throw
+// (it is noexcept: a throw ends the process).
 class BufferOwner {
  public:
   virtual ~BufferOwner() = default;
@@ -169,10 +170,11 @@ class Buffer {
     void Release(std::span<std::byte>) noexcept override {}
   };
   // A static owner that is told nothing; shared_ptr's aliasing form with an
-  // empty control block, so copying it touches no reference count.
+  // empty control block, so copying it touches no reference count. Never
+  // destroyed, so Buffers destroyed during static destruction can still use it.
   static std::shared_ptr<BufferOwner> UnownedMemory() {
-    static NoOwner no_owner;
-    return std::shared_ptr<BufferOwner>(std::shared_ptr<void>(), &no_owner);
+    static NoOwner* const no_owner = new NoOwner;
+    return std::shared_ptr<BufferOwner>(std::shared_ptr<void>(), no_owner);
   }
 
   // Gives the bytes back: delete[] for wharf's own (no virtual call, no
