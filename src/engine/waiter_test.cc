@@ -1,0 +1,115 @@
+// Waiter: sleeping until an fd is readable, a wake-up or a deadline; the
+// exposed fd becoming readable at the deadline; only new fds watched.
+#include "engine/waiter.h"
+
+#include <gtest/gtest.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace wharf::engine {
+namespace {
+
+constexpr DurationNs kMs = kNsPerMs;
+
+class WaiterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto w = Waiter::Open(clock_);
+    ASSERT_TRUE(w.ok()) << w.status();
+    waiter_ = std::move(w).value();
+    event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ASSERT_GE(event_fd_, 0);
+  }
+  void TearDown() override { close(event_fd_); }
+
+  // How long Sleep(until) took, with BeginSleep/EndSleep around it.
+  DurationNs TimedSleep(DurationNs for_ns) {
+    const TimeNs start = clock_.NowNs();
+    waiter_->BeginSleep();
+    waiter_->Sleep(start + for_ns);
+    waiter_->EndSleep();
+    return clock_.NowNs() - start;
+  }
+
+  const Clock& clock_ = SystemClock::Get();
+  std::unique_ptr<Waiter> waiter_;
+  int event_fd_ = -1;
+};
+
+TEST_F(WaiterTest, SleepEndsAtItsDeadline) {
+  const DurationNs slept = TimedSleep(20 * kMs);
+  EXPECT_GE(slept, 19 * kMs);
+  EXPECT_LT(slept, 500 * kMs);
+}
+
+TEST_F(WaiterTest, SleepEndsWhenAWatchedFdIsReadable) {
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  uint64_t one = 1;
+  ASSERT_EQ(write(event_fd_, &one, sizeof(one)), 8);
+  EXPECT_LT(TimedSleep(5'000 * kMs), 100 * kMs);  // at once, not after 100 ms
+}
+
+TEST_F(WaiterTest, UnwatchedFdDoesNotWake) {
+  uint64_t one = 1;
+  ASSERT_EQ(write(event_fd_, &one, sizeof(one)), 8);
+  EXPECT_GE(TimedSleep(30 * kMs), 29 * kMs);
+}
+
+TEST_F(WaiterTest, WakeSleepersWakesAThreadAsleep) {
+  std::atomic<bool> awake{false};
+  std::thread sleeper([&] {
+    waiter_->BeginSleep();
+    waiter_->Sleep(clock_.NowNs() + 5'000 * kMs);  // capped at 100 ms per call
+    waiter_->EndSleep();
+    awake = true;
+  });
+  // Wake until it is up (it may not be asleep yet at the first wake-up).
+  const TimeNs start = clock_.NowNs();
+  while (!awake && clock_.NowNs() - start < 2'000 * kMs) {
+    waiter_->WakeSleepers();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  sleeper.join();
+  EXPECT_TRUE(awake.load());
+  EXPECT_LT(clock_.NowNs() - start, 90 * kMs);  // woken, not timed out
+}
+
+TEST_F(WaiterTest, ExposedFdBecomesReadableAtTheArmedDeadline) {
+  const int fd = waiter_->Expose();
+  waiter_->ArmTimer(clock_.NowNs() + 20 * kMs);
+  epoll_event ev;
+  const TimeNs start = clock_.NowNs();
+  ASSERT_EQ(epoll_wait(fd, &ev, 1, 2000), 1);
+  EXPECT_GE(clock_.NowNs() - start, 15 * kMs);
+  waiter_->ClearReadable();
+  EXPECT_EQ(epoll_wait(fd, &ev, 1, 0), 0);  // level-triggered: cleared
+}
+
+TEST_F(WaiterTest, ExposedFdReportsWatchedFdsAndWakeUps) {
+  const int fd = waiter_->Expose();
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  epoll_event ev;
+  EXPECT_EQ(epoll_wait(fd, &ev, 1, 0), 0);
+  waiter_->WakeAlways();
+  EXPECT_EQ(epoll_wait(fd, &ev, 1, 0), 1);
+  waiter_->ClearReadable();
+  EXPECT_EQ(epoll_wait(fd, &ev, 1, 0), 0);
+  uint64_t one = 1;
+  ASSERT_EQ(write(event_fd_, &one, sizeof(one)), 8);
+  EXPECT_EQ(epoll_wait(fd, &ev, 1, 0), 1);
+}
+
+TEST_F(WaiterTest, WatchingTheSameFdsAgainIsHarmless) {
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  waiter_->Expose();  // adds each fd to epoll once (a second add would fail)
+  const int other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  EXPECT_TRUE(waiter_->Watch({other, event_fd_}).ok());
+  close(other);
+}
+
+}  // namespace
+}  // namespace wharf::engine
