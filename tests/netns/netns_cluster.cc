@@ -1,6 +1,7 @@
 // NetnsCluster: builds and tears down the namespaces, bridge and veths of a
-// test cluster with `ip`, injects loss with `nft` and rate limits with `tc`,
-// always through argv (RunChecked), never through a shell.
+// test cluster with `ip`, injects loss with `nft`, rate limits with `tc` and
+// cut links with `ip link`, always through argv (RunChecked), never through a
+// shell.
 #include "netns/netns_cluster.h"
 
 #include <sched.h>
@@ -462,6 +463,14 @@ Status NetnsCluster::ClearRates(int host) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
   WHARF_RETURN_IF_ERROR(ClearTbf(hosts_[host].netns, kHostInterface));
   return ClearTbf(switch_netns_, SwitchPort(host));
+}
+
+Status NetnsCluster::SetLinkUp(int host, bool up) {
+  WHARF_RETURN_IF_ERROR(CheckHost(host));
+  return RunChecked({"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"},
+                    {}, options_.command_timeout_ns)
+      .status()
+      .WithContext("SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")");
 }
 
 }  // namespace wharf::netns

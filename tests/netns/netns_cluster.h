@@ -1,6 +1,6 @@
 // netns/netns_cluster.h: a small network of "hosts" built from Linux network
 // namespaces for the multi-host tests, plus the faults tests inject into it
-// (random UDP loss with nftables, rate limits with tc tbf).
+// (random UDP loss with nftables, rate limits with tc tbf, a cut cable).
 //
 //   switch namespace <tag>-sw:  br0 ── p0 ── p1 ── ... (a Linux bridge)
 //                                      │     │
@@ -112,6 +112,12 @@ class NetnsCluster {
   Status SetIngressRate(int host, std::string_view rate, const TbfOptions& tbf = {});
   // Removes both limits of `host`; no-op where none is set.
   Status ClearRates(int host);
+
+  // Cuts (`up` false) or restores the cable of `host`: the switch port
+  // facing it goes down or up. Packets to and from the host then vanish
+  // without a word (no ICMP, no RST), as when a host dies or is unplugged;
+  // the host's own interface and addresses are untouched.
+  Status SetLinkUp(int host, bool up);
 
  private:
   struct Host {
