@@ -14,15 +14,18 @@ constexpr std::chrono::milliseconds kSlice{1};
 
 CallStream::CallStream(Endpoint& client, std::string target, int depth, size_t size,
                        std::chrono::nanoseconds deadline)
-    : client_(client), target_(std::move(target)), depth_(depth), size_(size),
+    : client_(client),
+      target_(std::move(target)),
+      depth_(depth),
+      size_(size),
       deadline_(deadline) {}
 
 void CallStream::Issue(int n) {
   for (int i = 0; i < n; ++i) {
     const uint64_t id = next_id_++;
-    flight_.push_back({id, std::chrono::steady_clock::now(),
-                       client_.ICall(target_, kEchoMethod, PatternBuffer(size_, id),
-                                     {.deadline = deadline_})});
+    flight_.push_back(
+        {id, std::chrono::steady_clock::now(),
+         client_.ICall(target_, kEchoMethod, PatternBuffer(size_, id), {.deadline = deadline_})});
     ++issued_;
   }
 }

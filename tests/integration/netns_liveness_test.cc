@@ -66,8 +66,8 @@ class NetnsLivenessTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(inside.ok()) << inside.status();
     if (!inside.ok()) return nullptr;
     on_host0_ = std::move(inside).value();
-    auto ep = Endpoint::Open(
-        {.address = scheme() + "://" + cluster_->address(0) + ":0", .settings = std::move(settings)});
+    auto ep = Endpoint::Open({.address = scheme() + "://" + cluster_->address(0) + ":0",
+                              .settings = std::move(settings)});
     EXPECT_TRUE(ep.ok()) << ep.status();
     return ep.ok() ? std::move(ep).value() : nullptr;
   }

@@ -467,8 +467,9 @@ Status NetnsCluster::ClearRates(int host) {
 
 Status NetnsCluster::SetLinkUp(int host, bool up) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
-  return RunChecked({"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"},
-                    {}, options_.command_timeout_ns)
+  return RunChecked(
+             {"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"}, {},
+             options_.command_timeout_ns)
       .status()
       .WithContext("SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")");
 }
