@@ -64,7 +64,7 @@ long long Ms(std::chrono::nanoseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-class LivenessTest : public ::testing::TestWithParam<std::string> {
+class ProcessLivenessTest : public ::testing::TestWithParam<std::string> {
  protected:
   const std::string& scheme() const { return GetParam(); }
   std::string Loopback() const { return scheme() + "://127.0.0.1:0"; }
@@ -85,7 +85,7 @@ class LivenessTest : public ::testing::TestWithParam<std::string> {
 
 // ------------------------------------------------------------ held pause
 
-TEST_P(LivenessTest, ServerStoppedForOneSecondLosesNoCall) {
+TEST_P(ProcessLivenessTest, ServerStoppedForOneSecondLosesNoCall) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   auto client = OpenEndpoint();
@@ -130,7 +130,7 @@ class SleepyServer {
 // Both paths at once, so the test costs one handler time: a 10 s async
 // answer from `wharf serve --handler-delay 10000` (a child process) and a
 // 10 s sleep inside an in-process sync handler, each under a 30 s deadline.
-TEST_P(LivenessTest, TenSecondHandlersUnderAThirtySecondDeadlineSucceed) {
+TEST_P(ProcessLivenessTest, TenSecondHandlersUnderAThirtySecondDeadlineSucceed) {
   auto async_server = StartServer({"--handler-delay", std::to_string(Ms(kHandlerTime))});
   ASSERT_NE(async_server, nullptr);
   auto sync_server = SleepyServer::Start(Loopback(), kHandlerTime);
@@ -188,7 +188,7 @@ std::vector<std::unique_ptr<netns::Subprocess>> StartBusyLoops() {
   return loops;
 }
 
-TEST_P(LivenessTest, BusyLoopsOnEveryCpuLoseNoCall) {
+TEST_P(ProcessLivenessTest, BusyLoopsOnEveryCpuLoseNoCall) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   auto client = OpenEndpoint();
@@ -221,7 +221,7 @@ TEST_P(LivenessTest, BusyLoopsOnEveryCpuLoseNoCall) {
 // surely in flight when it is SIGKILLed; the client must fail each with
 // kUnavailable within kDeathNoticeBound of the kill, measured from just
 // before kill(2) (so the kernel's teardown of the process counts too).
-TEST_P(LivenessTest, KilledServerFailsHeldCallsWithinFiftyMs) {
+TEST_P(ProcessLivenessTest, KilledServerFailsHeldCallsWithinFiftyMs) {
   constexpr int kHeld = 4;
   auto server = StartServer({"--handler-delay", "3600000"});
   ASSERT_NE(server, nullptr);
@@ -255,7 +255,7 @@ TEST_P(LivenessTest, KilledServerFailsHeldCallsWithinFiftyMs) {
   EXPECT_EQ(*code, 128 + SIGKILL);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothTransports, LivenessTest, ::testing::Values("homa", "tcp"),
+INSTANTIATE_TEST_SUITE_P(BothTransports, ProcessLivenessTest, ::testing::Values("homa", "tcp"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

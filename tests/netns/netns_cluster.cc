@@ -231,6 +231,10 @@ Result<std::unique_ptr<NetnsCluster>> NetnsCluster::Create(ClusterOptions option
   for (int i = 0; i < cluster->host_count(); ++i) {
     WHARF_RETURN_IF_ERROR(cluster->ConfigureHost(i));
   }
+  const TimeNs deadline = SystemClock::Get().NowNs() + cluster->options_.command_timeout_ns;
+  for (int i = 0; i < cluster->host_count(); ++i) {
+    WHARF_RETURN_IF_ERROR(cluster->WaitForLink(i, deadline));
+  }
   return cluster;
 }
 
@@ -467,11 +471,38 @@ Status NetnsCluster::ClearRates(int host) {
 
 Status NetnsCluster::SetLinkUp(int host, bool up) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
-  return RunChecked(
-             {"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"}, {},
-             options_.command_timeout_ns)
-      .status()
-      .WithContext("SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")");
+  const std::string context =
+      "SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")";
+  WHARF_RETURN_IF_ERROR(
+      RunChecked({"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"},
+                 {}, options_.command_timeout_ns)
+          .status()
+          .WithContext(context));
+  // Down takes effect at once (the bridge disables the port synchronously);
+  // up does not (see WaitForLink).
+  if (!up) return OkStatus();
+  return WaitForLink(host, SystemClock::Get().NowNs() + options_.command_timeout_ns)
+      .WithContext(context);
+}
+
+Status NetnsCluster::WaitForLink(int host, TimeNs deadline) {
+  while (true) {
+    WHARF_ASSIGN_OR_RETURN(CommandOutput eth, RunChecked({"ip", "-n", hosts_[host].netns, "-o",
+                                                          "link", "show", kHostInterface},
+                                                         {}, options_.command_timeout_ns));
+    WHARF_ASSIGN_OR_RETURN(CommandOutput port, RunChecked({"ip", "-n", switch_netns_, "-d", "-o",
+                                                           "link", "show", SwitchPort(host)},
+                                                          {}, options_.command_timeout_ns));
+    if (eth.stdout_text.find("state UP") != std::string::npos &&
+        port.stdout_text.find("state forwarding") != std::string::npos) {
+      return OkStatus();
+    }
+    if (SystemClock::Get().NowNs() >= deadline) {
+      return DeadlineExceededError("the link of host " + std::to_string(host) +
+                                   " did not come up: " + eth.stdout_text + port.stdout_text);
+    }
+    ::usleep(5000);
+  }
 }
 
 }  // namespace wharf::netns
