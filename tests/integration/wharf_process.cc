@@ -39,6 +39,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(ServeOptions options) 
     argv.push_back("--set");
     argv.push_back(s);
   }
+  argv.insert(argv.end(), options.args.begin(), options.args.end());
   if (options.process.label.empty()) options.process.label = "wharf serve";
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<netns::Subprocess> process,
                          netns::Subprocess::Start(std::move(argv), std::move(options.process)));

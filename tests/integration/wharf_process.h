@@ -31,6 +31,8 @@ struct ServeOptions {
   std::string listen = "homa://127.0.0.1:0";
   // --set key=value entries.
   std::vector<std::string> settings{};
+  // Further flags, e.g. {"--handler-delay", "10000"}.
+  std::vector<std::string> args{};
   // Namespace and label of the child (empty netns: the test's own).
   netns::SubprocessOptions process{};
 };

@@ -1,6 +1,7 @@
 // NetnsCluster: builds and tears down the namespaces, bridge and veths of a
-// test cluster with `ip`, injects loss with `nft` and rate limits with `tc`,
-// always through argv (RunChecked), never through a shell.
+// test cluster with `ip`, injects loss with `nft`, rate limits with `tc` and
+// cut links with `ip link`, always through argv (RunChecked), never through a
+// shell.
 #include "netns/netns_cluster.h"
 
 #include <sched.h>
@@ -229,6 +230,10 @@ Result<std::unique_ptr<NetnsCluster>> NetnsCluster::Create(ClusterOptions option
   WHARF_RETURN_IF_ERROR(cluster->BuildSwitch());
   for (int i = 0; i < cluster->host_count(); ++i) {
     WHARF_RETURN_IF_ERROR(cluster->ConfigureHost(i));
+  }
+  const TimeNs deadline = SystemClock::Get().NowNs() + cluster->options_.command_timeout_ns;
+  for (int i = 0; i < cluster->host_count(); ++i) {
+    WHARF_RETURN_IF_ERROR(cluster->WaitForLink(i, deadline));
   }
   return cluster;
 }
@@ -462,6 +467,42 @@ Status NetnsCluster::ClearRates(int host) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
   WHARF_RETURN_IF_ERROR(ClearTbf(hosts_[host].netns, kHostInterface));
   return ClearTbf(switch_netns_, SwitchPort(host));
+}
+
+Status NetnsCluster::SetLinkUp(int host, bool up) {
+  WHARF_RETURN_IF_ERROR(CheckHost(host));
+  const std::string context =
+      "SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")";
+  WHARF_RETURN_IF_ERROR(
+      RunChecked({"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"},
+                 {}, options_.command_timeout_ns)
+          .status()
+          .WithContext(context));
+  // Down takes effect at once (the bridge disables the port synchronously);
+  // up does not (see WaitForLink).
+  if (!up) return OkStatus();
+  return WaitForLink(host, SystemClock::Get().NowNs() + options_.command_timeout_ns)
+      .WithContext(context);
+}
+
+Status NetnsCluster::WaitForLink(int host, TimeNs deadline) {
+  while (true) {
+    WHARF_ASSIGN_OR_RETURN(CommandOutput eth, RunChecked({"ip", "-n", hosts_[host].netns, "-o",
+                                                          "link", "show", kHostInterface},
+                                                         {}, options_.command_timeout_ns));
+    WHARF_ASSIGN_OR_RETURN(CommandOutput port, RunChecked({"ip", "-n", switch_netns_, "-d", "-o",
+                                                           "link", "show", SwitchPort(host)},
+                                                          {}, options_.command_timeout_ns));
+    if (eth.stdout_text.find("state UP") != std::string::npos &&
+        port.stdout_text.find("state forwarding") != std::string::npos) {
+      return OkStatus();
+    }
+    if (SystemClock::Get().NowNs() >= deadline) {
+      return DeadlineExceededError("the link of host " + std::to_string(host) +
+                                   " did not come up: " + eth.stdout_text + port.stdout_text);
+    }
+    ::usleep(5000);
+  }
 }
 
 }  // namespace wharf::netns

@@ -1,6 +1,6 @@
 // netns/netns_cluster.h: a small network of "hosts" built from Linux network
 // namespaces for the multi-host tests, plus the faults tests inject into it
-// (random UDP loss with nftables, rate limits with tc tbf).
+// (random UDP loss with nftables, rate limits with tc tbf, a cut cable).
 //
 //   switch namespace <tag>-sw:  br0 ── p0 ── p1 ── ... (a Linux bridge)
 //                                      │     │
@@ -60,8 +60,9 @@ class NetnsCluster {
   static constexpr const char* kHostInterface = "eth0";
 
   // Builds the cluster, first removing leftovers of dead processes under the
-  // same prefix (CleanupStale). On failure everything created so far is
-  // removed and the Status names the failing command and its stderr.
+  // same prefix (CleanupStale), and returns once every link carries packets.
+  // On failure everything created so far is removed and the Status names the
+  // failing command and its stderr.
   static Result<std::unique_ptr<NetnsCluster>> Create(ClusterOptions options = {});
 
   // OK if this process can build clusters: root, an `ip` with netns support,
@@ -113,6 +114,13 @@ class NetnsCluster {
   // Removes both limits of `host`; no-op where none is set.
   Status ClearRates(int host);
 
+  // Cuts (`up` false) or restores the cable of `host`: the switch port
+  // facing it goes down or up. Packets to and from the host then vanish
+  // without a word (no ICMP, no RST), as when a host dies or is unplugged;
+  // the host's own interface and addresses are untouched. Restoring returns
+  // once packets flow again (the kernel takes up to a second).
+  Status SetLinkUp(int host, bool up);
+
  private:
   struct Host {
     std::string netns;
@@ -132,6 +140,12 @@ class NetnsCluster {
   Status ApplyTbf(const std::string& netns, const std::string& device, std::string_view rate,
                   const TbfOptions& tbf);
   Status ClearTbf(const std::string& netns, const std::string& device);
+  // Waits until `host`'s link carries packets: its eth0 operationally up
+  // and the switch port forwarding. The kernel brings a new or restored
+  // veth up from its link-watch work, which it runs at most once a second,
+  // and drops packets until then; it announces the change only on netlink,
+  // so this polls `ip` every 5 ms. kDeadlineExceeded after `deadline`.
+  Status WaitForLink(int host, TimeNs deadline);
   // Runs `ip -batch -` with `script` on stdin, inside `netns` if not empty.
   Status RunIpBatch(const std::string& netns, std::string script);
 

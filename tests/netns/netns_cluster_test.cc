@@ -1,6 +1,6 @@
 // Tests for NetnsCluster and NetnsProcess on real namespaces: layout and
-// addresses, UDP between every pair of hosts, loss injection, rate limits,
-// MTU, parallel clusters, and cleanup (Destroy, processes left inside,
+// addresses, UDP between every pair of hosts, loss injection, a cut link,
+// rate limits, MTU, parallel clusters, and cleanup (Destroy, processes left inside,
 // leftovers of dead processes). Traffic comes from wharf_netns_udp_echo.
 // Skips only without root or namespace support; every wait is bounded.
 #include "netns/netns_cluster.h"
@@ -246,6 +246,30 @@ TEST_F(NetnsClusterTest, FullLossReplacesEarlierSettingAndSparesLoopback) {
   EXPECT_EQ(local.received, 20);
   // The other host has no rule at all.
   EXPECT_EQ(MustRunIn(*cluster, 0, {"nft", "list", "ruleset"}), "");
+}
+
+// A cut cable loses everything both ways without a word (the prober sees
+// timeouts, not errors), and restoring it brings the same server back. The
+// first probe resolves the hosts' ARP entries while the cable is in: probing
+// first through a cut cable would leave resolution to ARP's 1 s retry timer.
+TEST_F(NetnsClusterTest, CutLinkLosesEverythingSilentlyUntilRestored) {
+  auto cluster = MustCreate();
+  ASSERT_NE(cluster, nullptr);
+  EchoServer server = StartEchoServer(*cluster, 1, 0);
+  ASSERT_FALSE(server.endpoint.empty());
+  const std::vector<std::string> fast = {"--timeout-ms", "200"};
+  const ProbeResult before = Probe(*cluster, 0, server.endpoint, 10, fast);
+  ASSERT_EQ(before.exit_code, 0) << before.stderr_text;
+  ASSERT_EQ(before.received, 10);
+  ASSERT_OK(cluster->SetLinkUp(1, false));
+  const ProbeResult cut = Probe(*cluster, 0, server.endpoint, 10, fast);
+  ASSERT_EQ(cut.exit_code, 0) << cut.stderr_text;
+  EXPECT_EQ(cut.received, 0);
+  ASSERT_OK(cluster->SetLinkUp(1, true));
+  const ProbeResult restored = Probe(*cluster, 0, server.endpoint, 10, fast);
+  ASSERT_EQ(restored.exit_code, 0) << restored.stderr_text;
+  EXPECT_EQ(restored.received, 10);
+  EXPECT_EQ(cluster->SetLinkUp(2, false).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(NetnsClusterTest, RejectsBadArgumentsWithClearErrors) {
