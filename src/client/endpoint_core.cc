@@ -1,5 +1,5 @@
-// EndpointCore: opening the socket/protocol/engine stack, and the
-// spin-then-block wait loop every blocking call uses.
+// EndpointCore: opening an endpoint on its EngineHost, completions, handler
+// dispatch and the keeper thread.
 #include "client/endpoint_core.h"
 
 #include <algorithm>
@@ -9,19 +9,8 @@
 
 namespace wharf::internal {
 
-thread_local const EndpointCore* EndpointCore::polling_ = nullptr;
 thread_local const EndpointCore* EndpointCore::keeping_ = nullptr;
 thread_local const EndpointCore* EndpointCore::in_handler_ = nullptr;
-
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& options) {
   std::shared_ptr<EndpointCore> core(new EndpointCore());
@@ -35,21 +24,28 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->config_.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{core->config_.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
 
-  WHARF_ASSIGN_OR_RETURN(core->waiter_, engine::Waiter::Open(core->clock_));
-  core->transports_ = std::make_unique<engine::TransportSet>(core->config_, core->clock_);
-  WHARF_ASSIGN_OR_RETURN(transport::MessageTransport * primary,
-                         core->transports_->Open(uri.scheme, uri.address));
-  core->secondary_bind_ = uri.address.WithPort(0);
+  bool joined = false;
+  WHARF_ASSIGN_OR_RETURN(core->host_, EngineHost::OpenOrJoin(uri, core->config_, &joined));
+  std::lock_guard<std::recursive_mutex> lock(core->host_->mu());
+  transport::MessageTransport* primary = core->host_->primary();
+  if (joined) {
+    // Another endpoint of this process has the socket: this one needs an
+    // endpoint of its own on it.
+    WHARF_ASSIGN_OR_RETURN(core->shared_socket_endpoint_,
+                           core->host_->OpenSharedEndpoint(uri.endpoint_id));
+    primary = core->shared_socket_endpoint_.get();
+  }
   // Transports for other schemes open on first use, under the engine's lock
-  // (the engine asks from inside a call the core serialises).
+  // (the engine asks from inside a call the host serialises).
   EndpointCore* raw = core.get();
   engine::TransportOpener opener = [raw](std::string_view scheme) {
-    return raw->transports_->Open(scheme, raw->secondary_bind_);
+    return raw->host_->OpenSecondary(scheme);
   };
   core->engine_ = std::make_unique<engine::Engine>(primary, std::move(opener), core->clock_,
                                                    core->config_.limits, raw);
   core->address_ = core->engine_->UriOf(engine::PeerRef{0, primary->LocalAddress()});
-  core->WatchNewFds();
+  core->host_->Attach(raw);
+  core->host_->AfterEngineCall(core->engine_->NextDeadline());
   return core;
 }
 
@@ -60,30 +56,36 @@ std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
 
 EndpointCore::~EndpointCore() {
   Close();
-  // The engine's last completions (Shutdown) reach this sink: gone first.
+  if (host_ == nullptr) return;  // Open failed before the host
+  std::lock_guard<std::recursive_mutex> lock(host_->mu());
+  host_->Detach(this);
+  // The engine's last completions (Shutdown) reach this sink: gone first,
+  // then the transport it borrowed.
   engine_.reset();
+  shared_socket_endpoint_.reset();
 }
 
 void EndpointCore::Close() {
+  if (host_ == nullptr) return;  // Open failed before the host
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(host_->mu());
     if (closed_.exchange(true)) return;
     if (engine_ == nullptr) return;  // Open failed part-way
     engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
     RunCallbacks();
     shutdown_ = true;
-    waiter_->WakeSleepers();
+    host_->waiter().WakeSleepers();
   }
   StopKeeper();
 }
 
 int EndpointCore::fd() const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  return waiter_->Expose();
+  std::lock_guard<std::recursive_mutex> lock(host_->mu());
+  return host_->waiter().Expose();
 }
 
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(host_->mu());
   WHARF_ASSIGN_OR_RETURN(const engine::Uri* uri, ResolveLocked(address));
   return *uri;
 }
@@ -105,38 +107,24 @@ TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
 }
 
 int EndpointCore::PollOnce() {
-  if (polling_ == this) return 0;  // a callback inside our own Poll
-  std::unique_lock<std::recursive_mutex> lock(mu_);
+  if (InCallback()) return 0;  // a callback inside a poll pass, or a handler
+  std::unique_lock<std::recursive_mutex> lock(host_->mu());
   if (closed_) return 0;
-  waiter_->ClearReadable();  // fd() is level-triggered
-  int work = PollLocked().work;
+  host_->waiter().ClearReadable();  // fd() is level-triggered
+  int work = host_->PollLocked().work;
   lock.unlock();
-  return work + DispatchCalls();
+  return work + host_->DispatchCalls();
 }
 
-transport::PollResult EndpointCore::PollLocked() {
-  polling_ = this;
+transport::PollResult EndpointCore::PollEngineLocked() {
   transport::PollResult r = engine_->Poll();
   RunCallbacks();
-  polling_ = nullptr;
-  waiter_->ArmTimer(r.next_deadline);  // a syscall only when the deadline moved earlier
-  WatchNewFds();
   return r;
 }
 
 void EndpointCore::AfterEngineCall() {
   RunCallbacks();
-  waiter_->ArmTimer(engine_->NextDeadline());
-  WatchNewFds();
-}
-
-void EndpointCore::WatchNewFds() {
-  // A virtual call per transport: cheap next to the poll it follows, and it
-  // finds a hot-peer socket a send just opened.
-  fds_scratch_.clear();
-  transports_->AppendReadableFds(&fds_scratch_);
-  if (fds_scratch_.size() == watched_fds_) return;
-  if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_.size();
+  host_->AfterEngineCall(engine_->NextDeadline());
 }
 
 void EndpointCore::RunCallbacks() {
@@ -152,42 +140,10 @@ void EndpointCore::CancelOp(uint64_t op_id) {
 }
 
 bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
-  // Inside our own handler or callback only that same thread could make the
+  // Inside a handler or callback only that same thread could make the
   // progress we would wait for.
   if (InCallback()) return done();
-  TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
-  while (true) {
-    if (done()) return true;
-    TimeNs next = kNever;
-    TimeNs now = 0;  // the poll's reading of the clock, when it polled
-    {
-      std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
-      if (lock.owns_lock() && !closed_) {
-        transport::PollResult r = PollLocked();
-        next = r.next_deadline;
-        now = r.now;
-        if (r.work > 0) spin_until = r.now + config_.spin_ns;
-      }
-    }
-    if (calls_pending_.load(std::memory_order_acquire) && DispatchCalls() > 0) {
-      now = clock_.NowNs();  // handlers took their time
-      spin_until = now + config_.spin_ns;
-    }
-    if (done()) return true;
-    // One clock read per turn: reading it costs as much here (a VM's clock
-    // source) as a fifth of the turn.
-    if (now == 0) now = clock_.NowNs();
-    if (now >= deadline_ns || closed_) return done();
-    if (now < spin_until) {
-      CpuRelax();
-      continue;
-    }
-    // Nothing for a while: sleep until a packet, a wake-up or a deadline.
-    waiter_->BeginSleep();
-    if (!done()) waiter_->Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
-    waiter_->EndSleep();
-    spin_until = clock_.NowNs() + config_.spin_ns;
-  }
+  return host_->AwaitUntil(done, deadline_ns, /*dispatch=*/keeping_ != this, closed_);
 }
 
 Status EndpointCore::Await(CompletionState& state, TimeNs deadline_ns) {
@@ -212,7 +168,7 @@ Status EndpointCore::RunUntil(TimeNs deadline_ns) {
 void EndpointCore::Shutdown() {
   shutdown_ = true;
   // The runner may be asleep in epoll: wake it regardless of the counter.
-  waiter_->WakeAlways();
+  host_->waiter().WakeAlways();
 }
 
 // ------------------------------------------------------ operations (sink)
@@ -253,13 +209,13 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
   free_slots_.push_back(slot);
   auto callback = state->Complete(std::move(status), std::move(message), value);
   if (callback) callbacks_.emplace_back(std::move(callback), std::move(state));
-  waiter_->WakeSleepers();
+  host_->waiter().WakeSleepers();
 }
 
 // ----------------------------------------------------------------- serving
 
 Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(host_->mu());
   if (closed_) return CancelledError("endpoint " + address_ + " closed");
   auto handler = std::make_unique<Handler>();
   handler->sync = std::move(sync);
@@ -282,6 +238,7 @@ void EndpointCore::OnRequest(engine::IncomingCall call) {
   pending.peer.assign(call.peer);
   pending.handler = it == handlers_.end() ? nullptr : it->second;
   calls_pending_.store(true, std::memory_order_release);
+  host_->NoteCallsPending();
 }
 
 void EndpointCore::OnCallCancelled(const engine::ServerCallRef& ref) {
@@ -293,7 +250,7 @@ void EndpointCore::OnCallCancelled(const engine::ServerCallRef& ref) {
 int EndpointCore::DispatchCalls() {
   // The keeper only keeps the protocol going; a handler that polls runs no
   // other handler inside itself (handlers run one at a time).
-  if (keeping_ == this || in_handler_ == this || polling_ == this) return 0;
+  if (keeping_ == this || in_handler_ == this || host_->InPoll()) return 0;
   int ran = 0;
   while (calls_pending_.load(std::memory_order_acquire)) {
     std::unique_lock<std::mutex> dispatching(dispatch_mu_, std::try_to_lock);
@@ -301,7 +258,7 @@ int EndpointCore::DispatchCalls() {
     if (!dispatching.owns_lock()) return ran;
     size_t n;
     {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      std::lock_guard<std::recursive_mutex> lock(host_->mu());
       std::swap(pending_calls_, running_calls_);
       n = pending_n_;
       pending_n_ = 0;
@@ -345,7 +302,7 @@ void EndpointCore::RunCall(PendingCall& call) {
       state->ref = call.ref;
       state->deadline_ns = call.deadline_ns;
       {
-        std::lock_guard<std::recursive_mutex> lock(mu_);
+        std::lock_guard<std::recursive_mutex> lock(host_->mu());
         responders_[call.ref] = state;
       }
       answered_here = false;
@@ -427,13 +384,13 @@ void EndpointCore::KeeperLoop() {
     AwaitUntil([&] { return handler_seq_.load() != seq || closed_.load(); }, kNever);
     // Requests that came in meanwhile wait for a thread that runs handlers;
     // make sure one looks (a sleeping Run(), an application's epoll on fd()).
-    if (calls_pending_.load()) waiter_->WakeAlways();
+    if (calls_pending_.load()) host_->waiter().WakeAlways();
     lock.lock();
     last_seen = handler_seq_.load();
     idle_checks = 0;
   }
 }
 
-bool EndpointCore::InCallback() const { return polling_ == this || in_handler_ == this; }
+bool EndpointCore::InCallback() const { return host_->InPoll() || in_handler_ == this; }
 
 }  // namespace wharf::internal

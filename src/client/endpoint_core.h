@@ -1,10 +1,9 @@
-// client/endpoint_core.h: EndpointCore, the host of one embedded engine: it
-// owns the transports (the one its address names, listening; others opened
-// on first use for peers of another scheme), the sockets under them and the
-// engine, serialises every call into them with one mutex, and implements
-// waiting: spin for endpoint.spin, then sleep in epoll on the transports'
-// fds, a wake-up eventfd and the next protocol deadline. It is the engine's
-// sink: operation ids map to the CompletionStates behind public Completions,
+// client/endpoint_core.h: EndpointCore, one embedded endpoint: its engine,
+// on the transports of the EngineHost it shares with the process's other
+// endpoints on the same address (the lock, the sockets, the waiter: see
+// engine_host.h). It serialises calls into its engine with the host's
+// mutex, and implements waiting through the host (spin for endpoint.spin,
+// then sleep in epoll). It is the engine's sink: operation ids map to the CompletionStates behind public Completions,
 // and requests for served methods run their handlers outside the lock (one
 // at a time), while a keeper thread drives the engine if a handler takes
 // long, so peers never take a busy server for a dead one. The public
@@ -26,9 +25,8 @@
 #include "engine/completion_state.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
+#include "client/engine_host.h"
 #include "engine/engine_sink.h"
-#include "engine/transport_set.h"
-#include "engine/waiter.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
 #include "client/responder_state.h"
@@ -51,7 +49,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // caused. The engine outlives Close(); its operations then fail fast.
   template <typename Fn>
   auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::Engine&>())) {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(host_->mu());
     struct RunAfter {
       EndpointCore& core;
       ~RunAfter() { core.AfterEngineCall(); }
@@ -93,7 +91,17 @@ class EndpointCore final : public engine::ProgressDriver,
   Status RunUntil(TimeNs deadline_ns);
   void Shutdown();
 
-  // engine::EngineSink (called under mu_, from inside engine calls)
+  // For the host's passes (its mutex held): this engine's poll and the
+  // callbacks it completed; its next deadline; whether handlers wait.
+  transport::PollResult PollEngineLocked();
+  TimeNs NextDeadline() const { return engine_->NextDeadline(); }
+  bool has_calls_pending() const { return calls_pending_.load(std::memory_order_acquire); }
+  // Runs the handlers of requests queued so far, outside the host's mutex,
+  // one at a time across threads. Returns how many ran. Not on the keeper
+  // thread, nor inside a handler or a poll pass.
+  int DispatchCalls();
+
+  // engine::EngineSink (called under the host's mutex, from engine calls)
   void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) override;
   void OnRequest(engine::IncomingCall call) override;
   void OnCallCancelled(const engine::ServerCallRef& ref) override;
@@ -109,7 +117,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // answers: calls name their peer by string, and parsing it on every call
   // would sit on the latency-critical path.
   Result<engine::Uri> Resolve(std::string_view address);
-  // The same without the copy, for callers inside WithEngine (mu_ held):
+  // The same without the copy, for callers inside WithEngine (the host's mutex held):
   // valid until the next resolve.
   Result<const engine::Uri*> ResolveLocked(std::string_view address);
 
@@ -135,41 +143,28 @@ class EndpointCore final : public engine::ProgressDriver,
   EndpointCore() = default;
   // A fresh operation id and the state it completes.
   std::pair<uint64_t, StatePtr> NewOp();
-  // After any call into the engine, under mu_: completion callbacks, the
-  // timer for the engine's next deadline, new fds to watch.
+  // After any call into the engine, under the host's mutex: completion
+  // callbacks, the timer for the next deadline, new fds to watch.
   void AfterEngineCall();
-  void WatchNewFds();
   void RunCallbacks();
-  // One engine pass under mu_ (held by the caller): the engine's Poll, then
-  // callbacks. Returns the poll's result.
-  transport::PollResult PollLocked();
-  // Runs the handlers of requests queued so far, outside mu_, one at a time
-  // across threads. Returns how many ran. Not on the keeper thread.
-  int DispatchCalls();
   void RunCall(PendingCall& call);
   // The keeper thread: while a handler has run for endpoint.keeper_after,
   // it drives the engine (without running handlers) until the handler ends.
   void KeeperLoop();
-  void StartKeeper();  // under mu_
+  void StartKeeper();  // under the host's mutex
   void WakeKeeper();
   void StopKeeper();
 
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;
   std::string address_;
-  mutable std::recursive_mutex mu_;
-  // Declared in this order so that each outlives what borrows it: the
-  // waiter (fds) and the transports outlive the engine.
-  std::unique_ptr<engine::Waiter> waiter_;
-  std::unique_ptr<engine::TransportSet> transports_;
-  // Where secondary transports bind: the endpoint's address, any port.
-  transport::NetAddress secondary_bind_;
+  // Declared in this order so that each outlives what borrows it: the host
+  // (lock, sockets, waiter) and this endpoint's own transport on a shared
+  // socket outlive the engine.
+  std::shared_ptr<EngineHost> host_;
+  std::unique_ptr<transport::MessageTransport> shared_socket_endpoint_;
   std::unique_ptr<engine::Engine> engine_;
-  // Scratch for the transports' fds after each poll (under mu_); its size
-  // tells whether a transport opened a new one.
-  std::vector<int> fds_scratch_;
-  size_t watched_fds_ = 0;
-  // Resolve()'s memory, bounded; guarded by mu_. Looked up by string_view
+  // Resolve()'s memory, bounded; guarded by the host's mutex. Looked up by string_view
   // (no allocation per call).
   struct StringHash {
     using is_transparent = void;
@@ -180,7 +175,8 @@ class EndpointCore final : public engine::ProgressDriver,
   std::unordered_map<std::string, engine::Uri, StringHash, std::equal_to<>> resolved_;
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> closed_{false};
-  // Operation states by slot (op id = generation << 32 | slot), under mu_.
+  // Operation states by slot (op id = generation << 32 | slot), under the
+  // host's mutex.
   std::vector<StatePtr> op_slots_;
   std::vector<uint32_t> op_generations_;
   std::vector<uint32_t> free_slots_;
@@ -188,18 +184,18 @@ class EndpointCore final : public engine::ProgressDriver,
   // the engine call that completed them returns (they may call it again).
   std::vector<std::pair<std::function<void(const Status&)>, StatePtr>> callbacks_;
 
-  // Served methods (under mu_). Replaced handlers are kept until the core
+  // Served methods (under the host's mutex). Replaced handlers are kept until the core
   // dies: a thread may be running one outside the lock.
   std::unordered_map<uint32_t, Handler*> handlers_;
   std::vector<std::unique_ptr<Handler>> handler_storage_;
-  // Requests for handlers: queued under mu_ (pending_calls_[0, pending_n_)),
+  // Requests for handlers: queued under the host's mutex (pending_calls_[0, pending_n_)),
   // run by whichever thread holds dispatch_mu_.
   std::vector<PendingCall> pending_calls_;
   size_t pending_n_ = 0;
   std::atomic<bool> calls_pending_{false};
   std::mutex dispatch_mu_;
   std::vector<PendingCall> running_calls_;  // under dispatch_mu_
-  // Async calls in service, for cancellation notices (under mu_).
+  // Async calls in service, for cancellation notices (under the host's mutex).
   std::unordered_map<engine::ServerCallRef, std::weak_ptr<ResponderState>,
                      engine::ServerCallRefHash>
       responders_;
@@ -215,10 +211,9 @@ class EndpointCore final : public engine::ProgressDriver,
   std::atomic<bool> keeper_parked_{false};
   bool keeper_stop_ = false;
 
-  // Set on the thread inside Engine::Poll or running a handler, so a
-  // callback or handler that tries to block on this endpoint fails instead
-  // of deadlocking.
-  static thread_local const EndpointCore* polling_;
+  // Set on the thread running a handler (and, through the host, inside a
+  // poll pass), so a callback or handler that tries to block on this
+  // endpoint fails instead of deadlocking.
   static thread_local const EndpointCore* keeping_;    // on the keeper thread
   static thread_local const EndpointCore* in_handler_;  // running a handler
 };

@@ -37,6 +37,13 @@ Result<transport::MessageTransport*> TransportSet::Open(std::string_view scheme,
   return transports_.back().get();
 }
 
+Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
+    transport::MessageTransport* primary, uint16_t endpoint_id) {
+  (void)primary;
+  return UnimplementedError("endpoint " + std::to_string(endpoint_id) +
+                            ": several endpoints on one socket are not supported yet");
+}
+
 void TransportSet::AppendReadableFds(std::vector<int>* fds) const {
   for (const auto& t : transports_) t->AppendReadableFds(fds);
 }

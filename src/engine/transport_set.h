@@ -29,6 +29,11 @@ class TransportSet {
   // owns it. InvalidArgument for a scheme it has no transport for.
   Result<transport::MessageTransport*> Open(std::string_view scheme,
                                             const transport::NetAddress& bind);
+  // Another endpoint on `primary`'s socket (one this set opened), with the
+  // wire endpoint id `endpoint_id`. The caller owns it; it must not outlive
+  // the set.
+  Result<std::unique_ptr<transport::MessageTransport>> OpenEndpoint(
+      transport::MessageTransport* primary, uint16_t endpoint_id);
   // Every fd a waiter must watch. The set only grows (a transport opened, a
   // hot-peer socket), but not always at the end of the list.
   void AppendReadableFds(std::vector<int>* fds) const;

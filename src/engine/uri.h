@@ -4,6 +4,7 @@
 // message).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ namespace wharf::engine {
 struct Uri {
   std::string scheme;  // "homa" or "tcp"
   transport::NetAddress address;
+  // Which endpoint of the engine at `address` (homa://host:4000/NAME): the
+  // id its name maps to on the wire; 0, the default endpoint, without one.
+  uint16_t endpoint_id = 0;
 };
 
 // Schemes this build understands; an unknown one is InvalidArgument listing them.

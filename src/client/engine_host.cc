@@ -1,0 +1,180 @@
+// EngineHost: the shared runtime of the endpoints on one socket, and the
+// process-wide registry that finds it by address.
+#include "client/engine_host.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "client/endpoint_core.h"
+
+namespace wharf::internal {
+
+thread_local const EngineHost* EngineHost::polling_ = nullptr;
+
+namespace {
+
+// Hosts by "scheme://bound address", while any endpoint holds them. The only
+// process-wide state of the library: endpoints opened on the same address
+// share a socket instead of failing to bind it.
+std::mutex g_registry_mu;
+std::map<std::string, std::weak_ptr<EngineHost>>& Registry() {
+  static auto* registry = new std::map<std::string, std::weak_ptr<EngineHost>>();
+  return *registry;
+}
+
+std::string KeyOf(std::string_view scheme, const transport::NetAddress& address) {
+  return std::string(scheme) + "://" + address.ToString();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(const engine::Uri& uri,
+                                                           const engine::EngineConfig& config,
+                                                           bool* joined) {
+  std::lock_guard<std::mutex> registry_lock(g_registry_mu);
+  // Port 0 asks for a new socket; any other address may be ours already.
+  if (uri.address.port() != 0) {
+    auto it = Registry().find(KeyOf(uri.scheme, uri.address));
+    if (it != Registry().end()) {
+      if (auto host = it->second.lock()) {
+        *joined = true;
+        return host;
+      }
+    }
+  }
+  *joined = false;
+  std::shared_ptr<EngineHost> host(new EngineHost(config));
+  WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
+  host->transports_ = std::make_unique<engine::TransportSet>(host->config_, host->clock_);
+  WHARF_ASSIGN_OR_RETURN(host->primary_, host->transports_->Open(uri.scheme, uri.address));
+  host->secondary_bind_ = uri.address.WithPort(0);
+  host->registry_key_ = KeyOf(uri.scheme, host->primary_->LocalAddress());
+  Registry()[host->registry_key_] = host;
+  host->WatchNewFds();
+  return host;
+}
+
+EngineHost::~EngineHost() {
+  std::lock_guard<std::mutex> registry_lock(g_registry_mu);
+  auto it = Registry().find(registry_key_);
+  // A new host may have taken the address since this one's last endpoint
+  // let go: remove only our own (expired) entry.
+  if (it != Registry().end() && it->second.expired()) Registry().erase(it);
+}
+
+Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSharedEndpoint(
+    uint16_t endpoint_id) {
+  return transports_->OpenEndpoint(primary_, endpoint_id);
+}
+
+Result<transport::MessageTransport*> EngineHost::OpenSecondary(std::string_view scheme) {
+  return transports_->Open(scheme, secondary_bind_);
+}
+
+void EngineHost::Attach(EndpointCore* core) { cores_.push_back(core); }
+
+void EngineHost::Detach(EndpointCore* core) {
+  cores_.erase(std::remove(cores_.begin(), cores_.end(), core), cores_.end());
+}
+
+transport::PollResult EngineHost::PollLocked() {
+  polling_ = this;
+  transport::PollResult all;
+  all.next_deadline = kNever;
+  for (EndpointCore* core : cores_) {
+    transport::PollResult r = core->PollEngineLocked();
+    all.work += r.work;
+    all.next_deadline = std::min(all.next_deadline, r.next_deadline);
+    all.now = std::max(all.now, r.now);
+  }
+  polling_ = nullptr;
+  waiter_->ArmTimer(all.next_deadline);  // a syscall only when the deadline moved earlier
+  WatchNewFds();
+  return all;
+}
+
+void EngineHost::AfterEngineCall(TimeNs next_deadline_ns) {
+  // The waiter keeps one deadline for all endpoints: the earliest.
+  if (cores_.size() > 1) {
+    for (EndpointCore* core : cores_) next_deadline_ns = std::min(next_deadline_ns, core->NextDeadline());
+  }
+  waiter_->ArmTimer(next_deadline_ns);
+  WatchNewFds();
+}
+
+void EngineHost::WatchNewFds() {
+  // A virtual call per transport: cheap next to the poll it follows, and it
+  // finds a hot-peer socket a send just opened.
+  fds_scratch_.clear();
+  transports_->AppendReadableFds(&fds_scratch_);
+  if (fds_scratch_.size() == watched_fds_) return;
+  if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_.size();
+}
+
+int EngineHost::DispatchCalls() {
+  if (!calls_pending_.exchange(false, std::memory_order_acq_rel)) return 0;
+  // Handlers of every endpoint that has some queued: the thread driving the
+  // host serves all its endpoints. Each core is kept alive while it runs.
+  // Per thread, reused: a server runs this for every request.
+  thread_local std::vector<std::shared_ptr<EndpointCore>> ready;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    for (EndpointCore* core : cores_) {
+      if (core->has_calls_pending()) ready.push_back(core->shared_from_this());
+    }
+  }
+  int ran = 0;
+  for (auto& core : ready) ran += core->DispatchCalls();
+  ready.clear();
+  return ran;
+}
+
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, bool dispatch,
+                            const std::atomic<bool>& closed) {
+  TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
+  while (true) {
+    if (done()) return true;
+    TimeNs next = kNever;
+    TimeNs now = 0;  // the poll's reading of the clock, when it polled
+    {
+      std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
+      if (lock.owns_lock() && !closed) {
+        transport::PollResult r = PollLocked();
+        next = r.next_deadline;
+        now = r.now;
+        if (r.work > 0) spin_until = r.now + config_.spin_ns;
+      }
+    }
+    if (dispatch && DispatchCalls() > 0) {
+      now = clock_.NowNs();  // handlers took their time
+      spin_until = now + config_.spin_ns;
+    }
+    if (done()) return true;
+    // One clock read per turn: reading it costs as much here (a VM's clock
+    // source) as a fifth of the turn.
+    if (now == 0) now = clock_.NowNs();
+    if (now >= deadline_ns || closed) return done();
+    if (now < spin_until) {
+      CpuRelax();
+      continue;
+    }
+    // Nothing for a while: sleep until a packet, a wake-up or a deadline.
+    waiter_->BeginSleep();
+    if (!done()) waiter_->Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
+    waiter_->EndSleep();
+    spin_until = clock_.NowNs() + config_.spin_ns;
+  }
+}
+
+}  // namespace wharf::internal

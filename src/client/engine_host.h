@@ -1,0 +1,101 @@
+// client/engine_host.h: EngineHost, what the endpoints of one engine share in
+// embedded mode: one lock, the transports and their sockets (TransportSet),
+// the Waiter threads sleep in, and the endpoints themselves, which every poll
+// pass serves together. Endpoints a process opens on the same
+// scheme://host:port share one EngineHost, and so one socket, one pacer and
+// one SRPT scheduler; on the wire they are told apart by name
+// (homa://host:4000/kv; a plain homa://host:4000 is the default endpoint).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/clock.h"
+#include "engine/engine_config.h"
+#include "engine/transport_set.h"
+#include "engine/uri.h"
+#include "engine/waiter.h"
+#include "transport/message_transport.h"
+
+namespace wharf::internal {
+
+class EndpointCore;
+
+// Shared (hence shared_ptr) by the EndpointCores on it; a process-wide
+// registry finds it by its bound address while any of them lives. Thread-
+// safe through mu().
+class EngineHost final : public std::enable_shared_from_this<EngineHost> {
+ public:
+  // The host this process has on `uri`'s scheme and bound address, or a new
+  // one opened there with `config` (the socket-level settings of a host are
+  // those of the endpoint that opened it). `*joined` says which.
+  static Result<std::shared_ptr<EngineHost>> OpenOrJoin(const engine::Uri& uri,
+                                                        const engine::EngineConfig& config,
+                                                        bool* joined);
+  ~EngineHost();
+  EngineHost(const EngineHost&) = delete;
+  EngineHost& operator=(const EngineHost&) = delete;
+
+  std::recursive_mutex& mu() { return mu_; }
+  engine::Waiter& waiter() { return *waiter_; }
+  const engine::EngineConfig& config() const { return config_; }
+  const Clock& clock() const { return clock_; }
+  // The transport the host's address names (its endpoint 0's).
+  transport::MessageTransport* primary() const { return primary_; }
+  // A transport for another endpoint on the primary's socket (under mu()).
+  Result<std::unique_ptr<transport::MessageTransport>> OpenSharedEndpoint(uint16_t endpoint_id);
+  // A transport for `scheme` on the host's address, any port (under mu()).
+  Result<transport::MessageTransport*> OpenSecondary(std::string_view scheme);
+
+  // Endpoints served by each pass (under mu()).
+  void Attach(EndpointCore* core);
+  void Detach(EndpointCore* core);
+
+  // One pass over every endpoint's engine (mu() held): their polls and
+  // completion callbacks; the timer and fds follow. Merged result.
+  transport::PollResult PollLocked();
+  // After any other engine call (mu() held): the timer for the earliest
+  // deadline, and fds a transport opened meanwhile.
+  void AfterEngineCall(TimeNs next_deadline_ns);
+  // Runs the handlers every endpoint has queued (mu() not held). Returns
+  // how many ran.
+  int DispatchCalls();
+  // Drives every endpoint until `done()` holds or `deadline_ns` passes: spin
+  // for endpoint.spin after the last progress, then sleep in the waiter.
+  // False on timeout. `dispatch`: run handlers too (not on a keeper thread).
+  bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, bool dispatch,
+                  const std::atomic<bool>& closed);
+  // True on the thread inside this host's poll pass (running callbacks).
+  bool InPoll() const { return polling_ == this; }
+  // An endpoint queued a request for its handlers (its sink, under mu()).
+  void NoteCallsPending() { calls_pending_.store(true, std::memory_order_release); }
+
+ private:
+  EngineHost(const engine::EngineConfig& config) : config_(config) {}
+  void WatchNewFds();
+
+  const Clock& clock_ = SystemClock::Get();
+  const engine::EngineConfig config_;
+  std::recursive_mutex mu_;
+  std::unique_ptr<engine::Waiter> waiter_;
+  std::unique_ptr<engine::TransportSet> transports_;
+  transport::MessageTransport* primary_ = nullptr;
+  transport::NetAddress secondary_bind_;
+  std::string registry_key_;  // "homa://0.0.0.0:4000"
+  // The endpoints, in the order they attached (under mu_). Raw: each
+  // detaches in its destructor, under mu_.
+  std::vector<EndpointCore*> cores_;
+  // Scratch for the transports' fds (under mu_); its size tells whether a
+  // transport opened a new one.
+  std::vector<int> fds_scratch_;
+  size_t watched_fds_ = 0;
+  // Set when some endpoint has handlers to run: the lock-free check every
+  // waiting turn makes before looking.
+  std::atomic<bool> calls_pending_{false};
+  static thread_local const EngineHost* polling_;
+};
+
+}  // namespace wharf::internal
