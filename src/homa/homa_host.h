@@ -164,7 +164,8 @@ class HomaHost {
   // The RPC of `ep` a packet from `peer` is about, or nullptr.
   Rpc* FindRpcFor(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common);
   Rpc* FindServerRpc(const HomaEndpoint& ep, const ServerRpcKey& key);
-  // True if an endpoint other than `ep` holds client RPC `client_id`.
+  // True if an endpoint other than `ep` holds client RPC `client_id`
+  // (checked on hosts with up to 16 endpoints; false beyond).
   bool HeldByAnotherEndpoint(const HomaEndpoint& ep, uint64_t client_id);
 
   // --- sending (homa_host.cc) ---
