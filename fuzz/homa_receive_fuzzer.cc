@@ -1,9 +1,11 @@
 // fuzz/homa_receive_fuzzer.cc: hostile datagrams into a live HomaTransport.
 //
-// Two hosts on a FakeNetwork run real RPCs while a third, "attacker", sends
+// Two hosts on a FakeNetwork run real RPCs, each host with two endpoints on
+// its socket (the default one and kSecond), while a third, "attacker", sends
 // datagrams built from the fuzz input to the server. Most inputs are steered
-// into valid headers (right version and endpoint id, ids near the real RPCs') so that
-// the handlers' state machine, not just the decoder, sees them. Nothing may
+// into valid headers (right version, one of the open endpoint ids or an
+// unknown one, ids near the real RPCs') so that dispatch and the handlers'
+// state machine, not just the decoder, see them. Nothing may
 // crash, hang or trip a sanitizer; the legitimate RPCs may fail (the attacker
 // can forge their packets) but the transports must stay consistent.
 #include <cstddef>
@@ -19,6 +21,8 @@
 
 namespace wharf {
 namespace {
+
+constexpr uint16_t kSecond = 5;  // the second endpoint on each host
 
 void DrainEvents(homa::HomaTransport& t, bool serve) {
   homa::HomaEvent e;
@@ -57,11 +61,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto a = homa::HomaTransport::Create(config, a_net.get(), clock);
   auto b = homa::HomaTransport::Create(config, b_net.get(), clock);
   if (!a.ok() || !b.ok()) return 0;
+  auto a2 = (*a)->host()->OpenEndpoint(kSecond);
+  auto b2 = (*b)->host()->OpenEndpoint(kSecond);
+  if (!a2.ok() || !b2.ok()) return 0;
   uint64_t first_id = 0;
   for (size_t i = 0; i < 3; ++i) {
     auto id = (*a)->SendRequest(b_addr, Buffer::Allocate(100 + i * 4000));
     if (id.ok() && first_id == 0) first_id = *id;
+    // Interleaved ids to B's other endpoint, from both of A's.
+    (void)(*a2)->SendRequestTo(b_addr, kSecond, Buffer::Allocate(50 + i * 3000));
+    (void)(*a)->SendRequestTo(b_addr, kSecond, Buffer::Allocate(10));
   }
+  auto poll_all = [&] {
+    (*a)->Poll();
+    (*b)->Poll();
+    (*b2)->Poll();
+    DrainEvents(**a, false);
+    DrainEvents(**a2, false);
+    DrainEvents(**b, true);
+    DrainEvents(**b2, true);
+  };
   // The input is a sequence of records: [len u8][steer u8][bytes...].
   size_t pos = 0;
   int rounds = 0;
@@ -76,7 +95,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // ones.
       packet[0] = std::byte{wire::kProtocolVersion};
       packet[1] = std::byte{static_cast<uint8_t>(0x10 + (steer >> 1) % 9)};
-      wire::StoreBig<uint16_t>(packet.data() + 6, wire::kDefaultEndpoint);
+      // dport: mostly one of B's endpoints, now and then one it lacks.
+      const uint16_t dports[] = {wire::kDefaultEndpoint, kSecond, wire::kDefaultEndpoint, 77};
+      wire::StoreBig<uint16_t>(packet.data() + 6, dports[len % 4]);
       uint64_t id = first_id + ((steer >> 4) & 7);
       wire::StoreBig<uint64_t>(packet.data() + 8, id);
     }
@@ -91,22 +112,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)x_net->Send({&out, 1});
     // Let everything react: deliveries, polls, and now and then a timer tick.
     clock.AdvanceBy((steer & 0x80) ? 2 * kNsPerMs : 5 * kNsPerUs);
-    for (int i = 0; i < 4; ++i) {
-      (*a)->Poll();
-      (*b)->Poll();
-      DrainEvents(**a, false);
-      DrainEvents(**b, true);
-    }
+    for (int i = 0; i < 4; ++i) poll_all();
     ++rounds;
   }
   // Run the protocol out: every RPC must end (response or failure).
-  for (int i = 0; i < 400 && (*a)->num_client_rpcs() > 0; ++i) {
+  for (int i = 0; i < 400 && (*a)->host()->num_client_rpcs() > 0; ++i) {
+    clock.AdvanceBy(kNsPerMs);
+    poll_all();
+  }
+  if ((*a)->host()->num_client_rpcs() != 0) __builtin_trap();  // an RPC never ended
+  // Closing an endpoint with RPCs in any state must leave its host sound.
+  b2->reset();
+  a2->reset();
+  for (int i = 0; i < 4; ++i) {
     clock.AdvanceBy(kNsPerMs);
     (*a)->Poll();
     (*b)->Poll();
     DrainEvents(**a, false);
     DrainEvents(**b, true);
   }
-  if ((*a)->num_client_rpcs() != 0) __builtin_trap();  // an RPC never ended
   return 0;
 }

@@ -13,11 +13,12 @@
 namespace wharf::homa {
 
 struct HomaConfig {
-  // This endpoint's id within its UDP socket: the sport of what it sends
-  // and the dport it accepts (docs/protocol.md, "Addressing"). The default
-  // endpoint of a socket is wire::kDefaultEndpoint; a later change can host
-  // several named endpoints on one socket, each with the id derived from
-  // its name.
+  // Every other setting is the host's (HomaHost: one socket, all its
+  // endpoints). This one is only the id of the endpoint HomaTransport::Create
+  // opens: the sport of what it sends and the dport it accepts
+  // (docs/protocol.md section 4). wire::kDefaultEndpoint unless set; more
+  // endpoints, by id or by name (wire::EndpointIdForName), open with
+  // HomaHost::OpenEndpoint.
   uint16_t endpoint_id = wire::kDefaultEndpoint;
 
   // Largest message (request or response) accepted or sent. Homa's kernel

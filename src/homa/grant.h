@@ -3,7 +3,7 @@
 // `overcommit` messages, at most one per sending peer, plus a FIFO share that
 // goes to the oldest message so that large messages never starve.
 //
-// It holds only keys and ranks; the transport owns the messages and sends the
+// It holds only keys and ranks; the host owns the messages and sends the
 // GRANTs. Every operation is O(log n) in the number of grantable messages, and
 // choosing the active set visits one entry per peer (per-peer sets under a
 // set of peers keyed by their best message), so 10,000 messages from one peer
@@ -23,7 +23,8 @@ namespace wharf::homa {
 
 struct Rpc;
 
-// Owned by the transport. Single-threaded.
+// Owned by HomaHost (one per socket, shared by its endpoints).
+// Single-threaded.
 class GrantScheduler {
  public:
   struct Ranked {

@@ -1,10 +1,12 @@
-// HomaTransport packet handlers: one function per packet type. Every packet
-// is input from the network: anything unexpected is counted and dropped.
+// HomaHost's packet handlers: dispatch by dport to an endpoint, then one
+// function per packet type. Every packet is input from the network: anything
+// unexpected is counted and dropped.
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "homa/homa_transport.h"
+#include "homa/homa_endpoint.h"
+#include "homa/homa_host.h"
 
 namespace wharf::homa {
 namespace {
@@ -14,7 +16,7 @@ bool FromClient(const wire::CommonHeader& common) { return (common.rpc_id & 1) =
 
 }  // namespace
 
-void HomaTransport::HandleDatagram(const transport::NetAddress& from,
+void HomaHost::HandleDatagram(const transport::NetAddress& from,
                                    std::span<const std::byte> bytes) {
   ++stats_.packets_received;
   Result<wire::Packet> packet = wire::Decode(bytes);
@@ -25,18 +27,32 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
   const wire::CommonHeader& common = packet->common;
   // Only the endpoint id is checked, never the UDP address or port the
   // packet arrived on or came from: a NAT or relay may have rewritten them.
-  if (common.dport != endpoint_id_) {
+  HomaEndpoint* endpoint = FindEndpoint(common.dport);
+  if (endpoint == nullptr) {
+    // No such endpoint here: whatever RPC the packet is about, we hold
+    // nothing for it, and a stray id must not create state.
     ++stats_.wrong_port;
+    HandleStranger(from, *packet);
     return;
   }
+  HomaEndpoint& ep = *endpoint;
   const wire::Body& body = packet->body;
   const auto* data = std::get_if<wire::Data>(&body);
   Peer* found = nullptr;
   if (!FromClient(common)) {
     // About one of our client RPCs: its peer is the server we called (the
     // reply may come from another of its addresses); else whatever we know.
-    std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(common.rpc_id ^ 1);
-    found = rpc != nullptr ? (*rpc)->peer : peers_.Find(from);
+    std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(common.rpc_id ^ 1);
+    if (rpc != nullptr) {
+      found = (*rpc)->peer;
+    } else if (HeldByAnotherEndpoint(ep, common.rpc_id ^ 1)) {
+      // Ids are unique over the host: this is another endpoint's RPC, and
+      // the server addressed the wrong one of ours.
+      ++stats_.endpoint_mismatch;
+      return;
+    } else {
+      found = peers_.Find(from);
+    }
   } else if (data != nullptr) {
     // Request data is the only packet that may start state here; a full
     // table drops it (counted by the table), and the client retries.
@@ -46,6 +62,7 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
     found = peers_.Find(from);
   }
   if (found == nullptr) {
+    ++stats_.from_stranger;
     HandleStranger(from, *packet);
     return;
   }
@@ -53,35 +70,37 @@ void HomaTransport::HandleDatagram(const transport::NetAddress& from,
   peer.last_heard_ns = now_ns_;
   peer.probes_unanswered = 0;
   if (data != nullptr) {
-    HandleData(peer, common, *data);
+    HandleData(ep, peer, common, *data);
   } else if (const auto* grant = std::get_if<wire::Grant>(&body)) {
-    HandleGrant(peer, common, *grant);
+    HandleGrant(ep, peer, common, *grant);
   } else if (const auto* resend = std::get_if<wire::Resend>(&body)) {
-    HandleResend(peer, common, *resend);
+    HandleResend(ep, peer, common, *resend);
   } else if (std::holds_alternative<wire::RpcUnknown>(body)) {
-    HandleRpcUnknown(peer, common);
+    HandleRpcUnknown(ep, peer, common);
   } else if (std::holds_alternative<wire::Busy>(body)) {
-    HandleBusy(peer, common);
+    HandleBusy(ep, peer, common);
   } else if (const auto* cutoffs = std::get_if<wire::Cutoffs>(&body)) {
     HandleCutoffs(peer, *cutoffs);
   } else if (std::holds_alternative<wire::NeedAck>(body)) {
-    HandleNeedAck(peer, common);
+    HandleNeedAck(ep, peer, common);
   } else if (const auto* acks = std::get_if<wire::AckList>(&body)) {
-    // An ACK's rpc_id is the client's ack floor for this port: everything
-    // below it is finished (one packet releases a whole burst).
-    if (common.rpc_id != 0) AdvanceFloor(peer, common.sport, common.rpc_id);
+    // An ACK's rpc_id is the client's ack floor for the endpoint it is
+    // addressed to: everything below it is finished (one packet releases a
+    // whole burst).
+    if (common.rpc_id != 0) {
+      AdvanceFloor(peer, EndpointPair(common.dport, common.sport), common.rpc_id);
+    }
     for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
   }
 }
 
-void HomaTransport::HandleStranger(const transport::NetAddress& from, const wire::Packet& packet) {
-  ++stats_.from_stranger;
+void HomaHost::HandleStranger(const transport::NetAddress& from, const wire::Packet& packet) {
   const wire::CommonHeader& common = packet.common;
   if (std::holds_alternative<wire::Resend>(packet.body)) {
     // A client asking about an RPC we hold nothing for (we forgot the peer,
     // or never heard the request): RPC_UNKNOWN makes it restart.
     ++stats_.resends_received;
-    EmitControl(from, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
+    EmitControl(from, common.dport, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
     ++stats_.rpc_unknown_sent;
   } else if (std::holds_alternative<wire::NeedAck>(packet.body)) {
     // A server asking about an RPC we never made or long finished: ack just
@@ -89,12 +108,12 @@ void HomaTransport::HandleStranger(const transport::NetAddress& from, const wire
     wire::AckList acks;
     acks.acks[0] = {common.rpc_id ^ 1, common.sport};
     acks.count = 1;
-    EmitControl(from, common.sport, 0, acks);
+    EmitControl(from, common.dport, common.sport, 0, acks);
     ++stats_.acks_sent;
   }
 }
 
-void HomaTransport::HandlePathError(const transport::PathError& error) {
+void HomaHost::HandlePathError(const transport::PathError& error) {
   ++stats_.path_errors;
   if (!error.unreachable()) return;  // advisory (e.g. fragmentation needed)
   Peer* peer = peers_.Find(error.to);
@@ -117,39 +136,39 @@ void HomaTransport::HandlePathError(const transport::PathError& error) {
                                            " (RPC " + std::to_string(rpc->id) +
                                            "); peer presumed dead"));
     } else {
-      DestroyServerRpc(*peer, rpc->peer_port, rpc->client_id(), /*tombstone=*/true);
+      DestroyServerRpc(*rpc, /*tombstone=*/true);
     }
   }
 }
 
-ClientRecord* HomaTransport::RecordFor(Peer& peer, uint16_t client_port) {
-  auto it = peer.clients.find(client_port);
+ClientRecord* HomaHost::RecordFor(Peer& peer, uint32_t pair) {
+  auto it = peer.clients.find(pair);
   if (it != peer.clients.end()) return &it->second;
   if (peer.clients.size() >= config_.max_clients_per_peer) {
     ++stats_.clients_refused;
     return nullptr;
   }
-  return &peer.clients[client_port];
+  return &peer.clients[pair];
 }
 
-Rpc* HomaTransport::FindRpcFor(Peer& peer, const wire::CommonHeader& common) {
+Rpc* HomaHost::FindRpcFor(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
   if (FromClient(common)) {
-    auto record = peer.clients.find(common.sport);
+    auto record = peer.clients.find(EndpointPair(ep.id_, common.sport));
     return record == peer.clients.end() ? nullptr : record->second.Find(common.rpc_id);
   }
-  std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(common.rpc_id ^ 1);
+  std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(common.rpc_id ^ 1);
   return rpc == nullptr ? nullptr : rpc->get();
 }
 
-void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
-                               const wire::Data& data) {
+void HomaHost::HandleData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                          const wire::Data& data) {
   ++stats_.data_received;
   // Acks and the floor ride on DATA in either direction; handle them first,
   // they may release other RPCs. The floor goes first: an ack below it then
   // needs no tombstone (the floor covers it), which saves inserting one
   // only to erase it again for nearly every RPC.
   if (FromClient(common) && data.header.ack_floor != 0) {
-    AdvanceFloor(peer, common.sport, data.header.ack_floor);
+    AdvanceFloor(peer, EndpointPair(ep.id_, common.sport), data.header.ack_floor);
   }
   if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
   // A sender using stale cutoffs gets ours (at most once per peer per tick).
@@ -159,19 +178,19 @@ void HomaTransport::HandleData(Peer& peer, const wire::CommonHeader& common,
     wire::Cutoffs cutoffs;
     cutoffs.unsched_cutoffs = config_.unsched_cutoffs;
     cutoffs.version = config_.cutoff_version;
-    EmitControl(peer.addr, common.sport, common.rpc_id ^ 1, cutoffs);
+    EmitControl(peer.addr, ep.id_, common.sport, common.rpc_id ^ 1, cutoffs);
     ++stats_.cutoffs_sent;
   }
   if (FromClient(common)) {
-    HandleRequestData(peer, common, data);
+    HandleRequestData(ep, peer, common, data);
   } else {
-    HandleResponseData(peer, common, data);
+    HandleResponseData(ep, peer, common, data);
   }
 }
 
-void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& common,
-                                      const wire::Data& data) {
-  ClientRecord* known = RecordFor(peer, common.sport);
+void HomaHost::HandleRequestData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                                 const wire::Data& data) {
+  ClientRecord* known = RecordFor(peer, EndpointPair(ep.id_, common.sport));
   if (known == nullptr) return;
   ClientRecord& record = *known;
   Rpc* found = record.Find(common.rpc_id);
@@ -186,8 +205,8 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
       // failed request, which answers with the error. From then on it is an
       // ordinary RPC (acks, at-most-once); its other packets are duplicates.
       ++stats_.oversize_dropped;
-      Rpc& rpc =
-          NewServerRpc(peer, record, common.sport, common.rpc_id, RpcState::kServerInService);
+      Rpc& rpc = NewServerRpc(ep, peer, record, common.sport, common.rpc_id,
+                              RpcState::kServerInService);
       rpc.Heard();
       HomaEvent event;
       event.kind = HomaEvent::Kind::kRequest;
@@ -197,14 +216,15 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
           "request of " + std::to_string(data.header.message_length) +
           " bytes is over the server's homa.max_message_bytes (" +
           std::to_string(config_.max_message_bytes) + ")");
-      events_.push_back(std::move(event));
+      ep.PushEvent(std::move(event));
       return;
     }
     if (!ReserveIncoming(data.header.message_length)) {
       ++stats_.memory_dropped;
       return;
     }
-    found = &NewServerRpc(peer, record, common.sport, common.rpc_id, RpcState::kServerReceiving);
+    found = &NewServerRpc(ep, peer, record, common.sport, common.rpc_id,
+                          RpcState::kServerReceiving);
     found->in.emplace(data.header.message_length, data.header.incoming, now_ns_);
   }
   Rpc& rpc = *found;
@@ -230,9 +250,9 @@ void HomaTransport::HandleRequestData(Peer& peer, const wire::CommonHeader& comm
   }
 }
 
-void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& common,
-                                       const wire::Data& data) {
-  std::unique_ptr<Rpc>* found = client_rpcs_.Find(common.rpc_id ^ 1);
+void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                                  const wire::Data& data) {
+  std::unique_ptr<Rpc>* found = ep.client_rpcs_.Find(common.rpc_id ^ 1);
   if (found == nullptr) {
     ++stats_.duplicate_data;  // finished or cancelled; the server gets our ack
     return;
@@ -275,7 +295,7 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
     event.cookie = rpc.cookie;
     event.message = rpc.in->TakeMessage();
     ++stats_.responses_delivered;
-    events_.push_back(std::move(event));
+    ep.PushEvent(std::move(event));
     FinishClientRpc(rpc);
   } else if (rpc.in->NeedsGrants()) {
     grants_.Upsert(rpc.handle, peer.id, rpc.in->bytes_remaining(), rpc.in->birth_ns(), &rpc);
@@ -283,9 +303,9 @@ void HomaTransport::HandleResponseData(Peer& peer, const wire::CommonHeader& com
   }
 }
 
-void HomaTransport::HandleGrant(Peer& peer, const wire::CommonHeader& common,
-                                const wire::Grant& grant) {
-  Rpc* rpc = FindRpcFor(peer, common);
+void HomaHost::HandleGrant(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                           const wire::Grant& grant) {
+  Rpc* rpc = FindRpcFor(ep, peer, common);
   if (rpc == nullptr || !rpc->out) return;
   rpc->Heard();
   if (rpc->out->HandleGrant(grant.offset, grant.priority)) {
@@ -293,22 +313,22 @@ void HomaTransport::HandleGrant(Peer& peer, const wire::CommonHeader& common,
   } else if (!rpc->out->HasPacketReady()) {
     // A repeated grant is the receiver's keep-alive while it serves other
     // messages first: answer that we are still here.
-    EmitControl(peer.addr, common.sport, rpc->id, wire::Busy{});
+    EmitControl(peer.addr, rpc->local_port, common.sport, rpc->id, wire::Busy{});
     ++stats_.busy_sent;
   }
 }
 
-void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
-                                 const wire::Resend& resend) {
+void HomaHost::HandleResend(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                            const wire::Resend& resend) {
   ++stats_.resends_received;
-  Rpc* rpc = FindRpcFor(peer, common);
+  Rpc* rpc = FindRpcFor(ep, peer, common);
   if (rpc == nullptr) {
     // We never had it (its request was lost) or no longer have it: RPC_UNKNOWN
     // makes a client restart and a server discard. Also for an RPC we
     // finished: a client that asks still waits for it (we timed it out), and
     // its restarts stay harmless, because request packets of finished RPCs
     // are dropped; homa.max_restarts then ends its wait.
-    EmitControl(peer.addr, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
+    EmitControl(peer.addr, ep.id_, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
     ++stats_.rpc_unknown_sent;
     return;
   }
@@ -321,17 +341,17 @@ void HomaTransport::HandleResend(Peer& peer, const wire::CommonHeader& common,
   if (!all_sent) {
     // Alive, but the bytes are not ready (handler still running, or held
     // back by the pacer): keep the peer from timing us out.
-    EmitControl(peer.addr, common.sport, rpc->id, wire::Busy{});
+    EmitControl(peer.addr, rpc->local_port, common.sport, rpc->id, wire::Busy{});
     ++stats_.busy_sent;
   }
 }
 
-void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& common) {
-  Rpc* rpc = FindRpcFor(peer, common);
+void HomaHost::HandleRpcUnknown(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
+  Rpc* rpc = FindRpcFor(ep, peer, common);
   if (rpc == nullptr) return;
   if (!rpc->is_client()) {
     // The client no longer wants this RPC.
-    DestroyServerRpc(peer, common.sport, rpc->client_id(), /*tombstone=*/true);
+    DestroyServerRpc(*rpc, /*tombstone=*/true);
     return;
   }
   if (rpc->state == RpcState::kClientSending && rpc->out) {
@@ -356,23 +376,23 @@ void HomaTransport::HandleRpcUnknown(Peer& peer, const wire::CommonHeader& commo
                                        " while responding (did it restart?)"));
 }
 
-void HomaTransport::HandleBusy(Peer& peer, const wire::CommonHeader& common) {
-  if (Rpc* rpc = FindRpcFor(peer, common)) rpc->Heard();
+void HomaHost::HandleBusy(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
+  if (Rpc* rpc = FindRpcFor(ep, peer, common)) rpc->Heard();
 }
 
-void HomaTransport::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
+void HomaHost::HandleCutoffs(Peer& peer, const wire::Cutoffs& cutoffs) {
   peer.cutoffs = cutoffs.unsched_cutoffs;
   peer.cutoff_version = cutoffs.version;
 }
 
-void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) {
+void HomaHost::HandleNeedAck(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
   if (FromClient(common)) return;  // only servers ask for acks
   uint64_t client_id = common.rpc_id ^ 1;
-  if (client_rpcs_.Contains(client_id)) return;  // still in progress: we will RESEND
-  // Finished here: answer with everything we owe that server port, the asked
-  // id included, and our floor.
-  OweAck(peer, {client_id, common.sport});
-  SendAcks(peer, common.sport);
+  if (ep.client_rpcs_.Contains(client_id)) return;  // still in progress: we will RESEND
+  // Finished here: answer with everything this endpoint owes that server
+  // port, the asked id included, and its floor.
+  OweAck(peer, {client_id, common.sport, ep.id_});
+  SendAcks(peer, ep.id_, common.sport);
 }
 
 // Acks and floors usually ride on the next request's DATA, so freeing the
@@ -382,37 +402,40 @@ void HomaTransport::HandleNeedAck(Peer& peer, const wire::CommonHeader& common) 
 // while the handler's response is already on its way. Until then a
 // finished RPC is still in `live`, where a duplicate packet finds it and is
 // dropped as one, as before.
-void HomaTransport::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
-  if (ack.server_port != endpoint_id_) return;
+void HomaHost::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
+  // The ack names its server endpoint, which need not be the packet's dport
+  // (an ack rides on any DATA from the client endpoint that owes it).
+  if (FindEndpoint(ack.server_port) == nullptr) return;
   ++stats_.acks_received;
-  deferred_releases_.push_back({&peer, client_port, ack.client_id, /*is_floor=*/false});
+  deferred_releases_.push_back(
+      {&peer, EndpointPair(ack.server_port, client_port), ack.client_id, /*is_floor=*/false});
 }
 
-void HomaTransport::AdvanceFloor(Peer& peer, uint16_t client_port, uint64_t floor) {
+void HomaHost::AdvanceFloor(Peer& peer, uint32_t pair, uint64_t floor) {
   // A client we hold no record of has nothing here to finish.
-  auto it = peer.clients.find(client_port);
+  auto it = peer.clients.find(pair);
   if (it == peer.clients.end()) return;
   ClientRecord& record = it->second;
   if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
   record.floor = floor;
-  deferred_releases_.push_back({&peer, client_port, floor, /*is_floor=*/true});
+  deferred_releases_.push_back({&peer, pair, floor, /*is_floor=*/true});
 }
 
-void HomaTransport::ReleaseFinished() {
+void HomaHost::ReleaseFinished() {
   // Index loop: nothing below adds to the list, but keep it robust.
   for (size_t i = 0; i < deferred_releases_.size(); ++i) {
     const DeferredRelease r = deferred_releases_[i];
     if (!r.is_floor) {
-      DestroyServerRpc(*r.peer, r.client_port, r.id, /*tombstone=*/true);
+      DestroyServerRpc(*r.peer, r.pair, r.id, /*tombstone=*/true);
       continue;
     }
-    auto it = r.peer->clients.find(r.client_port);
+    auto it = r.peer->clients.find(r.pair);
     if (it == r.peer->clients.end()) continue;
     ClientRecord& record = it->second;
     record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(record.floor));
     // RPCs below the floor are finished as far as the client is concerned.
     while (!record.live.empty() && record.live.begin()->first < record.floor) {
-      DestroyServerRpc(*r.peer, r.client_port, record.live.begin()->first, /*tombstone=*/false);
+      DestroyServerRpc(*r.peer, r.pair, record.live.begin()->first, /*tombstone=*/false);
     }
   }
   deferred_releases_.clear();

@@ -13,7 +13,8 @@
 
 namespace wharf::homa {
 
-// Owned by the transport. Single-threaded.
+// Owned by HomaHost (one per socket, shared by its endpoints).
+// Single-threaded.
 class Pacer {
  public:
   // Per-packet overhead on the wire beyond the UDP payload: IP + UDP headers

@@ -1,6 +1,8 @@
-// homa/peer_table.h: Peer, what this endpoint remembers about one remote
-// address across RPCs: the peer's priority cutoffs, acks owed to it, the
-// at-most-once floors of its clients, and our outstanding client RPCs to it.
+// homa/peer_table.h: Peer, what a host (HomaHost: one socket, all its
+// endpoints) remembers about one remote address across RPCs: the peer's
+// priority cutoffs, acks owed to it, the at-most-once floors of its clients,
+// and our outstanding client RPCs to it. What is kept per endpoint pair (a
+// floor, a client's record) is keyed by EndpointPair(ours, theirs).
 #pragma once
 
 #include <array>
@@ -19,7 +21,25 @@
 
 namespace wharf::homa {
 
-// Server-side memory of one client (address + port) for at-most-once: every
+// The key of state kept per (our endpoint, the peer's endpoint): ack floors
+// and at-most-once records hold between two endpoints, not two hosts, so a
+// client's floor for one of our endpoints never touches another's RPCs.
+constexpr uint32_t EndpointPair(uint16_t ours, uint16_t theirs) {
+  return uint32_t{ours} << 16 | theirs;
+}
+
+// An ack we owe a server: our client endpoint `client_port` has finished RPC
+// `client_id` with its endpoint `server_port`. It may ride only on a packet
+// from `client_port` (the receiver reads the packet's sport as the client).
+struct OwedAck {
+  uint64_t client_id = 0;
+  uint16_t server_port = 0;
+  uint16_t client_port = 0;
+  wire::Ack ack() const { return {client_id, server_port}; }
+};
+
+// Server-side memory of one client (address + port) talking to one of our
+// endpoints, for at-most-once: every
 // client id below `floor` is finished, and `tombstones` lists finished ids at
 // or above it. A request packet for either is a late duplicate and is dropped.
 struct ClientRecord {
@@ -39,7 +59,8 @@ struct ClientRecord {
   }
 };
 
-// Client side: our unfinished RPC ids to one server port, whose smallest is
+// Client side: the unfinished RPC ids of one of our endpoints to one server
+// port, whose smallest is
 // the ack floor we report. Ids only grow, so Add appends to a sorted vector;
 // Remove marks the id finished in place (ids are even: the low bit is the
 // mark), Floor() drops finished ids from the front, and the vector is
@@ -94,16 +115,18 @@ struct Peer {
   // peer rotate through a few probes per tick instead of flooding it).
   int64_t probe_tick = -1;
   int probes_this_tick = 0;
-  // Last tick we sent it a keep-alive GRANT (see HomaTransport::KeepAlive).
+  // Last tick we sent it a keep-alive GRANT (see HomaHost::KeepAlive).
   int64_t keepalive_tick = -(1 << 20);
   // Acks we owe this peer's servers; piggybacked on DATA, or sent as ACK.
-  std::vector<wire::Ack> pending_acks;
-  // On HomaTransport's list of peers owed acks (flushed every tick).
+  std::vector<OwedAck> pending_acks;
+  // On HomaHost's list of peers owed acks (flushed every tick).
   bool owed_acks_listed = false;
-  // Our unfinished client RPC ids to each of its ports (the floor we report).
-  std::map<uint16_t, OutstandingIds> outstanding;
-  // Its clients (by their port) as seen by our server side.
-  std::map<uint16_t, ClientRecord> clients;
+  // Our unfinished client RPC ids, by EndpointPair(our client endpoint, its
+  // server port): the floor each of our endpoints reports to each of its.
+  std::map<uint32_t, OutstandingIds> outstanding;
+  // Its clients as seen by our server endpoints, by EndpointPair(our server
+  // endpoint, its client port).
+  std::map<uint32_t, ClientRecord> clients;
 
   // No live RPC and no ack owed: nothing is lost if the peer is forgotten
   // but its at-most-once records.
@@ -132,8 +155,8 @@ struct PeerTableStats {
   uint64_t refused = 0;  // a new peer at the cap with no idle one to replace
 };
 
-// Owned by HomaTransport. At most config.max_peers peers. A Peer reference
-// stays valid until Remove(peer) (the transport removes only idle peers,
+// Owned by HomaHost. At most config.max_peers peers. A Peer reference
+// stays valid until Remove(peer) (the host removes only idle peers,
 // which no RPC and no pending work points to).
 class PeerTable {
  public:

@@ -1,5 +1,6 @@
 // homa/rpc.h: Rpc, the state of one request/response exchange on either side.
-// Owned by HomaTransport (in its client or server table); everything else
+// Owned by its endpoint's client table (HomaEndpoint) or, on the server side,
+// by its client's record in the host's peer table (HomaHost); everything else
 // borrows it. Single-threaded (the engine's).
 #pragma once
 
@@ -13,6 +14,7 @@
 namespace wharf::homa {
 
 struct Peer;
+class HomaEndpoint;
 
 // State machine. Client: kClientSending -> kClientReceiving -> (deleted once
 // the response is complete, failed or cancelled). Server: kServerReceiving ->
@@ -34,13 +36,17 @@ struct Rpc {
   // Our id: even on the client; client id ^ 1 on the server. Packets we send
   // carry it; packets from the peer carry id ^ 1.
   uint64_t id = 0;
-  // Transport-wide unique, in creation order: breaks ties in the grant and
+  // Host-wide unique, in creation order: breaks ties in the grant and
   // send queues (older first).
   uint64_t handle = 0;
   RpcState state = RpcState::kClientSending;
   transport::NetAddress peer_addr;
   uint16_t peer_port = 0;
   Peer* peer = nullptr;  // borrowed from the peer table, which outlives RPCs
+  // Our endpoint the RPC belongs to (borrowed: an endpoint ends its RPCs
+  // when it closes), and its id: the sport of every packet we send for it.
+  HomaEndpoint* endpoint = nullptr;
+  uint16_t local_port = 0;
   // Opaque to the protocol; returned in completion events (client side).
   uint64_t cookie = 0;
 
@@ -54,7 +60,7 @@ struct Rpc {
   // probes but never starve an RPC.
   int ticks_since_probe = 1 << 20;
   // Bytes of `in` granted (or sent unscheduled) but not yet received; its
-  // share of HomaTransport's total, which max_incoming_bytes bounds.
+  // share of the host's total, which max_incoming_bytes bounds.
   uint64_t outstanding_bytes = 0;
   // Client: times the request was restarted after RPC_UNKNOWN.
   int restarts = 0;
@@ -62,7 +68,7 @@ struct Rpc {
   // untransmitted bytes it is ranked by.
   int64_t send_index = -1;
   uint32_t send_key = 0;
-  // Neighbours in the transport's list of all live RPCs, oldest first (the
+  // Neighbours in the host's list of all live RPCs (every endpoint's), oldest first (the
   // timer walks it; the tables that own RPCs are not ordered).
   Rpc* older = nullptr;
   Rpc* newer = nullptr;

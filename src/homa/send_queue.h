@@ -13,8 +13,8 @@
 
 namespace wharf::homa {
 
-// Owned by the transport. Borrows the RPCs, which leave the queue before
-// they are destroyed. Single-threaded.
+// Owned by HomaHost (one per socket, shared by its endpoints). Borrows the
+// RPCs, which leave the queue before they are destroyed. Single-threaded.
 class SendQueue {
  public:
   bool empty() const { return heap_.empty(); }

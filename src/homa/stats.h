@@ -1,5 +1,6 @@
-// homa/stats.h: HomaStats, counters of one HomaTransport. Monotonic; read by
-// the engine for /metrics and by tests to assert on protocol behaviour.
+// homa/stats.h: HomaStats, counters of one HomaHost (a socket and all its
+// endpoints). Monotonic; read by the engine for /metrics and by tests to
+// assert on protocol behaviour.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct HomaStats {
   uint64_t client_timeouts = 0;
   uint64_t server_timeouts = 0;
   uint64_t malformed = 0;            // undecodable datagrams
-  uint64_t wrong_port = 0;           // dport is not our endpoint id
+  uint64_t wrong_port = 0;           // dport names no endpoint open on this socket
+  uint64_t endpoint_mismatch = 0;    // server packets for our client RPC sent to another endpoint
   uint64_t from_stranger = 0;        // non-request packets from sources we keep no peer for
   uint64_t path_errors = 0;          // ICMP (or fake) reports read from the transport
   uint64_t peers_unreachable = 0;    // of those, reports that ended a known peer's RPCs

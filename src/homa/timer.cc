@@ -1,4 +1,4 @@
-// HomaTransport's protocol timer, run every tick_ns from Poll(): receivers
+// HomaHost's protocol timer, run every tick_ns from Poll(): receivers
 // that hear nothing send RESEND (milliseconds, not microseconds: Linux can
 // hold packets for several ms, and eager resends cost more than they save),
 // silent peers are declared dead after homa.peer_timeout, servers ask for
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "homa/homa_transport.h"
+#include "homa/homa_host.h"
 
 namespace wharf::homa {
 namespace {
@@ -24,7 +24,7 @@ constexpr int kUnansweredProbesForDeath = 3;
 
 }  // namespace
 
-void HomaTransport::Tick() {
+void HomaHost::Tick() {
   ++tick_count_;
   const TimeNs now = now_ns_;
   const DurationNs timeout_ns = peer_timeout_ns_;
@@ -102,7 +102,7 @@ void HomaTransport::Tick() {
     rpc.ticks_since_probe = 0;
     ++probes;
     if (rpc.state == RpcState::kServerAwaitAck) {
-      EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, wire::NeedAck{});
+      EmitControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id, wire::NeedAck{});
       ++stats_.need_acks_sent;
     } else {
       SendResend(rpc);
@@ -120,7 +120,7 @@ void HomaTransport::Tick() {
   }
   for (Rpc* dead : dead_servers) {
     ++stats_.server_timeouts;
-    DestroyServerRpc(*dead->peer, dead->peer_port, dead->client_id(), /*tombstone=*/true);
+    DestroyServerRpc(*dead, /*tombstone=*/true);
   }
   FlushAcks();
   SweepIdlePeers(now);
@@ -130,7 +130,7 @@ void HomaTransport::Tick() {
   }
 }
 
-void HomaTransport::KeepAlive(Rpc& rpc, TimeNs now) {
+void HomaHost::KeepAlive(Rpc& rpc, TimeNs now) {
   grants_dirty_ = true;  // the grant pass is what moves this message on
   Peer& peer = *rpc.peer;
   const DurationNs interval_ns = config_.resend_interval_ticks * config_.tick_ns;
@@ -143,12 +143,12 @@ void HomaTransport::KeepAlive(Rpc& rpc, TimeNs now) {
   }
   peer.keepalive_tick = tick_count_;
   ++peer.probes_unanswered;
-  EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id,
+  EmitControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id,
               wire::Grant{rpc.in->granted(), static_cast<uint8_t>(config_.max_sched_priority), 0});
   ++stats_.grants_sent;
 }
 
-void HomaTransport::SendResend(Rpc& rpc) {
+void HomaHost::SendResend(Rpc& rpc) {
   wire::Resend resend;
   resend.priority = static_cast<uint8_t>(config_.max_sched_priority);
   if (rpc.in) {
@@ -163,22 +163,25 @@ void HomaTransport::SendResend(Rpc& rpc) {
     resend.offset = 0;
     resend.length = config_.unsched_bytes;
   }
-  EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, resend);
+  EmitControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id, resend);
   ++stats_.resends_sent;
 }
 
-void HomaTransport::FlushAcks() {
+void HomaHost::FlushAcks() {
   // Only the peers owed acks: walking the whole table every tick would cost
   // max_peers steps per millisecond. A peer owed acks is not idle, so none
   // was removed meanwhile.
   for (Peer* peer : peers_owed_acks_) {
     peer->owed_acks_listed = false;
-    while (!peer->pending_acks.empty()) SendAcks(*peer, peer->pending_acks.front().server_port);
+    while (!peer->pending_acks.empty()) {
+      const OwedAck& first = peer->pending_acks.front();
+      SendAcks(*peer, first.client_port, first.server_port);
+    }
   }
   peers_owed_acks_.clear();
 }
 
-void HomaTransport::OweAck(Peer& peer, const wire::Ack& ack) {
+void HomaHost::OweAck(Peer& peer, const OwedAck& ack) {
   peer.pending_acks.push_back(ack);
   if (!peer.owed_acks_listed) {
     peer.owed_acks_listed = true;
@@ -186,24 +189,24 @@ void HomaTransport::OweAck(Peer& peer, const wire::Ack& ack) {
   }
 }
 
-void HomaTransport::SendAcks(Peer& peer, uint16_t port) {
-  const uint64_t floor = ClientFloor(peer, port);
+void HomaHost::SendAcks(Peer& peer, uint16_t client_port, uint16_t server_port) {
+  const uint64_t floor = ClientFloor(peer, client_port, server_port);
   wire::AckList acks;
   bool sent_any = false;
   auto send = [&] {
-    // The packet's rpc_id carries our floor for that port.
-    EmitControl(peer.addr, port, floor, acks);
+    // The packet's rpc_id carries our floor for that pair of endpoints.
+    EmitControl(peer.addr, client_port, server_port, floor, acks);
     ++stats_.acks_sent;
     acks.count = 0;
     sent_any = true;
   };
-  // Keep acks for other ports; those below the floor need no entry.
+  // Keep acks for other endpoint pairs; those below the floor need no entry.
   size_t kept = 0;
-  for (const wire::Ack& ack : peer.pending_acks) {
-    if (ack.server_port != port) {
+  for (const OwedAck& ack : peer.pending_acks) {
+    if (ack.server_port != server_port || ack.client_port != client_port) {
       peer.pending_acks[kept++] = ack;
     } else if (ack.client_id >= floor) {
-      acks.acks[acks.count++] = ack;
+      acks.acks[acks.count++] = ack.ack();
       if (acks.count == wire::kMaxAcksPerPacket) send();
     }
   }

@@ -54,8 +54,8 @@ namespace wharf::wire {
 inline constexpr uint8_t kProtocolVersion = 2;
 
 // The endpoint id of a socket's default endpoint (the one `homa://host:port`
-// names). Named endpoints (`homa://host:port/name`) will take ids derived
-// from their names, never this one.
+// names). Named endpoints (`homa://host:port/name`) take the id derived from
+// their name (EndpointIdForName, wire/endpoint_id.h), never this one.
 inline constexpr uint16_t kDefaultEndpoint = 0;
 
 enum class PacketType : uint8_t {

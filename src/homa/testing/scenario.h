@@ -1,8 +1,9 @@
 // homa/testing/scenario.h: Scenario, a deterministic world for protocol tests:
-// named hosts, each a HomaTransport on a FakeNetwork endpoint, one SimClock,
-// and a driver that polls every host and jumps time to the next thing that
-// can happen (a packet arriving or a protocol deadline). Servers can echo
-// requests automatically and count how often each request ran.
+// named hosts, each a HomaTransport (a HomaHost with its default endpoint) on
+// a FakeNetwork endpoint, one SimClock, and a driver that polls every host
+// and jumps time to the next thing that can happen (a packet arriving or a
+// protocol deadline). Servers can echo requests automatically and count how
+// often each request ran.
 #pragma once
 
 #include <functional>

@@ -1,11 +1,14 @@
-// HomaTransport: construction, the public calls, the SRPT send pump and pacer,
-// the grant pass, and RPC lifecycle. Packet handlers are in handlers.cc and
-// the protocol timer in timer.cc.
-#include "homa/homa_transport.h"
+// HomaHost: construction, endpoints, the endpoints' calls, the SRPT send pump
+// and pacer, the grant pass, and RPC lifecycle. Packet handlers are in
+// handlers.cc and the protocol timer in timer.cc.
+#include "homa/homa_host.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+
+#include "homa/homa_endpoint.h"
+#include "wire/endpoint_id.h"
 
 namespace wharf::homa {
 namespace {
@@ -25,8 +28,6 @@ constexpr size_t kTxSlotBytes =
     std::max(wire::kMaxHeaderBytes, wire::kDataHeaderBytes + kInlinePayloadBytes);
 // Path errors taken from the transport per Poll.
 constexpr size_t kPathErrorBatch = 16;
-// How often the timer asks the transport to re-read its path caches (the
-// host's interface addresses): rarely, and never on the receive path.
 
 Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
   auto bad = [](std::string key, std::string why) {
@@ -64,19 +65,17 @@ Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
 
 }  // namespace
 
-Result<std::unique_ptr<HomaTransport>> HomaTransport::Create(const HomaConfig& config,
-                                                             transport::Datagram* net,
-                                                             const Clock& clock) {
+Result<std::unique_ptr<HomaHost>> HomaHost::Create(const HomaConfig& config,
+                                                   transport::Datagram* net, const Clock& clock) {
   if (net == nullptr) return InvalidArgumentError("homa: no datagram transport");
   WHARF_RETURN_IF_ERROR(ValidateConfig(config, net->MaxDatagramBytes()));
-  return std::unique_ptr<HomaTransport>(new HomaTransport(config, net, clock));
+  return std::unique_ptr<HomaHost>(new HomaHost(config, net, clock));
 }
 
-HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net, const Clock& clock)
+HomaHost::HomaHost(const HomaConfig& config, transport::Datagram* net, const Clock& clock)
     : config_(config),
       net_(net),
       clock_(clock),
-      endpoint_id_(config.endpoint_id),
       peer_timeout_ns_(config.EffectivePeerTimeoutNs()),
       peer_timeout_ticks_((peer_timeout_ns_ + config.tick_ns - 1) / config.tick_ns),
       next_path_refresh_ns_(clock.NowNs() + kPathRefreshNs),
@@ -87,7 +86,7 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
       max_datagram_bytes_(net->MaxDatagramBytes()) {
   // Client ids start from the wall clock so that a restarted client's ids
   // exceed every id of its previous incarnation: servers may still hold an
-  // at-most-once floor for this address and port (docs/protocol.md).
+  // at-most-once floor for this address and endpoint (docs/protocol.md).
   next_client_id_ = std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
   tx_buffer_.resize(kTxBatch * kTxSlotBytes);
   tx_batch_.reserve(kTxBatch);
@@ -95,10 +94,100 @@ HomaTransport::HomaTransport(const HomaConfig& config, transport::Datagram* net,
   path_errors_.resize(kPathErrorBatch);
 }
 
-HomaTransport::~HomaTransport() = default;
+HomaHost::~HomaHost() {
+  // Endpoints still open lose their RPCs now and their host: their calls
+  // fail from here on instead of touching freed state.
+  while (!endpoints_.empty()) {
+    HomaEndpoint& ep = *endpoints_.begin()->second;
+    CloseEndpoint(ep, CancelledError("homa: endpoint " + std::to_string(ep.id_) +
+                                     " closed with its host"));
+    ep.closed_ = true;
+    ep.host_ = nullptr;
+  }
+}
 
-Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server, Buffer request,
-                                            uint64_t cookie) {
+// -------------------------------------------------------------- endpoints
+
+Result<std::unique_ptr<HomaEndpoint>> HomaHost::OpenEndpoint(uint16_t id) {
+  if (endpoints_.contains(id)) {
+    return AlreadyExistsError("homa: endpoint " + std::to_string(id) + " is already open on " +
+                              net_->LocalAddress().ToString());
+  }
+  std::unique_ptr<HomaEndpoint> ep(new HomaEndpoint(this, id));
+  endpoints_.emplace(id, ep.get());
+  last_endpoint_ = ep.get();
+  last_endpoint_id_ = id;
+  return ep;
+}
+
+Result<std::unique_ptr<HomaEndpoint>> HomaHost::OpenEndpoint(std::string_view name) {
+  const uint16_t id = wire::EndpointIdForName(name);
+  Result<std::unique_ptr<HomaEndpoint>> ep = OpenEndpoint(id);
+  if (!ep.ok() && !name.empty()) {
+    return AlreadyExistsError("homa: endpoint '" + std::string(name) + "' takes id " +
+                              std::to_string(id) + ", which is already open on " +
+                              net_->LocalAddress().ToString() +
+                              " (two names that hash alike cannot share a socket)");
+  }
+  return ep;
+}
+
+HomaEndpoint* HomaHost::FindEndpointSlow(uint16_t id) {
+  // One endpoint: FindEndpoint's compare already said no.
+  if (endpoints_.size() <= 1) return nullptr;
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return nullptr;
+  last_endpoint_ = it->second;
+  last_endpoint_id_ = id;
+  return it->second;
+}
+
+void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
+  // Acks and floors already received may name its RPCs: apply them first.
+  if (!deferred_releases_.empty()) ReleaseFinished();
+  // Collect first: failing and destroying unlinks RPCs from the list.
+  std::vector<Rpc*> doomed;
+  for (Rpc* rpc = oldest_rpc_; rpc != nullptr; rpc = rpc->newer) {
+    if (rpc->endpoint == &ep) doomed.push_back(rpc);
+  }
+  for (Rpc* rpc : doomed) {
+    if (rpc->is_client()) {
+      FailClientRpc(*rpc, status);  // its ack tells the server to forget it
+    } else {
+      DestroyServerRpc(*rpc, /*tombstone=*/true);
+    }
+  }
+  endpoints_.erase(ep.id_);
+  if (last_endpoint_ == &ep) {
+    last_endpoint_ = endpoints_.empty() ? nullptr : endpoints_.begin()->second;
+    last_endpoint_id_ = last_endpoint_ != nullptr ? last_endpoint_->id_ : 0;
+  }
+}
+
+size_t HomaHost::num_client_rpcs() const {
+  size_t total = 0;
+  for (const auto& [id, ep] : endpoints_) total += ep->num_client_rpcs();
+  return total;
+}
+
+bool HomaHost::HeldByAnotherEndpoint(const HomaEndpoint& ep, uint64_t client_id) {
+  // Only packets about RPCs their endpoint does not hold get here (late
+  // duplicates, forgeries), so this must stay cheap under a flood of them:
+  // past a few endpoints the check is skipped and the packet is handled as
+  // about an unknown RPC (whose answers name that id only, so no other
+  // endpoint's RPC is touched).
+  constexpr size_t kMaxEndpointsChecked = 16;
+  if (endpoints_.size() <= 1 || endpoints_.size() > kMaxEndpointsChecked) return false;
+  for (const auto& [id, other] : endpoints_) {
+    if (other != &ep && other->client_rpcs_.Contains(client_id)) return true;
+  }
+  return false;
+}
+
+// ------------------------------------------------------ the endpoints' calls
+
+Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAddress& server,
+                                       uint16_t server_port, Buffer request, uint64_t cookie) {
   if (server.family() == transport::NetAddress::Family::kNone) {
     return InvalidArgumentError("homa: request to an empty address");
   }
@@ -117,23 +206,20 @@ Result<uint64_t> HomaTransport::SendRequest(const transport::NetAddress& server,
   LearnPath(peer);
   uint64_t id = next_client_id_;
   next_client_id_ += 2;
-  // Requests go to the server's default endpoint (named endpoints, later,
-  // take the id derived from the name in the address).
-  const uint16_t server_endpoint = wire::kDefaultEndpoint;
-  Rpc& rpc = NewClientRpc(id, peer, server_endpoint);
+  Rpc& rpc = NewClientRpc(ep, id, peer, server_port);
   rpc.cookie = cookie;
   uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
                   peer.UnschedPriority(length));
-  peer.outstanding[server_endpoint].Add(id);
+  peer.outstanding[EndpointPair(ep.id_, server_port)].Add(id);
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
   FlushTx();
   return id;
 }
 
-Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
-  Rpc* found = FindServerRpc(key);
+Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response) {
+  Rpc* found = FindServerRpc(ep, key);
   if (found == nullptr) {
     return NotFoundError("homa: RPC " + std::to_string(key.client_id) + " from " +
                          key.client.ToString() +
@@ -161,14 +247,14 @@ Status HomaTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
   return OkStatus();
 }
 
-bool HomaTransport::Cancel(uint64_t client_id) {
-  std::unique_ptr<Rpc>* rpc = client_rpcs_.Find(client_id);
+bool HomaHost::Cancel(HomaEndpoint& ep, uint64_t client_id) {
+  std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(client_id);
   if (rpc == nullptr) return false;
   FinishClientRpc(**rpc);
   return true;
 }
 
-PollResult HomaTransport::Poll() {
+PollResult HomaHost::Poll() {
   PollResult result;
   TimeNs now = now_ns_ = clock_.NowNs();
   result.now = now;
@@ -196,32 +282,19 @@ PollResult HomaTransport::Poll() {
   FlushTx();
 
   result.next_deadline = next_tick_ns_;
-  if (pending_events() > 0) result.next_deadline = now;
   if (!send_queue_.empty()) {
     result.next_deadline = std::min(result.next_deadline, std::max(now, pacer_.NextSendTime()));
   }
   return result;
 }
 
-TimeNs HomaTransport::NextDeadline() const {
-  if (pending_events() > 0) return clock_.NowNs();
+TimeNs HomaHost::NextDeadline() const {
   TimeNs next = next_tick_ns_;
   if (!send_queue_.empty()) next = std::min(next, pacer_.NextSendTime());
   return next;
 }
 
-bool HomaTransport::PopEvent(HomaEvent* out) {
-  if (events_head_ == events_.size()) return false;
-  *out = std::move(events_[events_head_++]);
-  if (events_head_ == events_.size()) {
-    // Drained: reuse the vector from the start.
-    events_.clear();
-    events_head_ = 0;
-  }
-  return true;
-}
-
-std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
+std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> all = {
       {"homa.packets_sent", stats_.packets_sent},
       {"homa.packets_received", stats_.packets_received},
@@ -247,6 +320,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
       {"homa.server_timeouts", stats_.server_timeouts},
       {"homa.malformed", stats_.malformed},
       {"homa.wrong_port", stats_.wrong_port},
+      {"homa.endpoint_mismatch", stats_.endpoint_mismatch},
       {"homa.from_stranger", stats_.from_stranger},
       {"homa.path_errors", stats_.path_errors},
       {"homa.peers_unreachable", stats_.peers_unreachable},
@@ -257,6 +331,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
       {"homa.peers_created", peers_.stats().created},
       {"homa.peers_freed", peers_.stats().freed},
       {"homa.peers_refused", peers_.stats().refused},
+      {"homa.endpoints", endpoints_.size()},
       {"homa.oversize_dropped", stats_.oversize_dropped},
       {"homa.memory_dropped", stats_.memory_dropped},
       {"homa.tx_dropped", stats_.tx_dropped},
@@ -268,14 +343,14 @@ std::vector<std::pair<std::string, uint64_t>> HomaTransport::Counters() const {
 
 // ---------------------------------------------------------------- sending
 
-void HomaTransport::QueueForSend(Rpc& rpc) {
+void HomaHost::QueueForSend(Rpc& rpc) {
   if (!rpc.out || !rpc.out->HasPacketReady()) return;
   send_queue_.Set(rpc, rpc.out->bytes_remaining());
 }
 
-void HomaTransport::DequeueFromSend(Rpc& rpc) { send_queue_.Remove(rpc); }
+void HomaHost::DequeueFromSend(Rpc& rpc) { send_queue_.Remove(rpc); }
 
-int HomaTransport::PumpSends(bool clock_fresh) {
+int HomaHost::PumpSends(bool clock_fresh) {
   int produced = 0;
   // Only the pacer needs the time, and only for paced peers: a request or
   // response to a local peer goes out without reading the clock.
@@ -315,17 +390,17 @@ int HomaTransport::PumpSends(bool clock_fresh) {
   return produced;
 }
 
-std::span<std::byte> HomaTransport::NextTxSlot() {
+std::span<std::byte> HomaHost::NextTxSlot() {
   if (tx_batch_.size() == kTxBatch) FlushTx();
   return {tx_buffer_.data() + tx_batch_.size() * kTxSlotBytes, kTxSlotBytes};
 }
 
-void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
+void HomaHost::EmitData(Rpc& rpc, TimeNs now) {
   DataSlice slice = rpc.out->NextPacket();
   wire::CommonHeader common;
   common.type = wire::PacketType::kData;
   common.flags = slice.retransmit ? wire::kFlagRetransmit : 0;
-  common.sport = endpoint_id_;
+  common.sport = rpc.local_port;
   common.dport = rpc.peer_port;
   common.rpc_id = rpc.id;
   wire::DataHeader data;
@@ -333,11 +408,15 @@ void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
   data.offset = slice.offset;
   data.incoming = rpc.out->granted();
   data.cutoff_version = rpc.peer->cutoff_version;
-  if (!rpc.peer->pending_acks.empty()) {
-    data.ack = rpc.peer->pending_acks.back();
+  // An ack rides only on a packet from the endpoint that owes it: the
+  // receiver takes the packet's sport for the client. (With one endpoint,
+  // always.)
+  if (!rpc.peer->pending_acks.empty() &&
+      rpc.peer->pending_acks.back().client_port == rpc.local_port) {
+    data.ack = rpc.peer->pending_acks.back().ack();
     rpc.peer->pending_acks.pop_back();
   }
-  if (rpc.is_client()) data.ack_floor = ClientFloor(*rpc.peer, rpc.peer_port);
+  if (rpc.is_client()) data.ack_floor = ClientFloor(*rpc.peer, rpc.local_port, rpc.peer_port);
 
   std::span<std::byte> slot = NextTxSlot();
   // The slot holds any header, so this cannot fail.
@@ -361,8 +440,8 @@ void HomaTransport::EmitData(Rpc& rpc, TimeNs now) {
   if (slice.retransmit) ++stats_.data_retransmitted;
 }
 
-void HomaTransport::EmitControl(const transport::NetAddress& to, uint16_t dport, uint64_t rpc_id,
-                                const wire::Body& body, uint8_t flags) {
+void HomaHost::EmitControl(const transport::NetAddress& to, uint16_t sport, uint16_t dport,
+                           uint64_t rpc_id, const wire::Body& body, uint8_t flags) {
   static constexpr wire::PacketType kTypes[] = {
       wire::PacketType::kData,    wire::PacketType::kGrant,   wire::PacketType::kResend,
       wire::PacketType::kRpcUnknown, wire::PacketType::kBusy, wire::PacketType::kCutoffs,
@@ -370,7 +449,7 @@ void HomaTransport::EmitControl(const transport::NetAddress& to, uint16_t dport,
   wire::Packet packet;
   packet.common.type = kTypes[body.index()];
   packet.common.flags = flags;
-  packet.common.sport = endpoint_id_;
+  packet.common.sport = sport;
   packet.common.dport = dport;
   packet.common.rpc_id = rpc_id;
   packet.body = body;
@@ -383,7 +462,7 @@ void HomaTransport::EmitControl(const transport::NetAddress& to, uint16_t dport,
   tx_batch_.push_back({to, slot.first(*size), config_.control_priority});
 }
 
-void HomaTransport::FlushTx() {
+void HomaHost::FlushTx() {
   size_t sent = 0;
   int stalls = 0;
   while (sent < tx_batch_.size()) {
@@ -408,7 +487,7 @@ void HomaTransport::FlushTx() {
 
 // ----------------------------------------------------------------- grants
 
-void HomaTransport::RunGrantPass() {
+void HomaHost::RunGrantPass() {
   grants_dirty_ = false;
   std::vector<GrantScheduler::Ranked>& active = active_grants_;
   grants_.ActiveSet(&active);
@@ -459,15 +538,16 @@ void HomaTransport::RunGrantPass() {
   }
 }
 
-void HomaTransport::SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority) {
+void HomaHost::SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority) {
   rpc.in->Grant(offset);
   UpdateOutstanding(rpc);
-  EmitControl(rpc.peer_addr, rpc.peer_port, rpc.id, wire::Grant{offset, priority, 0});
+  EmitControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id,
+              wire::Grant{offset, priority, 0});
   ++stats_.grants_sent;
   if (!rpc.in->NeedsGrants()) StopGranting(rpc);
 }
 
-void HomaTransport::StopGranting(Rpc& rpc) {
+void HomaHost::StopGranting(Rpc& rpc) {
   if (!grants_.Contains(rpc.handle)) return;
   grants_.Remove(rpc.handle);
   // A slot in the active set opened: the next message may now be granted.
@@ -476,35 +556,37 @@ void HomaTransport::StopGranting(Rpc& rpc) {
 
 // -------------------------------------------------------------- lifecycle
 
-std::unique_ptr<Rpc> HomaTransport::AllocateRpc() {
+std::unique_ptr<Rpc> HomaHost::AllocateRpc() {
   if (spare_rpcs_.empty()) return std::make_unique<Rpc>();
   std::unique_ptr<Rpc> rpc = std::move(spare_rpcs_.back());
   spare_rpcs_.pop_back();
   return rpc;
 }
 
-void HomaTransport::RecycleRpc(std::unique_ptr<Rpc> rpc) {
+void HomaHost::RecycleRpc(std::unique_ptr<Rpc> rpc) {
   if (!kRecycleMemory || spare_rpcs_.size() >= kMaxSpareRpcs) return;
   *rpc = Rpc{};  // drops the messages now; keeps the allocation
   spare_rpcs_.push_back(std::move(rpc));
 }
 
-Rpc& HomaTransport::NewClientRpc(uint64_t id, Peer& peer, uint16_t server_port) {
-  std::unique_ptr<Rpc>& slot = client_rpcs_.Insert(id, AllocateRpc());
+Rpc& HomaHost::NewClientRpc(HomaEndpoint& ep, uint64_t id, Peer& peer, uint16_t server_port) {
+  std::unique_ptr<Rpc>& slot = ep.client_rpcs_.Insert(id, AllocateRpc());
   Rpc& rpc = *slot;
-  InitRpc(rpc, id, RpcState::kClientSending, peer, server_port);
+  InitRpc(rpc, ep, id, RpcState::kClientSending, peer, server_port);
   return rpc;
 }
 
-Rpc& HomaTransport::NewServerRpc(Peer& peer, ClientRecord& record, uint16_t client_port,
-                                 uint64_t client_id, RpcState state) {
+Rpc& HomaHost::NewServerRpc(HomaEndpoint& ep, Peer& peer, ClientRecord& record,
+                            uint16_t client_port, uint64_t client_id, RpcState state) {
   Rpc& rpc = *live_nodes_.Insert(record.live, client_id, AllocateRpc())->second;
-  InitRpc(rpc, client_id ^ 1, state, peer, client_port);
+  InitRpc(rpc, ep, client_id ^ 1, state, peer, client_port);
   ++num_server_rpcs_;
+  ++ep.num_server_rpcs_;
   return rpc;
 }
 
-void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, uint16_t peer_port) {
+void HomaHost::InitRpc(Rpc& rpc, HomaEndpoint& ep, uint64_t id, RpcState state, Peer& peer,
+                       uint16_t peer_port) {
   rpc.id = id;
   rpc.handle = next_handle_++;
   rpc.state = state;
@@ -512,6 +594,8 @@ void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, u
   ++peer.live_rpcs;
   rpc.peer_addr = peer.addr;
   rpc.peer_port = peer_port;
+  rpc.endpoint = &ep;
+  rpc.local_port = ep.id_;
   // Newest at the end of the list of all RPCs.
   rpc.older = newest_rpc_;
   rpc.newer = nullptr;
@@ -523,7 +607,7 @@ void HomaTransport::InitRpc(Rpc& rpc, uint64_t id, RpcState state, Peer& peer, u
   newest_rpc_ = &rpc;
 }
 
-void HomaTransport::UnlinkRpc(Rpc& rpc) {
+void HomaHost::UnlinkRpc(Rpc& rpc) {
   --rpc.peer->live_rpcs;
   DequeueFromSend(rpc);
   ReleaseIncoming(rpc);
@@ -532,14 +616,14 @@ void HomaTransport::UnlinkRpc(Rpc& rpc) {
   rpc.older = rpc.newer = nullptr;
 }
 
-Rpc* HomaTransport::FindServerRpc(const ServerRpcKey& key) {
+Rpc* HomaHost::FindServerRpc(const HomaEndpoint& ep, const ServerRpcKey& key) {
   Peer* peer = peers_.Find(key.client);
   if (peer == nullptr) return nullptr;
-  auto record = peer->clients.find(key.client_port);
+  auto record = peer->clients.find(EndpointPair(ep.id_, key.client_port));
   return record == peer->clients.end() ? nullptr : record->second.Find(key.client_id);
 }
 
-Peer* HomaTransport::PeerFor(const transport::NetAddress& addr) {
+Peer* HomaHost::PeerFor(const transport::NetAddress& addr) {
   if (Peer* known = peers_.Find(addr)) return known;
   if (peers_.full()) {
     // Full: replace a peer that has nothing live and has been silent a
@@ -562,7 +646,7 @@ Peer* HomaTransport::PeerFor(const transport::NetAddress& addr) {
   return peer;
 }
 
-void HomaTransport::LearnPath(Peer& peer) {
+void HomaHost::LearnPath(Peer& peer) {
   if (peer.payload_bytes != 0) return;
   size_t datagram = std::min(net_->MaxDatagramBytesTo(peer.addr), max_datagram_bytes_);
   // Nothing queues below the socket on a local path: the pacer, which
@@ -572,7 +656,7 @@ void HomaTransport::LearnPath(Peer& peer) {
       datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
 }
 
-void HomaTransport::SweepIdlePeers(TimeNs now) {
+void HomaHost::SweepIdlePeers(TimeNs now) {
   // A full walk of max_peers takes max_peers / kPerTick ticks.
   constexpr int kPerTick = 64;
   const int count = static_cast<int>(std::min<size_t>(kPerTick, peers_.size()));
@@ -584,19 +668,19 @@ void HomaTransport::SweepIdlePeers(TimeNs now) {
   }
 }
 
-uint64_t HomaTransport::ClientFloor(Peer& peer, uint16_t server_port) const {
-  auto it = peer.outstanding.find(server_port);
+uint64_t HomaHost::ClientFloor(Peer& peer, uint16_t client_port, uint16_t server_port) const {
+  auto it = peer.outstanding.find(EndpointPair(client_port, server_port));
   if (it == peer.outstanding.end() || it->second.empty()) return next_client_id_;
   return it->second.Floor();
 }
 
-bool HomaTransport::ReserveIncoming(uint32_t length) {
+bool HomaHost::ReserveIncoming(uint32_t length) {
   if (incoming_buffer_bytes_ + length > config_.max_incoming_buffer_bytes) return false;
   incoming_buffer_bytes_ += length;
   return true;
 }
 
-void HomaTransport::UpdateOutstanding(Rpc& rpc) {
+void HomaHost::UpdateOutstanding(Rpc& rpc) {
   uint64_t now_outstanding = 0;
   if (rpc.in && !rpc.in->complete()) {
     uint64_t granted = rpc.in->granted();
@@ -607,7 +691,7 @@ void HomaTransport::UpdateOutstanding(Rpc& rpc) {
   rpc.outstanding_bytes = now_outstanding;
 }
 
-void HomaTransport::ReleaseIncoming(Rpc& rpc) {
+void HomaHost::ReleaseIncoming(Rpc& rpc) {
   outstanding_bytes_ -= rpc.outstanding_bytes;
   rpc.outstanding_bytes = 0;
   if (!rpc.in) return;
@@ -616,7 +700,7 @@ void HomaTransport::ReleaseIncoming(Rpc& rpc) {
   rpc.in.reset();
 }
 
-void HomaTransport::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
+void HomaHost::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
   HomaEvent event;
   event.kind = HomaEvent::Kind::kRequest;
   event.client_id = key.client_id;
@@ -626,35 +710,35 @@ void HomaTransport::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
   rpc.state = RpcState::kServerInService;
   rpc.Heard();
   ++stats_.requests_delivered;
-  events_.push_back(std::move(event));
+  rpc.endpoint->PushEvent(std::move(event));
 }
 
-void HomaTransport::FinishClientRpc(Rpc& rpc) {
+void HomaHost::FinishClientRpc(Rpc& rpc) {
   UnlinkRpc(rpc);
   Peer& peer = *rpc.peer;
-  auto out = peer.outstanding.find(rpc.peer_port);
+  auto out = peer.outstanding.find(EndpointPair(rpc.local_port, rpc.peer_port));
   if (out != peer.outstanding.end()) out->second.Remove(rpc.id);
   // Tell the server it may forget the RPC (piggybacked or in the next ACK).
-  OweAck(peer, {rpc.id, rpc.peer_port});
-  std::unique_ptr<Rpc>* slot = client_rpcs_.Find(rpc.id);
+  OweAck(peer, {rpc.id, rpc.peer_port, rpc.local_port});
+  IdMap<std::unique_ptr<Rpc>>& table = rpc.endpoint->client_rpcs_;
+  std::unique_ptr<Rpc>* slot = table.Find(rpc.id);
   std::unique_ptr<Rpc> owned = std::move(*slot);
-  client_rpcs_.Erase(owned->id);
+  table.Erase(owned->id);
   RecycleRpc(std::move(owned));  // rpc is gone (reset) from here on
 }
 
-void HomaTransport::FailClientRpc(Rpc& rpc, Status status) {
+void HomaHost::FailClientRpc(Rpc& rpc, Status status) {
   HomaEvent event;
   event.kind = HomaEvent::Kind::kFailed;
   event.client_id = rpc.id;
   event.cookie = rpc.cookie;
   event.status = std::move(status);
-  events_.push_back(std::move(event));
+  rpc.endpoint->PushEvent(std::move(event));
   FinishClientRpc(rpc);
 }
 
-void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t client_id,
-                                     bool tombstone) {
-  auto found = peer.clients.find(client_port);
+void HomaHost::DestroyServerRpc(Peer& peer, uint32_t pair, uint64_t client_id, bool tombstone) {
+  auto found = peer.clients.find(pair);
   if (found == peer.clients.end()) return;
   ClientRecord& record = found->second;
   if (tombstone && client_id >= record.floor && record.tombstones.insert(client_id).second &&
@@ -666,6 +750,7 @@ void HomaTransport::DestroyServerRpc(Peer& peer, uint16_t client_port, uint64_t 
   }
   auto it = record.live.find(client_id);
   if (it == record.live.end()) return;
+  --it->second->endpoint->num_server_rpcs_;
   UnlinkRpc(*it->second);
   // The rpc goes to the spare pool and the map node is kept, both for reuse.
   live_nodes_.Erase(record.live, it,

@@ -1,0 +1,114 @@
+// homa/homa_endpoint.h: HomaEndpoint, one endpoint of the Homa-style protocol
+// on a HomaHost's socket (docs/protocol.md, section 4): HomaModule's
+// `homa_sock`. It owns its client RPC table and its event queue, is the
+// transport::MessageTransport the engine drives, and names itself on the
+// wire by its endpoint id (the sport of its packets, the dport it accepts).
+// Its server RPCs live in the host's peer table, keyed by (this endpoint,
+// client port). Everything shared by the endpoints of one socket (peers,
+// pacer, SRPT grant scheduler and send queue, byte budgets, the timer) is
+// the host's (homa_host.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "homa/homa_host.h"
+#include "homa/id_map.h"
+#include "homa/rpc.h"
+#include "transport/message_transport.h"
+#include "wharf/buffer.h"
+#include "wharf/result.h"
+
+namespace wharf::homa {
+
+// Owned by the engine (or a test); opened by HomaHost::OpenEndpoint, or by
+// Create together with a host of its own. Single-threaded: every call from
+// the thread that drives its host.
+class HomaEndpoint final : public transport::MessageTransport {
+ public:
+  // The single-endpoint case: a host on `net` with one endpoint, id
+  // config.endpoint_id (the default endpoint unless set), which owns the
+  // host. Borrows `net` and `clock`, which must outlive it.
+  static Result<std::unique_ptr<HomaEndpoint>> Create(const HomaConfig& config,
+                                                      transport::Datagram* net,
+                                                      const Clock& clock);
+  ~HomaEndpoint() override;  // closes it (Close)
+  HomaEndpoint(const HomaEndpoint&) = delete;
+  HomaEndpoint& operator=(const HomaEndpoint&) = delete;
+
+  // This endpoint's id within its socket: the sport of its packets and the
+  // dport the host routes to it. UDP addresses and ports are never checked:
+  // a NAT may rewrite them.
+  uint16_t endpoint_id() const { return id_; }
+  // Its host; nullptr once the host was destroyed under it.
+  HomaHost* host() const { return host_; }
+  bool closed() const { return closed_; }
+  // The host's (settings and counters are per socket). Require the host.
+  const HomaConfig& config() const { return host_->config(); }
+  const HomaStats& stats() const { return host_->stats(); }
+
+  // transport::MessageTransport. A server is addressed by the UDP address of
+  // its socket; SendRequest calls its default endpoint, SendRequestTo any.
+  std::string_view scheme() const override { return "homa"; }
+  transport::NetAddress LocalAddress() const override;
+  Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
+                               uint64_t cookie = 0) override;
+  Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
+                                 Buffer request, uint64_t cookie = 0);
+  Status SendResponse(const ServerRpcKey& key, Buffer response) override;
+  bool Cancel(uint64_t client_id) override;
+  // Drives the host (HomaHost::Poll): every endpoint of the socket makes
+  // progress, and events land in each one's own queue.
+  PollResult Poll() override;
+  TimeNs NextDeadline() const override;
+  bool PopEvent(HomaEvent* out) override;
+  // The host's socket: every endpoint of one host reports the same fds.
+  int ReadableFd() const override;
+  void AppendReadableFds(std::vector<int>* fds) const override;
+  // The host's counters (per socket, not per endpoint).
+  std::vector<std::pair<std::string, uint64_t>> Counters() const override;
+
+  // Ends the endpoint: each pending client RPC fails with kCancelled (its
+  // event stays in the queue for PopEvent), its server RPCs are forgotten
+  // (tombstoned, so a reopened endpoint never runs them again), and its id
+  // is free on the host. Later calls fail with kFailedPrecondition.
+  // Idempotent.
+  void Close();
+
+  size_t pending_events() const { return events_.size() - events_head_; }
+  size_t num_client_rpcs() const { return client_rpcs_.size(); }
+  size_t num_server_rpcs() const { return num_server_rpcs_; }
+  // The host's peer table. Require the host.
+  size_t num_peers() const { return host_->num_peers(); }
+  const PeerTableStats& peer_stats() const { return host_->peer_stats(); }
+
+ private:
+  friend class HomaHost;
+
+  HomaEndpoint(HomaHost* host, uint16_t id);
+  Status Usable() const;
+  void PushEvent(HomaEvent event) { events_.push_back(std::move(event)); }
+
+  // Create() only: the host this endpoint came with. Declared first, so
+  // destroyed last, after the endpoint closed itself.
+  std::unique_ptr<HomaHost> owned_host_;
+  HomaHost* host_;
+  const Clock* clock_;
+  const uint16_t id_;
+  bool closed_ = false;
+  // Client RPCs by our id (owning). Ids are unique over the host.
+  IdMap<std::unique_ptr<Rpc>> client_rpcs_;
+  // Server RPCs of this endpoint (owned by the host's peer table).
+  size_t num_server_rpcs_ = 0;
+  // Events not yet popped: events_[events_head_ ..]. A vector used as a
+  // queue (cleared whenever drained), so steady traffic never allocates.
+  std::vector<HomaEvent> events_;
+  size_t events_head_ = 0;
+};
+
+}  // namespace wharf::homa
