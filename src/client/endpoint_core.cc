@@ -24,17 +24,12 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->config_.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{core->config_.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
 
-  bool joined = false;
-  WHARF_ASSIGN_OR_RETURN(core->host_, EngineHost::OpenOrJoin(uri, core->config_, &joined));
+  // On the socket another endpoint of this process has at that address, or
+  // on a new one.
+  WHARF_ASSIGN_OR_RETURN(core->host_,
+                         EngineHost::OpenOrJoin(uri, core->config_, &core->own_transport_));
   std::lock_guard<std::recursive_mutex> lock(core->host_->mu());
-  transport::MessageTransport* primary = core->host_->primary();
-  if (joined) {
-    // Another endpoint of this process has the socket: this one needs an
-    // endpoint of its own on it.
-    WHARF_ASSIGN_OR_RETURN(core->shared_socket_endpoint_,
-                           core->host_->OpenSharedEndpoint(uri.endpoint_id));
-    primary = core->shared_socket_endpoint_.get();
-  }
+  transport::MessageTransport* primary = core->own_transport_.get();
   // Transports for other schemes open on first use, under the engine's lock
   // (the engine asks from inside a call the host serialises).
   EndpointCore* raw = core.get();
@@ -43,7 +38,8 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   };
   core->engine_ = std::make_unique<engine::Engine>(primary, std::move(opener), core->clock_,
                                                    core->config_.limits, raw);
-  core->address_ = core->engine_->UriOf(engine::PeerRef{0, primary->LocalAddress()});
+  core->address_ = uri.scheme + "://" + primary->LocalAddress().ToString() +
+                   (uri.endpoint_name.empty() ? "" : "/" + uri.endpoint_name);
   core->host_->Attach(raw);
   core->host_->AfterEngineCall(core->engine_->NextDeadline());
   return core;
@@ -60,9 +56,9 @@ EndpointCore::~EndpointCore() {
   std::lock_guard<std::recursive_mutex> lock(host_->mu());
   host_->Detach(this);
   // The engine's last completions (Shutdown) reach this sink: gone first,
-  // then the transport it borrowed.
+  // then the transport it borrowed, while the host's sockets still exist.
   engine_.reset();
-  shared_socket_endpoint_.reset();
+  own_transport_.reset();
 }
 
 void EndpointCore::Close() {
@@ -114,6 +110,10 @@ int EndpointCore::PollOnce() {
   int work = host_->PollLocked().work;
   lock.unlock();
   return work + host_->DispatchCalls();
+}
+
+void EndpointCore::AppendReadableFds(std::vector<int>* fds) const {
+  for (const transport::MessageTransport* t : engine_->transports()) t->AppendReadableFds(fds);
 }
 
 transport::PollResult EndpointCore::PollEngineLocked() {

@@ -95,6 +95,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // callbacks it completed; its next deadline; whether handlers wait.
   transport::PollResult PollEngineLocked();
   TimeNs NextDeadline() const { return engine_->NextDeadline(); }
+  void AppendReadableFds(std::vector<int>* fds) const;
   bool has_calls_pending() const { return calls_pending_.load(std::memory_order_acquire); }
   // Runs the handlers of requests queued so far, outside the host's mutex,
   // one at a time across threads. Returns how many ran. Not on the keeper
@@ -162,7 +163,8 @@ class EndpointCore final : public engine::ProgressDriver,
   // (lock, sockets, waiter) and this endpoint's own transport on a shared
   // socket outlive the engine.
   std::shared_ptr<EngineHost> host_;
-  std::unique_ptr<transport::MessageTransport> shared_socket_endpoint_;
+  // This endpoint on its address's socket (the engine's transport 0).
+  std::unique_ptr<transport::MessageTransport> own_transport_;
   std::unique_ptr<engine::Engine> engine_;
   // Resolve()'s memory, bounded; guarded by the host's mutex. Looked up by string_view
   // (no allocation per call).

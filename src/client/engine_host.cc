@@ -29,29 +29,30 @@ std::string KeyOf(std::string_view scheme, const transport::NetAddress& address)
 
 }  // namespace
 
-Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(const engine::Uri& uri,
-                                                           const engine::EngineConfig& config,
-                                                           bool* joined) {
+Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
+    const engine::Uri& uri, const engine::EngineConfig& config,
+    std::unique_ptr<transport::MessageTransport>* endpoint) {
   std::lock_guard<std::mutex> registry_lock(g_registry_mu);
   // Port 0 asks for a new socket; any other address may be ours already.
   if (uri.address.port() != 0) {
     auto it = Registry().find(KeyOf(uri.scheme, uri.address));
     if (it != Registry().end()) {
-      if (auto host = it->second.lock()) {
-        *joined = true;
+      if (std::shared_ptr<EngineHost> host = it->second.lock()) {
+        std::lock_guard<std::recursive_mutex> lock(host->mu_);
+        WHARF_ASSIGN_OR_RETURN(*endpoint, host->transports_->OpenEndpoint(
+                                              uri.scheme, uri.address, uri.endpoint_id));
         return host;
       }
     }
   }
-  *joined = false;
   std::shared_ptr<EngineHost> host(new EngineHost(config));
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
   host->transports_ = std::make_unique<engine::TransportSet>(host->config_, host->clock_);
-  WHARF_ASSIGN_OR_RETURN(host->primary_, host->transports_->Open(uri.scheme, uri.address));
+  WHARF_ASSIGN_OR_RETURN(*endpoint,
+                         host->transports_->OpenEndpoint(uri.scheme, uri.address, uri.endpoint_id));
   host->secondary_bind_ = uri.address.WithPort(0);
-  host->registry_key_ = KeyOf(uri.scheme, host->primary_->LocalAddress());
+  host->registry_key_ = KeyOf(uri.scheme, (*endpoint)->LocalAddress());
   Registry()[host->registry_key_] = host;
-  host->WatchNewFds();
   return host;
 }
 
@@ -61,11 +62,6 @@ EngineHost::~EngineHost() {
   // A new host may have taken the address since this one's last endpoint
   // let go: remove only our own (expired) entry.
   if (it != Registry().end() && it->second.expired()) Registry().erase(it);
-}
-
-Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSharedEndpoint(
-    uint16_t endpoint_id) {
-  return transports_->OpenEndpoint(primary_, endpoint_id);
 }
 
 Result<transport::MessageTransport*> EngineHost::OpenSecondary(std::string_view scheme) {
@@ -105,11 +101,16 @@ void EngineHost::AfterEngineCall(TimeNs next_deadline_ns) {
 
 void EngineHost::WatchNewFds() {
   // A virtual call per transport: cheap next to the poll it follows, and it
-  // finds a hot-peer socket a send just opened.
+  // finds a hot-peer socket a send just opened. Endpoints on one socket
+  // report its fds each: the list is sorted and unique before counting.
   fds_scratch_.clear();
-  transports_->AppendReadableFds(&fds_scratch_);
-  if (fds_scratch_.size() == watched_fds_) return;
-  if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_.size();
+  for (EndpointCore* core : cores_) core->AppendReadableFds(&fds_scratch_);
+  if (cores_.size() > 1) {
+    std::sort(fds_scratch_.begin(), fds_scratch_.end());
+    fds_scratch_.erase(std::unique(fds_scratch_.begin(), fds_scratch_.end()), fds_scratch_.end());
+  }
+  if (fds_scratch_ == watched_fds_) return;
+  if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_;
 }
 
 int EngineHost::DispatchCalls() {

@@ -29,12 +29,14 @@ class EndpointCore;
 // safe through mu().
 class EngineHost final : public std::enable_shared_from_this<EngineHost> {
  public:
-  // The host this process has on `uri`'s scheme and bound address, or a new
-  // one opened there with `config` (the socket-level settings of a host are
-  // those of the endpoint that opened it). `*joined` says which.
-  static Result<std::shared_ptr<EngineHost>> OpenOrJoin(const engine::Uri& uri,
-                                                        const engine::EngineConfig& config,
-                                                        bool* joined);
+  // Opens the endpoint `uri` names (its scheme, address and endpoint id) on
+  // the host this process has at that address, or on a new host opened there
+  // with `config` (a host's socket-level settings are those of the endpoint
+  // that opened it). The caller owns `*endpoint` and destroys it, under
+  // mu(), before it lets go of the host.
+  static Result<std::shared_ptr<EngineHost>> OpenOrJoin(
+      const engine::Uri& uri, const engine::EngineConfig& config,
+      std::unique_ptr<transport::MessageTransport>* endpoint);
   ~EngineHost();
   EngineHost(const EngineHost&) = delete;
   EngineHost& operator=(const EngineHost&) = delete;
@@ -43,10 +45,6 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   engine::Waiter& waiter() { return *waiter_; }
   const engine::EngineConfig& config() const { return config_; }
   const Clock& clock() const { return clock_; }
-  // The transport the host's address names (its endpoint 0's).
-  transport::MessageTransport* primary() const { return primary_; }
-  // A transport for another endpoint on the primary's socket (under mu()).
-  Result<std::unique_ptr<transport::MessageTransport>> OpenSharedEndpoint(uint16_t endpoint_id);
   // A transport for `scheme` on the host's address, any port (under mu()).
   Result<transport::MessageTransport*> OpenSecondary(std::string_view scheme);
 
@@ -82,16 +80,16 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   std::recursive_mutex mu_;
   std::unique_ptr<engine::Waiter> waiter_;
   std::unique_ptr<engine::TransportSet> transports_;
-  transport::MessageTransport* primary_ = nullptr;
   transport::NetAddress secondary_bind_;
   std::string registry_key_;  // "homa://0.0.0.0:4000"
   // The endpoints, in the order they attached (under mu_). Raw: each
   // detaches in its destructor, under mu_.
   std::vector<EndpointCore*> cores_;
-  // Scratch for the transports' fds (under mu_); its size tells whether a
-  // transport opened a new one.
+  // The endpoints' fds as of this pass (scratch) and as the waiter watches
+  // them (under mu_): a transport opens new ones (a hot-peer socket), an
+  // endpoint that closes takes its own away.
   std::vector<int> fds_scratch_;
-  size_t watched_fds_ = 0;
+  std::vector<int> watched_fds_;
   // Set when some endpoint has handlers to run: the lock-free check every
   // waiting turn makes before looking.
   std::atomic<bool> calls_pending_{false};

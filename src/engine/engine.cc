@@ -37,7 +37,8 @@ Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, con
 Engine::~Engine() { Shutdown(CancelledError("endpoint closed")); }
 
 std::string Engine::UriOf(const PeerRef& peer) const {
-  return std::string(transports_[peer.transport]->scheme()) + "://" + peer.address.ToString();
+  return std::string(transports_[peer.transport]->scheme()) + "://" + peer.address.ToString() +
+         EndpointSuffix(peer.endpoint);
 }
 
 const std::string& Engine::PeerUri(const PeerRef& peer) {
@@ -50,7 +51,9 @@ const std::string& Engine::PeerUri(const PeerRef& peer) {
 
 Result<PeerRef> Engine::PeerFor(const Uri& uri) {
   for (size_t i = 0; i < transports_.size(); ++i) {
-    if (transports_[i]->scheme() == uri.scheme) return PeerRef{static_cast<uint8_t>(i), uri.address};
+    if (transports_[i]->scheme() == uri.scheme) {
+      return PeerRef{static_cast<uint8_t>(i), uri.address, uri.endpoint_id};
+    }
   }
   if (!opener_) {
     return InvalidArgumentError("no " + uri.scheme + " transport on this endpoint (it speaks " +
@@ -59,7 +62,7 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
   if (transports_.size() >= UINT8_MAX) return ResourceExhaustedError("too many transports");
   WHARF_ASSIGN_OR_RETURN(transport::MessageTransport * opened, opener_(uri.scheme));
   transports_.push_back(opened);
-  return PeerRef{static_cast<uint8_t>(transports_.size() - 1), uri.address};
+  return PeerRef{static_cast<uint8_t>(transports_.size() - 1), uri.address, uri.endpoint_id};
 }
 
 void Engine::Register(uint64_t op_id, Op op) {
@@ -84,8 +87,8 @@ TimeNs Engine::NextDeadline() const {
 
 void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame,
                           Buffer payload) {
-  Result<uint64_t> id = transports_[peer.transport]->SendRequest(
-      peer.address, WrapFrame(frame, std::move(payload)), op_id);
+  Result<uint64_t> id = transports_[peer.transport]->SendRequestTo(
+      peer.address, peer.endpoint, WrapFrame(frame, std::move(payload)), op_id);
   if (!id.ok()) {
     FinishOp(op_id, id.status());
     return;
@@ -206,14 +209,15 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
   // The request leaves before the operation is recorded: that bookkeeping
   // then overlaps the round trip instead of delaying it. Nothing can refer to
   // the operation meanwhile: the transport reports on it only from Poll().
-  Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequest(
-      peer.address, WrapFrame(frame, std::move(request)), op_id);
+  Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequestTo(
+      peer.address, peer.endpoint, WrapFrame(frame, std::move(request)), op_id);
   if (!rpc_id.ok()) return Complete(op_id, rpc_id.status());
   Register(op_id, Op{.kind = OpKind::kCall,
                      .rpc_id = *rpc_id,
                      .transport = peer.transport,
                      .deadline_ns = deadline_ns,
-                     .server = peer.address});
+                     .server = peer.address,
+                     .server_endpoint = peer.endpoint});
 }
 
 void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method, Buffer request,
@@ -306,7 +310,8 @@ void Engine::SendCancelNotice(const Op& call) {
   frame.kind = FrameKind::kCancel;
   frame.seq = call.rpc_id;
   ++counts_.cancel_notices_sent;
-  StartRequest(notice, PeerRef{call.transport, call.server}, frame, Buffer());
+  StartRequest(notice, PeerRef{call.transport, call.server, call.server_endpoint}, frame,
+               Buffer());
 }
 
 void Engine::StopOp(uint64_t op_id, Status why) {

@@ -140,6 +140,7 @@ class Engine {
     uint8_t transport = 0;   // which transport rpc_id belongs to
     TimeNs deadline_ns = kNever;
     transport::NetAddress server;  // kCall: where it went (for a cancel notice)
+    uint16_t server_endpoint = 0;  // and to which endpoint there
   };
   struct BarrierRound {
     uint32_t members = 0;
@@ -190,7 +191,10 @@ class Engine {
   void Deliver(ConnState& conn, Buffer message);
   void CloseConnection(ConnState& conn, Status why);
   ConnState* FindByWire(const PeerRef& peer, uint64_t wire_id);
-  static PeerRef ClientOf(const ServerCallRef& call) { return {call.transport, call.key.client}; }
+  // The client of a request: its address and (homa) its endpoint there.
+  static PeerRef ClientOf(const ServerCallRef& call) {
+    return {call.transport, call.key.client, call.key.client_port};
+  }
 
   // Replies and failures for our own requests.
   void HandleReply(transport::MessageEvent& event);

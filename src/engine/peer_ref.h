@@ -11,6 +11,7 @@ namespace wharf::engine {
 struct PeerRef {
   uint8_t transport = 0;  // index into the engine's transports
   transport::NetAddress address;
+  uint16_t endpoint = 0;  // which endpoint at that address (0: the default)
   friend bool operator==(const PeerRef&, const PeerRef&) = default;
   friend auto operator<=>(const PeerRef&, const PeerRef&) = default;
 };

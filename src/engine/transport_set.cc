@@ -1,18 +1,32 @@
-// TransportSet: building transports by scheme.
+// TransportSet: sockets and transports by scheme.
 #include "engine/transport_set.h"
 
 #include <string>
 
-#include "homa/homa_transport.h"
+#include "homa/homa_endpoint.h"
+#include "homa/homa_host.h"
 #include "stream/tcp_transport.h"
 #include "transport/udp/udp_datagram.h"
 
 namespace wharf::engine {
 
-Result<transport::MessageTransport*> TransportSet::Open(std::string_view scheme,
-                                                        const transport::NetAddress& bind) {
-  std::unique_ptr<transport::MessageTransport> opened;
+TransportSet::TransportSet(const EngineConfig& config, const Clock& clock)
+    : config_(config), clock_(clock) {}
+
+TransportSet::~TransportSet() = default;
+
+Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
+    std::string_view scheme, const transport::NetAddress& bind, uint16_t endpoint_id) {
   if (scheme == "homa") {
+    if (bind.port() != 0) {
+      for (HomaSocket& socket : homa_sockets_) {
+        if (socket.datagram->LocalAddress() == bind) {
+          WHARF_ASSIGN_OR_RETURN(std::unique_ptr<homa::HomaEndpoint> endpoint,
+                                 socket.host->OpenEndpoint(endpoint_id));
+          return std::unique_ptr<transport::MessageTransport>(std::move(endpoint));
+        }
+      }
+    }
     transport::UdpOptions udp;
     udp.bind = bind;
     udp.mtu = config_.mtu;
@@ -21,31 +35,38 @@ Result<transport::MessageTransport*> TransportSet::Open(std::string_view scheme,
     udp.enable_gso = config_.gso;
     udp.enable_gro = config_.gro;
     udp.hot_peer_socket = config_.hot_peer_socket;
-    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::UdpDatagram> socket,
+    HomaSocket socket;
+    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::UdpDatagram> datagram,
                            transport::UdpDatagram::Open(udp));
-    WHARF_ASSIGN_OR_RETURN(opened, homa::HomaTransport::Create(config_.homa, socket.get(), clock_));
-    datagrams_.push_back(std::move(socket));
-  } else if (scheme == "tcp") {
+    socket.datagram = std::move(datagram);
+    WHARF_ASSIGN_OR_RETURN(socket.host,
+                           homa::HomaHost::Create(config_.homa, socket.datagram.get(), clock_));
+    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<homa::HomaEndpoint> endpoint,
+                           socket.host->OpenEndpoint(endpoint_id));
+    homa_sockets_.push_back(std::move(socket));
+    return std::unique_ptr<transport::MessageTransport>(std::move(endpoint));
+  }
+  if (scheme == "tcp") {
+    if (endpoint_id != 0) {
+      return InvalidArgumentError("tcp://" + bind.ToString() +
+                                  ": one endpoint per port; named endpoints are homa:// only");
+    }
     stream::TcpConfig tcp = config_.tcp;
     tcp.bind = bind;
     tcp.max_message_bytes = config_.homa.max_message_bytes;  // payload limit + frame
-    WHARF_ASSIGN_OR_RETURN(opened, stream::TcpMessageTransport::Open(tcp, clock_));
-  } else {
-    return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
+    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<stream::TcpMessageTransport> opened,
+                           stream::TcpMessageTransport::Open(tcp, clock_));
+    return std::unique_ptr<transport::MessageTransport>(std::move(opened));
   }
-  transports_.push_back(std::move(opened));
-  return transports_.back().get();
+  return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
 }
 
-Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
-    transport::MessageTransport* primary, uint16_t endpoint_id) {
-  (void)primary;
-  return UnimplementedError("endpoint " + std::to_string(endpoint_id) +
-                            ": several endpoints on one socket are not supported yet");
-}
-
-void TransportSet::AppendReadableFds(std::vector<int>* fds) const {
-  for (const auto& t : transports_) t->AppendReadableFds(fds);
+Result<transport::MessageTransport*> TransportSet::Open(std::string_view scheme,
+                                                        const transport::NetAddress& bind) {
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
+                         OpenEndpoint(scheme, bind, 0));
+  owned_.push_back(std::move(opened));
+  return owned_.back().get();
 }
 
 }  // namespace wharf::engine

@@ -1,8 +1,10 @@
-// engine/transport_set.h: TransportSet, the transports an engine runs over
-// and the sockets under them, built from the engine's configuration by URI
-// scheme: "homa" (a UDP socket under a HomaTransport), "tcp" (a
-// TcpMessageTransport). The only place above src/transport/ that names a
-// concrete transport; hosts see MessageTransport, fds and counters.
+// engine/transport_set.h: TransportSet, the sockets an engine runs over and
+// the transports on them, built from the engine's configuration by URI
+// scheme: "homa" (a UDP socket under a homa::HomaHost, on which any number
+// of endpoints open, told apart by endpoint id), "tcp" (a
+// TcpMessageTransport, one endpoint per listening port). The only place
+// above src/transport/ that names a concrete transport; hosts see
+// MessageTransport, fds and counters.
 #pragma once
 
 #include <memory>
@@ -16,34 +18,44 @@
 #include "transport/net_address.h"
 #include "wharf/result.h"
 
+namespace wharf::homa {
+class HomaHost;
+}  // namespace wharf::homa
+
 namespace wharf::engine {
 
-// Owned by the engine's host, next to the engine (which borrows the
-// transports). Not thread-safe: the host serialises calls, as for the engine.
+// Owned by the engine's host. Not thread-safe: the host serialises calls, as
+// for the engine. Outlives every transport it handed out.
 class TransportSet {
  public:
   // Borrows `config` and `clock`, which outlive it.
-  TransportSet(const EngineConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
+  TransportSet(const EngineConfig& config, const Clock& clock);
+  ~TransportSet();
 
-  // Opens the transport for `scheme` bound to `bind` (port 0: any). The set
-  // owns it. InvalidArgument for a scheme it has no transport for.
+  // Opens endpoint `endpoint_id` (0: the default) of `scheme` at `bind`: on
+  // the socket this set already has bound to exactly that address (homa), or
+  // on a new one (port 0: any). The caller owns the endpoint. kAlreadyExists
+  // when that endpoint is open; InvalidArgument for a scheme this set has no
+  // transport for, or a named endpoint on tcp://.
+  Result<std::unique_ptr<transport::MessageTransport>> OpenEndpoint(
+      std::string_view scheme, const transport::NetAddress& bind, uint16_t endpoint_id);
+  // A transport for `scheme` on a new socket at `bind`, owned by the set:
+  // the ones an engine opens on first use for peers of another scheme.
   Result<transport::MessageTransport*> Open(std::string_view scheme,
                                             const transport::NetAddress& bind);
-  // Another endpoint on `primary`'s socket (one this set opened), with the
-  // wire endpoint id `endpoint_id`. The caller owns it; it must not outlive
-  // the set.
-  Result<std::unique_ptr<transport::MessageTransport>> OpenEndpoint(
-      transport::MessageTransport* primary, uint16_t endpoint_id);
-  // Every fd a waiter must watch. The set only grows (a transport opened, a
-  // hot-peer socket), but not always at the end of the list.
-  void AppendReadableFds(std::vector<int>* fds) const;
 
  private:
+  struct HomaSocket {
+    std::unique_ptr<transport::Datagram> datagram;
+    std::unique_ptr<homa::HomaHost> host;  // borrows datagram
+  };
+
   const EngineConfig& config_;
   const Clock& clock_;
-  // Declared before transports_, so they outlive the transports over them.
-  std::vector<std::unique_ptr<transport::Datagram>> datagrams_;
-  std::vector<std::unique_ptr<transport::MessageTransport>> transports_;
+  // Declared before owned_: the sockets and hosts outlive the transports on
+  // them.
+  std::vector<HomaSocket> homa_sockets_;
+  std::vector<std::unique_ptr<transport::MessageTransport>> owned_;
 };
 
 }  // namespace wharf::engine

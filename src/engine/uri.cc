@@ -4,7 +4,10 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <charconv>
 #include <memory>
+
+#include "wire/endpoint_id.h"
 
 namespace wharf::engine {
 namespace {
@@ -28,6 +31,28 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
   if (!known) {
     return InvalidArgumentError("address '" + std::string(text) + "': unknown scheme '" +
                                 uri.scheme + "' (this build speaks homa:// and tcp://)");
+  }
+  // "/NAME" or "/#ID" after the port: which endpoint of that engine.
+  const size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view name = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos) {
+      return InvalidArgumentError("address '" + std::string(text) +
+                                  "': expected /NAME (1 to 255 characters, no '/') after the port");
+    }
+    if (name.front() == '#') {
+      unsigned id = 0;
+      auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), id);
+      if (ec != std::errc() || end != name.data() + name.size() || id == 0 || id > UINT16_MAX) {
+        return InvalidArgumentError("address '" + std::string(text) +
+                                    "': expected /#ID with an endpoint id from 1 to 65535");
+      }
+      uri.endpoint_id = static_cast<uint16_t>(id);
+    } else {
+      uri.endpoint_id = wire::EndpointIdForName(name);
+    }
+    uri.endpoint_name = std::string(name);
   }
   Result<transport::NetAddress> numeric = transport::NetAddress::Parse(rest);
   if (numeric.ok()) {
@@ -54,6 +79,10 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
   WHARF_ASSIGN_OR_RETURN(uri.address, transport::NetAddress::FromSockaddr(found->ai_addr,
                                                                            found->ai_addrlen));
   return uri;
+}
+
+std::string EndpointSuffix(uint16_t endpoint_id) {
+  return endpoint_id == 0 ? std::string() : "/#" + std::to_string(endpoint_id);
 }
 
 }  // namespace wharf::engine

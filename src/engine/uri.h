@@ -1,5 +1,8 @@
 // engine/uri.h: wharf addresses: "homa://HOST:PORT", "tcp://HOST:PORT", or
-// "HOST:PORT" with the default scheme (endpoint.default_transport). HOST is
+// "HOST:PORT" with the default scheme (endpoint.default_transport), each
+// optionally followed by "/NAME", one of several endpoints an engine hosts
+// on that port (its id on the wire is wire::EndpointIdForName(NAME)), or
+// "/#ID" for an endpoint known only by its id. HOST is
 // numeric IPv4, [IPv6], or a name resolved here (the control path; never per
 // message).
 #pragma once
@@ -19,7 +22,14 @@ struct Uri {
   // Which endpoint of the engine at `address` (homa://host:4000/NAME): the
   // id its name maps to on the wire; 0, the default endpoint, without one.
   uint16_t endpoint_id = 0;
+  // The endpoint's name as written ("kv"), or "#ID" for one known only by
+  // its id (a peer as the server sees it); empty for the default endpoint.
+  std::string endpoint_name;
 };
+
+// How an address names a peer's endpoint: "" (the default), the name given,
+// or "#ID" for an id with no known name.
+std::string EndpointSuffix(uint16_t endpoint_id);
 
 // Schemes this build understands; an unknown one is InvalidArgument listing them.
 Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme = "homa");

@@ -39,7 +39,16 @@ Waiter::~Waiter() {
 
 Status Waiter::Watch(const std::vector<int>& fds) {
   std::lock_guard<std::mutex> lock(fds_mu_);
-  if (fds.size() == fds_.size()) return OkStatus();  // the set only grows
+  for (auto it = fds_.begin(); it != fds_.end();) {
+    if (std::find(fds.begin(), fds.end(), *it) != fds.end()) {
+      ++it;
+      continue;
+    }
+    // Gone (its socket may be closed already, which dropped it from the
+    // epoll set; the error is then expected).
+    if (fds_in_epoll_) (void)epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, *it, nullptr);
+    it = fds_.erase(it);
+  }
   for (int fd : fds) {
     if (std::find(fds_.begin(), fds_.end(), fd) != fds_.end()) continue;
     if (fds_in_epoll_) {

@@ -28,7 +28,8 @@ class Waiter {
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
 
-  // Watches every fd in `fds` it does not watch yet (cheap when none is new).
+  // Watches exactly `fds` from now on: adds the new ones, drops those gone
+  // (a closed endpoint's listener). Call it when the list changed.
   Status Watch(const std::vector<int>& fds);
   // The epoll fd for applications; from the first call on the transports'
   // fds stay in the set and the timer is always armed.

@@ -59,7 +59,7 @@ class HomaEndpoint final : public transport::MessageTransport {
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
                                uint64_t cookie = 0) override;
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
-                                 Buffer request, uint64_t cookie = 0);
+                                 Buffer request, uint64_t cookie = 0) override;
   Status SendResponse(const ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
   // Drives the host (HomaHost::Poll): every endpoint of the socket makes

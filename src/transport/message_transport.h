@@ -78,6 +78,16 @@ class MessageTransport {
   // completion arrives as a kResponse or kFailed event carrying `cookie`.
   virtual Result<uint64_t> SendRequest(const NetAddress& server, Buffer request,
                                        uint64_t cookie) = 0;
+  // The same to endpoint `server_endpoint` of the engine at `server` (0: its
+  // default endpoint). Transports without named endpoints refuse others.
+  virtual Result<uint64_t> SendRequestTo(const NetAddress& server, uint16_t server_endpoint,
+                                         Buffer request, uint64_t cookie) {
+    if (server_endpoint != 0) {
+      return InvalidArgumentError(std::string(scheme()) +
+                                  "://: one endpoint per port; no named endpoints");
+    }
+    return SendRequest(server, std::move(request), cookie);
+  }
   // Answers a request delivered as a kRequest event. NotFound when the RPC is
   // gone (the client gave up or died), FailedPrecondition when answered twice.
   virtual Status SendResponse(const ServerRpcKey& key, Buffer response) = 0;
