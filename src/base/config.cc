@@ -187,7 +187,7 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 // Turns libyaml's events into ConfigDoc entries as they arrive, refusing at
 // the first event whatever config files may not hold (see the top of this
-// file for why that bounds the parse). Used once per document; a class
+// file for why that bounds the parse). One per Parse call; a class
 // (rather than free functions) only so that ConfigDoc can befriend it.
 class ConfigFlattener {
  public:
