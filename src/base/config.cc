@@ -1,159 +1,156 @@
-// ConfigDoc: the yaml-cpp adapter (the only file that includes yaml-cpp),
-// flattening into dotted keys, typed getters, and the unknown-key check.
-// Every yaml-cpp exception is caught here and turned into a Status that
-// names the file and line.
+// ConfigDoc: the libyaml adapter (the only file that includes libyaml),
+// which flattens the parser's events into dotted keys as they arrive; the
+// typed getters; and the unknown-key check. Every libyaml error becomes a
+// Status naming the file, line and column.
 #include "base/config.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
-#include <new>
-#include <optional>
-#include <sstream>
 #include <utility>
 
-#include "base/config_subprocess.h"
 #include "base/config_value.h"
 
 namespace wharf {
 namespace {
 
-// Why parsing runs in a child process. yaml-cpp 0.7 (Debian 12) does not
-// finish on some malformed documents, allocating as it loops (found by
-// config_fuzzer; fuzz/known_hangs/). The ones understood so far are refused
-// up front by DocumentChecker, but yaml-cpp is too large to prove that no
-// other input loops: its scanner and parser are ~4000 lines of state. The
-// ways to bound code that may not terminate are: (a) refuse the inputs that
-// loop, which needs that proof; (b) run it in a process that can be killed;
-// (c) a thread with a watchdog, which cannot stop a thread that loops. So
-// Parse forks a child that runs yaml-cpp under an address-space limit and
-// sends back the flattened entries (or the error), and the parent kills it
-// when the time limit passes (base/config_subprocess.h; that file says why
-// running yaml-cpp in the child of a multi-threaded process is sound with
-// glibc). Costs: a fork per document, which copies the caller's page tables
-// (under a millisecond for a small process, about 20 ms per 500 MB resident;
-// configs are read at startup), and Parse fails, with kInternal, where fork
-// is not allowed.
-// The only in-process shortcut is a document of blanks and comments, which
-// needs no parser at all (IsBlankOrComments).
+// Why parsing needs no time or memory limit around it (yaml-cpp, the parser
+// before, looped for ever on some inputs, fuzz/known_hangs/):
+// - libyaml (the parser under PyYAML, fuzzed continuously in OSS-Fuzz) reads
+//   the text strictly forwards, and each yaml_parser_parse call returns one
+//   event after looking at most about 1024 characters ahead (as far as a key
+//   may be from its ':'); its state grows only with that window and with
+//   the nesting depth.
+// - The event loop ends: every event but those of the stream and of
+//   documents starts or ends a node; nodes are counted over all documents and
+//   refused past kMaxNodes, and each document has a node (its root, if only
+//   an empty one), so no stream yields more than about 4 * kMaxNodes events.
+// - Nesting is refused past kMaxDepth, at the event that goes deeper, so
+//   neither the flattener's stack nor libyaml's grows further.
+// - Anchors and aliases are refused at the first one. An alias stands for a
+//   copy of its anchor's node, so ten levels of ten aliases flatten into
+//   10^10 keys; config files have no use for them.
+// So time is linear in the text, and memory linear in the text and the
+// entries kept. Parsing touches no global state: threads may parse at once.
 
-// Reads parser events alone, before any node is built, and stops the parse
-// (by throwing Stop) at the first thing that would make yaml-cpp loop for
-// ever or build without bound:
-// - Anchors and aliases. Config files have no use for them, and yaml-cpp
-//   turns a self-referencing alias (`a: &x [*x]`) into a cycle of shared
-//   nodes that is never freed and that expands without end.
-// - A document that starts where the previous one started. yaml-cpp's
-//   SingleDocParser::HandleNode returns a null, without consuming it, for a
-//   token no value can start with (a ',' outside [...] or {...}); at the top
-//   level that ends the document, Parser::HandleNextDocument starts the next
-//   one at the same token, and so on for ever (every known hang). A
-//   document that consumed nothing is exactly that loop; since a config is a
-//   single document anyway, refusing a second one that makes no progress
-//   loses nothing.
-// - More nodes than a config can hold: each key is two nodes (name and
-//   value), plus the root, so past 2 * kMaxEntries + 1 the flattener would
-//   refuse the document anyway; stopping here keeps yaml-cpp from building
-//   millions of nodes first.
-class DocumentChecker final : public YAML::EventHandler {
- public:
-  enum class Problem { kNone, kAnchor, kNoProgress, kTooManyNodes };
-  struct Stop {};
+// libyaml positions are 0-based; people and editors count from 1.
+int OneBased(size_t n) {
+  return n >= static_cast<size_t>(INT_MAX) ? INT_MAX : static_cast<int>(n) + 1;
+}
 
-  explicit DocumentChecker(size_t max_nodes) : max_nodes_(max_nodes) {}
+// Bytes of the character at text[i], as libyaml reads UTF-8, and whether it
+// ends a line: "\r\n", "\r", "\n", U+0085, U+2028 and U+2029 do.
+size_t CharWidth(std::string_view text, size_t i, bool& is_break) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c == '\r' || c == '\n') {
+    is_break = true;
+    return c == '\r' && i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
+  }
+  size_t width = c < 0x80             ? 1
+                 : (c & 0xE0) == 0xC0 ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 1;
+  width = std::min(width, text.size() - i);
+  const std::string_view ch = text.substr(i, width);
+  is_break = ch == "\xC2\x85" || ch == "\xE2\x80\xA8" || ch == "\xE2\x80\xA9";
+  return width;
+}
 
-  Problem problem = Problem::kNone;
-  YAML::Mark where;  // of the problem
-
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    if (documents_ > 0 && mark.pos == last_start_.pos && mark.line == last_start_.line &&
-        mark.column == last_start_.column) {
-      Fail(Problem::kNoProgress, mark);
+// The byte at a libyaml mark (line, and column in characters), or 0 if the
+// mark is past its line or the text.
+char ByteAt(std::string_view text, const yaml_mark_t& mark) {
+  size_t line = 0, column = 0;
+  for (size_t i = 0;;) {
+    if (line == mark.line && column == mark.column) return i < text.size() ? text[i] : '\0';
+    if (i >= text.size() || line > mark.line) return '\0';
+    bool is_break = false;
+    i += CharWidth(text, i, is_break);
+    if (is_break) {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
     }
-    last_start_ = mark;
-    ++documents_;
   }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Node(mark, anchor); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Fail(Problem::kAnchor, mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                const std::string&) override {
-    Node(mark, anchor);
+}
+
+// The 0-based line and column (in characters) of a byte offset.
+std::pair<size_t, size_t> PositionOf(std::string_view text, size_t offset) {
+  size_t line = 0, column = 0;
+  for (size_t i = 0; i < offset && i < text.size();) {
+    bool is_break = false;
+    i += CharWidth(text, i, is_break);
+    if (is_break) {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
+    }
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    Node(mark, anchor);
+  return {line, column};
+}
+
+// True for a scalar that YAML reads as null: an empty or "~"/"null" plain
+// scalar without a tag (what "key:" with no value gives), or one tagged !!null.
+bool IsNullScalar(const yaml_event_t& event) {
+  const auto& s = event.data.scalar;
+  if (s.tag != nullptr)
+    return std::strcmp(reinterpret_cast<const char*>(s.tag), YAML_NULL_TAG) == 0;
+  if (s.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  const std::string_view value(reinterpret_cast<const char*>(s.value), s.length);
+  return value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
+}
+
+// Owns a libyaml parser reading `text`, which must outlive it.
+class YamlParser {
+ public:
+  explicit YamlParser(std::string_view text) {
+    ok_ = yaml_parser_initialize(&parser_) != 0;
+    if (!ok_) return;
+    // UTF-8 only: libyaml would otherwise take a UTF-16 byte order mark to
+    // mean UTF-16, and positions would no longer be offsets into `text`.
+    yaml_parser_set_encoding(&parser_, YAML_UTF8_ENCODING);
+    static constexpr unsigned char kEmpty[] = "";
+    yaml_parser_set_input_string(
+        &parser_, text.empty() ? kEmpty : reinterpret_cast<const unsigned char*>(text.data()),
+        text.size());
   }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
-    Node(mark, anchor);
+  ~YamlParser() {
+    if (ok_) yaml_parser_delete(&parser_);
   }
-  void OnMapEnd() override {}
+  YamlParser(const YamlParser&) = delete;
+  YamlParser& operator=(const YamlParser&) = delete;
+
+  bool ok() const { return ok_; }
+  // The next event, or false with state().error saying why not.
+  bool Next(yaml_event_t& event) { return yaml_parser_parse(&parser_, &event) != 0; }
+  const yaml_parser_t& state() const { return parser_; }
 
  private:
-  void Node(const YAML::Mark& mark, YAML::anchor_t anchor) {
-    if (anchor != YAML::NullAnchor) Fail(Problem::kAnchor, mark);
-    if (++nodes_ > max_nodes_) Fail(Problem::kTooManyNodes, mark);
-  }
-  [[noreturn]] void Fail(Problem p, const YAML::Mark& mark) {
-    problem = p;
-    where = mark;
-    throw Stop{};
-  }
-
-  const size_t max_nodes_;
-  size_t nodes_ = 0;
-  size_t documents_ = 0;
-  YAML::Mark last_start_;
+  yaml_parser_t parser_{};
+  bool ok_ = false;
 };
 
-// True if `text` is only blank lines and comments, in printable ASCII: an
-// empty document for any YAML parser, so Parse answers it without running
-// one (the engine parses "" whenever no config file is given). Each line is
-// spaces, then optionally '#' and printable characters or tabs.
-bool IsBlankOrComments(std::string_view text) {
-  bool comment = false;
-  for (const char c : text) {
-    if (c == '\n') {
-      comment = false;
-    } else if (comment) {
-      if (c != '\t' && (c < 0x20 || c > 0x7e)) return false;
-    } else if (c == '#') {
-      comment = true;
-    } else if (c != ' ') {
-      return false;
-    }
-  }
-  return true;
-}
+// Owns one event (libyaml allocates its strings).
+class YamlEvent {
+ public:
+  YamlEvent() = default;
+  ~YamlEvent() { yaml_event_delete(&event_); }
+  YamlEvent(const YamlEvent&) = delete;
+  YamlEvent& operator=(const YamlEvent&) = delete;
+  yaml_event_t& get() { return event_; }
 
-// The byte at a yaml-cpp mark (0-based line and column, counted in bytes
-// for UTF-8 after any byte order mark), or 0 if there is none.
-char CharAt(std::string_view text, const YAML::Mark& mark) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  size_t at = 0;
-  for (int line = 0; line < mark.line; ++line) {
-    at = text.find('\n', at);
-    if (at == std::string_view::npos) return 0;
-    ++at;
-  }
-  at += static_cast<size_t>(std::max(0, mark.column));
-  return at < text.size() ? text[at] : 0;
-}
-
-// yaml-cpp marks are 0-based; people and editors count lines from 1.
-int LineOf(const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  return mark.is_null() ? 0 : mark.line + 1;
-}
+ private:
+  yaml_event_t event_{};
+};
 
 // The parent of a dotted key ("" for a top-level key) and its last segment.
 std::string_view ParentOf(std::string_view key) {
@@ -188,178 +185,259 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-// Walks a parsed YAML tree into ConfigDoc entries. A class (rather than free
-// functions) only so that ConfigDoc can befriend it.
+// Turns libyaml's events into ConfigDoc entries as they arrive, refusing at
+// the first event whatever config files may not hold (see the top of this
+// file for why that bounds the parse). One per Parse call; a class
+// (rather than free functions) only so that ConfigDoc can befriend it.
 class ConfigFlattener {
  public:
   // Bounds on the flattened tree: a config is small and shallow, and both
   // depth and size are capped rather than trusted.
-  static constexpr int kMaxDepth = 64;
+  static constexpr size_t kMaxDepth = 64;
   static constexpr size_t kMaxEntries = 100'000;
+  // Each key is two nodes (name and value), plus the root: past this many,
+  // the entries would be too many anyway.
+  static constexpr size_t kMaxNodes = 2 * kMaxEntries + 1;
+  // Every entry stores its whole dotted key, so a long name in a section
+  // with many keys would cost its length once per key (a 1 MiB name over
+  // 100,000 keys is 100 GB); real keys are tens of bytes.
+  static constexpr size_t kMaxKeyBytes = 512;
 
-  explicit ConfigFlattener(ConfigDoc& doc) : doc_(doc) {}
+  // `text` must outlive the flattener.
+  ConfigFlattener(ConfigDoc& doc, std::string_view text) : doc_(doc), text_(text) {}
 
-  // Adds `node` under `key` ("" for the root, at depth 0), then its children.
-  Status Add(const YAML::Node& node, const std::string& key, int line, int depth = 0) {
-    if (depth > kMaxDepth || doc_.entries_.size() >= kMaxEntries) {
-      return InvalidArgumentError(fmt::format(
-          "{}:{}: {}: nested deeper than {} levels or more than {} keys",
-          doc_.source_name_, line, key, kMaxDepth, kMaxEntries));
+  // Parses the whole text into doc's entries.
+  Status Run() {
+    YamlParser parser(text_);
+    if (!parser.ok()) return OutOfMemory();
+    while (true) {
+      YamlEvent event;
+      if (!parser.Next(event.get())) return ParseError(parser.state());
+      const yaml_event_type_t type = event.get().type;
+      // libyaml answers "no event" after the end of the stream or an error.
+      if (type == YAML_STREAM_END_EVENT || type == YAML_NO_EVENT) break;
+      WHARF_RETURN_IF_ERROR(OnEvent(event.get()));
     }
-    ConfigDoc::Entry& entry = doc_.entries_[key];
-    entry.line = line;
-    switch (node.Type()) {
-      case YAML::NodeType::Scalar:
-        entry.kind = ConfigDoc::Kind::kScalar;
-        entry.scalar = node.Scalar();
-        return OkStatus();
-      case YAML::NodeType::Sequence: {
-        entry.kind = ConfigDoc::Kind::kList;
-        for (size_t i = 0; i < node.size(); ++i) {
-          entry.children.push_back(std::to_string(i));
-          const YAML::Node item = node[i];
-          WHARF_RETURN_IF_ERROR(
-              Add(item, Join(key, entry.children.back()), LineOf(item), depth + 1));
-        }
-        return OkStatus();
-      }
-      case YAML::NodeType::Map:
-        entry.kind = ConfigDoc::Kind::kMap;
-        return AddMap(node, key, depth);
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        break;
+    if (documents_ > 1) {
+      return InvalidArgumentError(fmt::format("{}:{}: expected one YAML document, found {}", src(),
+                                              second_document_line_, documents_));
     }
-    entry.kind = ConfigDoc::Kind::kNull;
     return OkStatus();
   }
 
  private:
-  Status AddMap(const YAML::Node& node, const std::string& key, int depth) {
-    for (const auto& pair : node) {
-      // Copies (cheap handles): yaml-cpp's iterator yields a temporary pair.
-      const YAML::Node name_node = pair.first;
-      const YAML::Node value_node = pair.second;
-      const int line = LineOf(name_node);
-      if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-        return InvalidArgumentError(fmt::format("{}:{}: {}: keys must be non-empty plain names",
-                                                doc_.source_name_, line,
-                                                key.empty() ? "top level" : key));
-      }
-      const std::string& name = name_node.Scalar();
-      const std::string child = Join(key, name);
-      // A dot inside a name would make "a.b" mean two different keys.
-      if (name.find('.') != std::string::npos) {
+  // An open map or list of the first document.
+  struct Frame {
+    std::string key;                    // its dotted key, "" for the top level
+    ConfigDoc::Entry* entry = nullptr;  // its entry (std::map never moves them)
+    bool is_map = false;
+    // For a map: true between a child's name and its value; the name and
+    // the line it is on.
+    bool awaiting_value = false;
+    std::string name;
+    int name_line = 0;
+    size_t next_index = 0;  // for a list: the next item's index
+  };
+
+  const std::string& src() const { return doc_.source_name_; }
+
+  Status OnEvent(const yaml_event_t& event) {
+    switch (event.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        ++documents_;
+        return OkStatus();
+      case YAML_ALIAS_EVENT:
+        return AnchorError(event.start_mark);
+      case YAML_SCALAR_EVENT:
+        return OnNode(event,
+                      IsNullScalar(event) ? ConfigDoc::Kind::kNull : ConfigDoc::Kind::kScalar,
+                      event.data.scalar.anchor);
+      case YAML_SEQUENCE_START_EVENT:
+        return OnNode(event, ConfigDoc::Kind::kList, event.data.sequence_start.anchor);
+      case YAML_MAPPING_START_EVENT:
+        return OnNode(event, ConfigDoc::Kind::kMap, event.data.mapping_start.anchor);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        if (documents_ == 1 && !stack_.empty()) stack_.pop_back();
+        return OkStatus();
+      default:  // the stream's start, a document's end
+        return OkStatus();
+    }
+  }
+
+  // A scalar, or the start of a map or a list.
+  Status OnNode(const yaml_event_t& event, ConfigDoc::Kind kind, const yaml_char_t* anchor) {
+    const int line = OneBased(event.start_mark.line);
+    if (anchor != nullptr) return AnchorError(event.start_mark);
+    if (++nodes_ > kMaxNodes) {
+      if (documents_ > 1) {
         return InvalidArgumentError(
-            fmt::format("{}:{}: {}: key names must not contain '.'; nest maps instead",
-                        doc_.source_name_, line, QuoteForError(child)));
+            fmt::format("{}:{}: expected one YAML document, found {} or more", src(),
+                        second_document_line_, documents_));
       }
-      // yaml-cpp keeps both pairs of a duplicated key; a reader would see only
-      // one of them, so a duplicate is an error rather than a silent pick.
-      if (auto prev = doc_.entries_.find(child); prev != doc_.entries_.end()) {
-        return InvalidArgumentError(fmt::format("{}:{}: {}: duplicate key (first set on line {})",
-                                                doc_.source_name_, line, child, prev->second.line));
-      }
-      doc_.entries_[key].children.push_back(name);
-      WHARF_RETURN_IF_ERROR(Add(value_node, child, line, depth + 1));
+      return InvalidArgumentError(
+          fmt::format("{}:{}: more than {} keys", src(), line, kMaxEntries));
+    }
+    if (documents_ > 1) {  // only counted, for the error at the end
+      if (second_document_line_ == 0) second_document_line_ = line;
+      return OkStatus();
+    }
+    std::string_view scalar;
+    if (event.type == YAML_SCALAR_EVENT) {
+      scalar = std::string_view(reinterpret_cast<const char*>(event.data.scalar.value),
+                                event.data.scalar.length);
+    }
+    if (stack_.empty()) return OnRoot(kind, scalar, line);
+    Frame& parent = stack_.back();
+    if (parent.is_map && !parent.awaiting_value) return OnName(parent, kind, scalar, line);
+
+    std::string key;
+    int key_line = line;  // a map value's is its name's line; a list item's its own
+    if (parent.is_map) {
+      key = Join(parent.key, parent.name);
+      key_line = parent.name_line;
+      parent.awaiting_value = false;
+    } else {
+      std::string index = std::to_string(parent.next_index++);
+      key = Join(parent.key, index);
+      parent.entry->children.push_back(std::move(index));
+    }
+    if (key.size() > kMaxKeyBytes) return KeyTooLong(key, key_line);
+    if (stack_.size() > kMaxDepth) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: {}: nested deeper than {} levels", src(), key_line, key, kMaxDepth));
+    }
+    if (doc_.entries_.size() >= kMaxEntries) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: more than {} keys", src(), key_line, kMaxEntries));
+    }
+    ConfigDoc::Entry& entry = doc_.entries_[key];
+    entry.kind = kind;
+    entry.line = key_line;
+    if (kind == ConfigDoc::Kind::kScalar) entry.scalar = scalar;
+    if (kind == ConfigDoc::Kind::kMap || kind == ConfigDoc::Kind::kList) {
+      stack_.push_back(
+          Frame{.key = std::move(key), .entry = &entry, .is_map = kind == ConfigDoc::Kind::kMap});
     }
     return OkStatus();
+  }
+
+  // The first document's root: a map, or nothing at all (an empty document).
+  Status OnRoot(ConfigDoc::Kind kind, std::string_view scalar, int line) {
+    switch (kind) {
+      case ConfigDoc::Kind::kNull:
+        return OkStatus();  // empty, comments only, or "~": all defaults
+      case ConfigDoc::Kind::kScalar:
+      case ConfigDoc::Kind::kList:
+        return InvalidArgumentError(fmt::format(
+            "{}:{}: expected a map of settings at the top level, got {}", src(), line,
+            kind == ConfigDoc::Kind::kList ? std::string("a list") : QuoteForError(scalar)));
+      case ConfigDoc::Kind::kMap:
+        break;
+    }
+    ConfigDoc::Entry& root = doc_.entries_[""];
+    root.kind = ConfigDoc::Kind::kMap;
+    root.line = line;
+    stack_.push_back(Frame{.entry = &root, .is_map = true});
+    return OkStatus();
+  }
+
+  // A node in a map where a child's name belongs.
+  Status OnName(Frame& map, ConfigDoc::Kind kind, std::string_view name, int line) {
+    if (kind != ConfigDoc::Kind::kScalar || name.empty()) {
+      return InvalidArgumentError(fmt::format("{}:{}: {}: keys must be non-empty plain names",
+                                              src(), line,
+                                              map.key.empty() ? "top level" : map.key));
+    }
+    const std::string child = Join(map.key, name);
+    if (child.size() > kMaxKeyBytes) return KeyTooLong(child, line);
+    // A dot inside a name would make "a.b" mean two different keys.
+    if (name.find('.') != std::string_view::npos) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: {}: key names must not contain '.'; nest maps instead", src(), line,
+                      QuoteForError(child)));
+    }
+    // YAML forbids it, and a reader would see only one of the two values.
+    if (auto prev = doc_.entries_.find(child); prev != doc_.entries_.end()) {
+      return InvalidArgumentError(fmt::format("{}:{}: {}: duplicate key (first set on line {})",
+                                              src(), line, child, prev->second.line));
+    }
+    map.entry->children.emplace_back(name);
+    map.name = name;
+    map.name_line = line;
+    map.awaiting_value = true;
+    return OkStatus();
+  }
+
+  Status KeyTooLong(std::string_view key, int line) const {
+    return InvalidArgumentError(fmt::format("{}:{}: {}: key longer than {} bytes", src(), line,
+                                            QuoteForError(key), kMaxKeyBytes));
+  }
+
+  Status AnchorError(const yaml_mark_t& at) const {
+    return InvalidArgumentError(fmt::format(
+        "{}:{}:{}: YAML anchors and aliases (&name, *name) are not supported in wharf config "
+        "files; write the values out",
+        src(), OneBased(at.line), OneBased(at.column)));
+  }
+
+  Status OutOfMemory() const {
+    return ResourceExhaustedError(fmt::format("{}: YAML parser ran out of memory", src()));
+  }
+
+  Status ParseError(const yaml_parser_t& parser) const {
+    const std::string problem = parser.problem != nullptr ? parser.problem : "unknown problem";
+    switch (parser.error) {
+      case YAML_MEMORY_ERROR:
+        return OutOfMemory();
+      case YAML_READER_ERROR: {
+        // Not UTF-8, or a control character; problem_offset is in bytes.
+        const auto [line, column] = PositionOf(text_, parser.problem_offset);
+        const std::string value =
+            parser.problem_value >= 0 ? fmt::format(" (0x{:02X})", parser.problem_value) : "";
+        return InvalidArgumentError(
+            fmt::format("{}:{}:{}: YAML syntax error: {}{}; a config file must be UTF-8 text "
+                        "without control characters",
+                        src(), OneBased(line), OneBased(column), problem, value));
+      }
+      case YAML_SCANNER_ERROR:
+      case YAML_PARSER_ERROR: {
+        const yaml_mark_t& at = parser.problem_mark;
+        const std::string where =
+            fmt::format("{}:{}:{}", src(), OneBased(at.line), OneBased(at.column));
+        const char c = ByteAt(text_, at);
+        // The mistakes people make, in their words rather than the parser's.
+        if (c == ',' && parser.flow_level == 0) {
+          return InvalidArgumentError(
+              fmt::format("{}: YAML syntax error: unexpected ',' outside [...] or {{...}}", where));
+        }
+        if (c == '\t') {
+          return InvalidArgumentError(fmt::format(
+              "{}: YAML syntax error: a tab where YAML allows only spaces (indent with spaces)",
+              where));
+        }
+        std::string message = fmt::format("{}: YAML syntax error: {}", where, problem);
+        if (parser.context != nullptr) {
+          message +=
+              fmt::format(" ({} started at {}:{})", parser.context,
+                          OneBased(parser.context_mark.line), OneBased(parser.context_mark.column));
+        }
+        return InvalidArgumentError(std::move(message));
+      }
+      default:
+        return InvalidArgumentError(fmt::format("{}: YAML error: {}", src(), problem));
+    }
   }
 
   ConfigDoc& doc_;
+  const std::string_view text_;
+  std::vector<Frame> stack_;      // open maps and lists, outermost first
+  size_t nodes_ = 0;              // in every document
+  size_t documents_ = 0;          // started so far
+  int second_document_line_ = 0;  // of the second document's root
 };
 
-// Carries a parse result from the parser process to the caller: 'E', the
-// status code and message; or 'D' and every entry. Both ends are this
-// binary, so integers go in native byte order; the reader still checks every
-// length and value, since it is input from another process.
-class ConfigCodec {
- public:
-  static std::string Encode(const Result<ConfigDoc>& result) {
-    std::string out;
-    if (!result.ok()) {
-      out += 'E';
-      PutU32(out, static_cast<uint32_t>(result.status().code()));
-      PutString(out, result.status().message());
-      return out;
-    }
-    out += 'D';
-    PutU32(out, static_cast<uint32_t>(result->entries_.size()));
-    for (const auto& [key, entry] : result->entries_) {
-      PutString(out, key);
-      out += static_cast<char>(entry.kind);
-      PutU32(out, static_cast<uint32_t>(entry.line));
-      PutString(out, entry.scalar);
-      PutU32(out, static_cast<uint32_t>(entry.children.size()));
-      for (const std::string& child : entry.children) PutString(out, child);
-    }
-    return out;
-  }
-
-  static Result<ConfigDoc> Decode(std::string_view in, std::string source_name) {
-    Reader r{in};
-    ConfigDoc doc(std::move(source_name));
-    const char tag = r.Byte();
-    if (tag == 'E') {
-      const uint32_t code = r.U32();
-      std::string message(r.String());
-      if (r.ok && r.rest.empty() && code != 0 && code <= static_cast<uint32_t>(StatusCode::kDataLoss)) {
-        return Status(static_cast<StatusCode>(code), std::move(message));
-      }
-    } else if (tag == 'D') {
-      for (uint32_t n = r.U32(); r.ok && n > 0; --n) {
-        std::string key(r.String());
-        ConfigDoc::Entry entry;
-        const auto kind = static_cast<uint8_t>(r.Byte());
-        entry.kind = static_cast<ConfigDoc::Kind>(kind);
-        entry.line = static_cast<int>(r.U32());
-        entry.scalar = std::string(r.String());
-        for (uint32_t c = r.U32(); r.ok && c > 0; --c) entry.children.emplace_back(r.String());
-        if (kind > static_cast<uint8_t>(ConfigDoc::Kind::kList)) r.ok = false;
-        if (r.ok) doc.entries_.emplace_hint(doc.entries_.end(), std::move(key), std::move(entry));
-      }
-      if (r.ok && r.rest.empty()) return doc;
-    }
-    return InternalError(fmt::format("{}: YAML parser process sent a malformed result",
-                                     doc.source_name_));
-  }
-
- private:
-  static void PutU32(std::string& out, uint32_t v) {
-    out.append(reinterpret_cast<const char*>(&v), sizeof(v));
-  }
-  static void PutString(std::string& out, std::string_view s) {
-    PutU32(out, static_cast<uint32_t>(s.size()));
-    out += s;
-  }
-  // Reads from `rest`; on running short, sets ok = false and reads zeros.
-  struct Reader {
-    std::string_view rest;
-    bool ok = true;
-    std::string_view Take(size_t n) {
-      if (!ok || n > rest.size()) {
-        ok = false;
-        return {};
-      }
-      std::string_view got = rest.substr(0, n);
-      rest.remove_prefix(n);
-      return got;
-    }
-    char Byte() {
-      const std::string_view b = Take(1);
-      return b.empty() ? '\0' : b[0];
-    }
-    uint32_t U32() {
-      uint32_t v = 0;
-      const std::string_view b = Take(sizeof(v));
-      if (!b.empty()) std::memcpy(&v, b.data(), sizeof(v));
-      return v;
-    }
-    std::string_view String() { return Take(U32()); }
-  };
-};
-
-Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path, const ConfigParseLimits& limits) {
+Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, fmt::format("config file {}", path));
   std::string text;
@@ -389,99 +467,15 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path, const ConfigParse
   }
   ::close(fd);
   WHARF_RETURN_IF_ERROR(status);
-  return Parse(text, path, limits);
+  return Parse(text, path);
 }
 
-Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name,
-                                   const ConfigParseLimits& limits) {
-  if (IsBlankOrComments(text)) return ConfigDoc(std::move(source_name));
-  SubprocessLimits sub;
-  sub.time_limit_ms = limits.time_limit_ms;
-  sub.memory_limit_bytes = limits.memory_limit_bytes;
-  sub.in_child = limits.in_parser_process;
-  Result<std::string> reply = RunInSubprocess(
-      sub, [&] { return ConfigCodec::Encode(ParseHere(text, source_name)); });
-  if (reply.ok()) return ConfigCodec::Decode(*reply, std::move(source_name));
-  switch (reply.status().code()) {
-    case StatusCode::kDeadlineExceeded:
-      return InvalidArgumentError(
-          fmt::format("{}: YAML parser did not finish within {} ms (malformed document?)",
-                      source_name, limits.time_limit_ms));
-    case StatusCode::kResourceExhausted:
-      if (limits.memory_limit_bytes == 0) {
-        return InvalidArgumentError(fmt::format("{}: YAML parser ran out of memory", source_name));
-      }
-      return InvalidArgumentError(
-          fmt::format("{}: YAML parser needed more than {} MiB of memory (malformed document?)",
-                      source_name, limits.memory_limit_bytes >> 20));
-    default:
-      return InternalError(
-          fmt::format("{}: YAML parser failed: {}", source_name, reply.status().message()));
-  }
-}
-
-Result<ConfigDoc> ConfigDoc::ParseHere(std::string_view text, std::string source_name) {
+Result<ConfigDoc> ConfigDoc::Parse(std::string_view text, std::string source_name) {
   ConfigDoc doc(std::move(source_name));
-  const std::string& src = doc.source_name_;
-  try {
-    {
-      std::istringstream in{std::string(text)};
-      YAML::Parser parser(in);
-      DocumentChecker checker(2 * ConfigFlattener::kMaxEntries + 1);
-      try {
-        while (parser.HandleNextDocument(checker)) {
-        }
-      } catch (const DocumentChecker::Stop&) {
-      }
-      const YAML::Mark& at = checker.where;
-      switch (checker.problem) {
-        case DocumentChecker::Problem::kNone:
-          break;
-        case DocumentChecker::Problem::kAnchor:
-          return InvalidArgumentError(fmt::format(
-              "{}:{}:{}: YAML anchors and aliases (&name, *name) are not supported in wharf "
-              "config files; write the values out",
-              src, at.line + 1, at.column + 1));
-        case DocumentChecker::Problem::kNoProgress: {
-          const char c = CharAt(text, at);
-          return InvalidArgumentError(
-              c == ','
-                  ? fmt::format("{}:{}:{}: YAML syntax error: unexpected ',' outside [...] or {{...}}",
-                                src, at.line + 1, at.column + 1)
-                  : fmt::format("{}:{}:{}: YAML syntax error: no value can start here", src,
-                                at.line + 1, at.column + 1));
-        }
-        case DocumentChecker::Problem::kTooManyNodes:
-          return InvalidArgumentError(fmt::format("{}:{}: more than {} keys", src, at.line + 1,
-                                                  ConfigFlattener::kMaxEntries));
-      }
-    }
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      return InvalidArgumentError(fmt::format("{}:{}: expected one YAML document, found {}", src,
-                                              LineOf(docs[1]), docs.size()));
-    }
-    if (docs.empty() || docs[0].IsNull()) return doc;  // empty or comments only: all defaults
-    const YAML::Node& root = docs[0];
-    if (!root.IsMap()) {
-      return InvalidArgumentError(fmt::format(
-          "{}:{}: expected a map of settings at the top level, got {}", src, LineOf(root),
-          root.IsSequence() ? std::string("a list") : QuoteForError(root.Scalar())));
-    }
-    WHARF_RETURN_IF_ERROR(ConfigFlattener(doc).Add(root, "", LineOf(root)));
-  } catch (const YAML::ParserException& e) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: {}", src, e.mark.line + 1,
-                                            e.mark.column + 1, e.msg));
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null())
-      return InvalidArgumentError(fmt::format("{}: YAML error: {}", src, e.msg));
-    return InvalidArgumentError(
-        fmt::format("{}:{}:{}: YAML error: {}", src, e.mark.line + 1, e.mark.column + 1, e.msg));
-  } catch (const std::bad_alloc&) {
-    throw;  // the memory limit: RunInSubprocess reports it
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(fmt::format("{}: cannot load YAML: {}", src, e.what()));
-  }
+  // A UTF-8 byte order mark is not part of the text; told the encoding,
+  // libyaml would count it as a column.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  WHARF_RETURN_IF_ERROR(ConfigFlattener(doc, text).Run());
   return doc;
 }
 
@@ -496,7 +490,8 @@ Result<ConfigDoc> ConfigDoc::FromSettings(
     size_t start = 0;
     while (true) {
       size_t dot = key.find('.', start);
-      std::string name = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      std::string name =
+          key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       if (name.empty()) {
         return InvalidArgumentError(fmt::format("{}:{}: '{}': expected dotted names, e.g. a.b",
                                                 doc.source_name_, line, key));
@@ -513,8 +508,8 @@ Result<ConfigDoc> ConfigDoc::FromSettings(
       entry.line = line;
       if (dot == std::string::npos) {
         if (entry.kind == Kind::kMap) {
-          return InvalidArgumentError(fmt::format("{}:{}: '{}': is a section, not a value",
-                                                  doc.source_name_, line, key));
+          return InvalidArgumentError(
+              fmt::format("{}:{}: '{}': is a section, not a value", doc.source_name_, line, key));
         }
         entry.kind = Kind::kScalar;
         entry.scalar = value;

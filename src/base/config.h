@@ -2,7 +2,7 @@
 // getters by dotted key ("homa.unsched_bytes"), with errors that say where
 // and what: "wharfd.yaml:12: policy.rate: expected a rate like '10Gbps'
 // (...), got 'fast'". config.cc is the only file in wharf that includes
-// yaml-cpp; value syntax (units, bounds) lives in base/config_value.h. Which
+// libyaml; value syntax (units, bounds) lives in base/config_value.h. Which
 // keys exist and what they default to belongs to the modules that read them.
 //
 // The file is flattened at load time into one entry per key: maps nest with
@@ -17,13 +17,12 @@
 //   ...every module reads its keys...
 //   WHARF_RETURN_IF_ERROR(doc.CheckNoUnknownKeys());  // typos fail startup
 //
-// Parsing is bounded: yaml-cpp 0.7 loops for ever (allocating as it goes) on
-// some malformed documents, so it runs in a child process under a time and a
-// memory limit (ConfigParseLimits; config.cc says why and how). No input can
-// hang the caller or exhaust its memory; the worst is an error such as
-// "wharf.yaml: YAML parser did not finish within 10000 ms (malformed
-// document?)". The loops known so far are recognised before that and
-// reported where they start.
+// Parsing runs in the calling thread and is bounded by the document: libyaml
+// reads it as a stream of events, which config.cc turns into entries as they
+// come, refusing anchors and aliases, a second document, nesting deeper than
+// 64 levels and more than 100,000 keys at the first event that shows them
+// (config.cc says why that bounds time and memory). Nothing here forks,
+// starts threads or touches global state, so any thread may parse.
 #pragma once
 
 #include <cstdint>
@@ -40,22 +39,6 @@
 
 namespace wharf {
 
-// Bounds on parsing one config document; the defaults suit every caller but
-// tests and the fuzzer.
-struct ConfigParseLimits {
-  // Wall-clock time for the parser process. The slowest valid documents we
-  // could make (4 MiB, the most LoadFile reads, with 100,000 keys) take
-  // about 1.5 s, 3 s under AddressSanitizer; real configs take a few ms.
-  int time_limit_ms = 10'000;
-  // Memory the parser process may map beyond what this process has. Those
-  // documents need about 120 MB, 450 MB under AddressSanitizer.
-  size_t memory_limit_bytes = size_t{1} << 30;
-  // Testing hook, run in the parser process after parsing, before it answers
-  // (the fuzzer copies its coverage counters out with it). It must not
-  // sleep: a parser process asleep is taken to be stuck, and replaced.
-  void (*in_parser_process)() = nullptr;
-};
-
 // Owned by the code that loads the config (wharfd startup, a tool). Getters
 // are const but record which keys were read, for CheckNoUnknownKeys; that
 // bookkeeping makes a ConfigDoc unsafe to share between threads.
@@ -66,16 +49,16 @@ class ConfigDoc {
   static constexpr size_t kMaxFileBytes = 4 << 20;
 
   // Reads and parses `path`. A missing file is kNotFound naming the path.
-  static Result<ConfigDoc> LoadFile(const std::string& path, const ConfigParseLimits& limits = {});
-  // Parses `text`; `source_name` (usually the path) starts every message.
-  // Errors are kInvalidArgument, except kInternal when the parser process
-  // cannot be started, dies or keeps stalling (a bug or the environment,
-  // not the document).
-  static Result<ConfigDoc> Parse(std::string_view text, std::string source_name,
-                                 const ConfigParseLimits& limits = {});
+  static Result<ConfigDoc> LoadFile(const std::string& path);
+  // Parses `text`, which must be UTF-8; `source_name` (usually the path)
+  // starts every message. A YAML error is "<source>:<line>:<column>: YAML
+  // syntax error: <what>" (columns count characters, from 1); when a
+  // document has several problems, the first in the text is reported. Errors
+  // are kInvalidArgument, except kResourceExhausted if memory runs out.
+  static Result<ConfigDoc> Parse(std::string_view text, std::string source_name);
   // Settings given as ("section.name", value) pairs (`--set`, options in
-  // code), built directly: no YAML, so no parser process and nothing a value
-  // could inject. Pair i is "line" i + 1 in errors; a later pair for the same
+  // code), built directly: no YAML, so no parser and nothing a value could
+  // inject. Pair i is "line" i + 1 in errors; a later pair for the same
   // key wins. InvalidArgument for an empty key part, or a key that is both a
   // value and a section ("a.b" and "a.b.c").
   static Result<ConfigDoc> FromSettings(
@@ -129,13 +112,8 @@ class ConfigDoc {
     std::vector<std::string> children;
   };
   friend class ConfigFlattener;
-  friend class ConfigCodec;
 
   explicit ConfigDoc(std::string source_name) : source_name_(std::move(source_name)) {}
-
-  // Parse's work, in whatever process calls it: unbounded, so called only in
-  // the parser process.
-  static Result<ConfigDoc> ParseHere(std::string_view text, std::string source_name);
 
   // The entry for `key`, or nullptr when the getter should use its default.
   // Marks `key` as known. Errors when an ancestor of `key` is a scalar, since
