@@ -32,20 +32,21 @@ std::string KeyOf(std::string_view scheme, const transport::NetAddress& address)
 Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
     const engine::Uri& uri, const engine::EngineConfig& config,
     std::unique_ptr<transport::MessageTransport>* endpoint) {
+  // Declared before the registry lock: a host that ends up unused is
+  // destroyed after the lock is released (its destructor takes it).
+  std::shared_ptr<EngineHost> host;
   std::lock_guard<std::mutex> registry_lock(g_registry_mu);
   // Port 0 asks for a new socket; any other address may be ours already.
   if (uri.address.port() != 0) {
     auto it = Registry().find(KeyOf(uri.scheme, uri.address));
-    if (it != Registry().end()) {
-      if (std::shared_ptr<EngineHost> host = it->second.lock()) {
-        std::lock_guard<std::recursive_mutex> lock(host->mu_);
-        WHARF_ASSIGN_OR_RETURN(*endpoint, host->transports_->OpenEndpoint(
-                                              uri.scheme, uri.address, uri.endpoint_id));
-        return host;
-      }
+    if (it != Registry().end() && (host = it->second.lock()) != nullptr) {
+      std::lock_guard<std::recursive_mutex> lock(host->mu_);
+      WHARF_ASSIGN_OR_RETURN(*endpoint, host->transports_->OpenEndpoint(
+                                            uri.scheme, uri.address, uri.endpoint_id));
+      return host;
     }
   }
-  std::shared_ptr<EngineHost> host(new EngineHost(config));
+  host.reset(new EngineHost(config));
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
   host->transports_ = std::make_unique<engine::TransportSet>(host->config_, host->clock_);
   WHARF_ASSIGN_OR_RETURN(*endpoint,
@@ -57,6 +58,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
 }
 
 EngineHost::~EngineHost() {
+  if (registry_key_.empty()) return;  // never registered (its open failed)
   std::lock_guard<std::mutex> registry_lock(g_registry_mu);
   auto it = Registry().find(registry_key_);
   // A new host may have taken the address since this one's last endpoint
