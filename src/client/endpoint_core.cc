@@ -28,7 +28,7 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   // on a new one.
   WHARF_ASSIGN_OR_RETURN(core->host_,
                          EngineHost::OpenOrJoin(uri, core->config_, &core->own_transport_));
-  std::lock_guard<std::recursive_mutex> lock(core->host_->mu());
+  std::lock_guard<HostMutex> lock(core->host_->mu());
   transport::MessageTransport* primary = core->own_transport_.get();
   // Transports for other schemes open on first use, under the engine's lock
   // (the engine asks from inside a call the host serialises).
@@ -53,7 +53,7 @@ std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
 EndpointCore::~EndpointCore() {
   Close();
   if (host_ == nullptr) return;  // Open failed before the host
-  std::lock_guard<std::recursive_mutex> lock(host_->mu());
+  std::lock_guard<HostMutex> lock(host_->mu());
   host_->Detach(this);
   // The engine's last completions (Shutdown) reach this sink: gone first,
   // then the transport it borrowed, while the host's sockets still exist.
@@ -64,7 +64,7 @@ EndpointCore::~EndpointCore() {
 void EndpointCore::Close() {
   if (host_ == nullptr) return;  // Open failed before the host
   {
-    std::lock_guard<std::recursive_mutex> lock(host_->mu());
+    std::lock_guard<HostMutex> lock(host_->mu());
     if (closed_.exchange(true)) return;
     if (engine_ == nullptr) return;  // Open failed part-way
     engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
@@ -76,12 +76,12 @@ void EndpointCore::Close() {
 }
 
 int EndpointCore::fd() const {
-  std::lock_guard<std::recursive_mutex> lock(host_->mu());
-  return host_->waiter().Expose();
+  std::lock_guard<HostMutex> lock(host_->mu());
+  return host_->ExposeFd();
 }
 
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
-  std::lock_guard<std::recursive_mutex> lock(host_->mu());
+  std::lock_guard<HostMutex> lock(host_->mu());
   WHARF_ASSIGN_OR_RETURN(const engine::Uri* uri, ResolveLocked(address));
   return *uri;
 }
@@ -104,12 +104,12 @@ TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
 
 int EndpointCore::PollOnce() {
   if (InCallback()) return 0;  // a callback inside a poll pass, or a handler
-  std::unique_lock<std::recursive_mutex> lock(host_->mu());
+  std::unique_lock<HostMutex> lock(host_->mu());
   if (closed_) return 0;
   host_->waiter().ClearReadable();  // fd() is level-triggered
   int work = host_->PollLocked().work;
   lock.unlock();
-  return work + host_->DispatchCalls();
+  return work + host_->DispatchCalls(this);
 }
 
 void EndpointCore::AppendReadableFds(std::vector<int>* fds) const {
@@ -143,7 +143,7 @@ bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline
   // Inside a handler or callback only that same thread could make the
   // progress we would wait for.
   if (InCallback()) return done();
-  return host_->AwaitUntil(done, deadline_ns, /*dispatch=*/keeping_ != this, closed_);
+  return host_->AwaitUntil(done, deadline_ns, this, /*dispatch=*/keeping_ != this, closed_);
 }
 
 Status EndpointCore::Await(CompletionState& state, TimeNs deadline_ns) {
@@ -215,7 +215,7 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
 // ----------------------------------------------------------------- serving
 
 Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async) {
-  std::lock_guard<std::recursive_mutex> lock(host_->mu());
+  std::lock_guard<HostMutex> lock(host_->mu());
   if (closed_) return CancelledError("endpoint " + address_ + " closed");
   auto handler = std::make_unique<Handler>();
   handler->sync = std::move(sync);
@@ -229,6 +229,23 @@ Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandle
 
 void EndpointCore::OnRequest(engine::IncomingCall call) {
   auto it = handlers_.find(call.method);
+  Handler* handler = it == handlers_.end() ? nullptr : it->second;
+  // The common case runs the handler right here, inside the poll that
+  // received the request, as fast as a handler called by the engine itself:
+  // a synchronous handler, nothing queued before it (order), the thread
+  // holding the lock once (it can release it) and no other endpoint on the
+  // host (whose poll pass could be under way on this stack), and no other
+  // thread running handlers.
+  if (handler != nullptr && handler->sync && pending_n_ == 0 && keeping_ != this &&
+      in_handler_ != this && host_->core_count() == 1 && host_->mu().depth() == 1 &&
+      dispatch_mu_.try_lock()) {
+    RunSyncInline(*handler, call);
+    dispatch_mu_.unlock();
+    // Another thread may have queued requests meanwhile and, finding the
+    // dispatch lock taken, left them to us: flag them for the next turn.
+    if (calls_pending_.load(std::memory_order_acquire)) host_->NoteCallsPending();
+    return;
+  }
   if (pending_n_ == pending_calls_.size()) pending_calls_.emplace_back();
   PendingCall& pending = pending_calls_[pending_n_++];
   pending.ref = call.ref;
@@ -236,7 +253,7 @@ void EndpointCore::OnRequest(engine::IncomingCall call) {
   pending.deadline_ns = call.deadline_ns;
   pending.request = std::move(call.request);
   pending.peer.assign(call.peer);
-  pending.handler = it == handlers_.end() ? nullptr : it->second;
+  pending.handler = handler;
   calls_pending_.store(true, std::memory_order_release);
   host_->NoteCallsPending();
 }
@@ -258,7 +275,7 @@ int EndpointCore::DispatchCalls() {
     if (!dispatching.owns_lock()) return ran;
     size_t n;
     {
-      std::lock_guard<std::recursive_mutex> lock(host_->mu());
+      std::lock_guard<HostMutex> lock(host_->mu());
       std::swap(pending_calls_, running_calls_);
       n = pending_n_;
       pending_n_ = 0;
@@ -302,7 +319,7 @@ void EndpointCore::RunCall(PendingCall& call) {
       state->ref = call.ref;
       state->deadline_ns = call.deadline_ns;
       {
-        std::lock_guard<std::recursive_mutex> lock(host_->mu());
+        std::lock_guard<HostMutex> lock(host_->mu());
         responders_[call.ref] = state;
       }
       answered_here = false;
@@ -314,10 +331,50 @@ void EndpointCore::RunCall(PendingCall& call) {
     status = InternalError("handler threw a non-standard exception");
   }
   in_handler_ = nullptr;
-  handler_seq_.fetch_add(1);
+  // Only the thread holding dispatch_mu_ writes it; the start's increment
+  // is the one the keeper's parking pairs with.
+  handler_seq_.store(handler_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   // An async handler that threw dropped its Responder, which answered.
   if (!answered_here) return;
   WithEngine([&](engine::Engine& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
+}
+
+void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
+  // The peer string is the engine's, and another thread may poll while the
+  // lock is released: keep a copy (its capacity is reused).
+  inline_peer_.assign(call.peer);
+  RpcContext context;
+  context.peer = inline_peer_;
+  context.method = call.method;
+  if (call.deadline_ns != kNever) {
+    context.deadline =
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(call.deadline_ns));
+  }
+  handler_seq_.fetch_add(1);  // odd: a handler runs (see KeeperLoop)
+  if (keeper_parked_.load()) WakeKeeper();
+  in_handler_ = this;
+  Status status;
+  Buffer response;
+  // Released while the handler runs, so that the keeper (or any thread) can
+  // drive the engine if it takes long; the engine holds nothing across this
+  // sink call.
+  host_->mu().unlock();
+  try {
+    Result<Buffer> result = handler.sync(context, std::move(call.request));
+    if (result.ok()) {
+      response = std::move(result).value();
+    } else {
+      status = result.status();
+    }
+  } catch (const std::exception& e) {
+    status = InternalError(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    status = InternalError("handler threw a non-standard exception");
+  }
+  host_->mu().lock();
+  in_handler_ = nullptr;
+  handler_seq_.store(handler_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  engine_->Respond(call.ref, std::move(status), std::move(response));
 }
 
 void EndpointCore::Respond(ResponderState& responder, Status status, Buffer payload) {

@@ -49,7 +49,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // caused. The engine outlives Close(); its operations then fail fast.
   template <typename Fn>
   auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::Engine&>())) {
-    std::lock_guard<std::recursive_mutex> lock(host_->mu());
+    std::lock_guard<HostMutex> lock(host_->mu());
     struct RunAfter {
       EndpointCore& core;
       ~RunAfter() { core.AfterEngineCall(); }
@@ -149,6 +149,9 @@ class EndpointCore final : public engine::ProgressDriver,
   void AfterEngineCall();
   void RunCallbacks();
   void RunCall(PendingCall& call);
+  // Runs a synchronous handler from inside OnRequest with the host's lock
+  // released (the thread holds it exactly once), then answers.
+  void RunSyncInline(Handler& handler, engine::IncomingCall& call);
   // The keeper thread: while a handler has run for endpoint.keeper_after,
   // it drives the engine (without running handlers) until the handler ends.
   void KeeperLoop();
@@ -196,6 +199,7 @@ class EndpointCore final : public engine::ProgressDriver,
   size_t pending_n_ = 0;
   std::atomic<bool> calls_pending_{false};
   std::mutex dispatch_mu_;
+  std::string inline_peer_;  // RunSyncInline's copy of the peer (under dispatch_mu_)
   std::vector<PendingCall> running_calls_;  // under dispatch_mu_
   // Async calls in service, for cancellation notices (under the host's mutex).
   std::unordered_map<engine::ServerCallRef, std::weak_ptr<ResponderState>,

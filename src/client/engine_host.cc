@@ -40,7 +40,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
   if (uri.address.port() != 0) {
     auto it = Registry().find(KeyOf(uri.scheme, uri.address));
     if (it != Registry().end() && (host = it->second.lock()) != nullptr) {
-      std::lock_guard<std::recursive_mutex> lock(host->mu_);
+      std::lock_guard<HostMutex> lock(host->mu_);
       WHARF_ASSIGN_OR_RETURN(*endpoint, host->transports_->OpenEndpoint(
                                             uri.scheme, uri.address, uri.endpoint_id));
       return host;
@@ -70,25 +70,32 @@ Result<transport::MessageTransport*> EngineHost::OpenSecondary(std::string_view 
   return transports_->Open(scheme, secondary_bind_);
 }
 
-void EngineHost::Attach(EndpointCore* core) { cores_.push_back(core); }
+void EngineHost::Attach(EndpointCore* core) {
+  cores_.push_back(core);
+  core_count_ = cores_.size();
+  WatchNewFds();
+}
 
 void EngineHost::Detach(EndpointCore* core) {
   cores_.erase(std::remove(cores_.begin(), cores_.end(), core), cores_.end());
+  core_count_ = cores_.size();
 }
 
 transport::PollResult EngineHost::PollLocked() {
   polling_ = this;
   transport::PollResult all;
   all.next_deadline = kNever;
-  for (EndpointCore* core : cores_) {
-    transport::PollResult r = core->PollEngineLocked();
+  // By index: a handler may run with the lock released inside a core's
+  // poll, and another endpoint may attach meanwhile.
+  for (size_t i = 0; i < cores_.size(); ++i) {
+    transport::PollResult r = cores_[i]->PollEngineLocked();
     all.work += r.work;
     all.next_deadline = std::min(all.next_deadline, r.next_deadline);
     all.now = std::max(all.now, r.now);
   }
   polling_ = nullptr;
   waiter_->ArmTimer(all.next_deadline);  // a syscall only when the deadline moved earlier
-  WatchNewFds();
+  if (waiter_->watching()) WatchNewFds();
   return all;
 }
 
@@ -98,7 +105,7 @@ void EngineHost::AfterEngineCall(TimeNs next_deadline_ns) {
     for (EndpointCore* core : cores_) next_deadline_ns = std::min(next_deadline_ns, core->NextDeadline());
   }
   waiter_->ArmTimer(next_deadline_ns);
-  WatchNewFds();
+  if (waiter_->watching()) WatchNewFds();
 }
 
 void EngineHost::WatchNewFds() {
@@ -115,14 +122,17 @@ void EngineHost::WatchNewFds() {
   if (waiter_->Watch(fds_scratch_).ok()) watched_fds_ = fds_scratch_;
 }
 
-int EngineHost::DispatchCalls() {
-  if (!calls_pending_.exchange(false, std::memory_order_acq_rel)) return 0;
+int EngineHost::DispatchCalls(EndpointCore* caller) {
+  if (!calls_pending_.load(std::memory_order_acquire)) return 0;
+  calls_pending_.store(false, std::memory_order_relaxed);
+  // One endpoint: it is the caller's, alive while the caller runs.
+  if (core_count_.load(std::memory_order_relaxed) == 1) return caller->DispatchCalls();
   // Handlers of every endpoint that has some queued: the thread driving the
   // host serves all its endpoints. Each core is kept alive while it runs.
   // Per thread, reused: a server runs this for every request.
   thread_local std::vector<std::shared_ptr<EndpointCore>> ready;
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard<HostMutex> lock(mu_);
     for (EndpointCore* core : cores_) {
       if (core->has_calls_pending()) ready.push_back(core->shared_from_this());
     }
@@ -143,15 +153,15 @@ inline void CpuRelax() {
 
 }  // namespace
 
-bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, bool dispatch,
-                            const std::atomic<bool>& closed) {
+bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns,
+                            EndpointCore* caller, bool dispatch, const std::atomic<bool>& closed) {
   TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
   while (true) {
     if (done()) return true;
     TimeNs next = kNever;
     TimeNs now = 0;  // the poll's reading of the clock, when it polled
     {
-      std::unique_lock<std::recursive_mutex> lock(mu_, std::try_to_lock);
+      std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock() && !closed) {
         transport::PollResult r = PollLocked();
         next = r.next_deadline;
@@ -159,7 +169,7 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
         if (r.work > 0) spin_until = r.now + config_.spin_ns;
       }
     }
-    if (dispatch && DispatchCalls() > 0) {
+    if (dispatch && DispatchCalls(caller) > 0) {
       now = clock_.NowNs();  // handlers took their time
       spin_until = now + config_.spin_ns;
     }
@@ -174,6 +184,12 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
     }
     // Nothing for a while: sleep until a packet, a wake-up or a deadline.
     waiter_->BeginSleep();
+    {
+      // The fds are kept current only while someone sleeps (see
+      // PollLocked); from BeginSleep on every engine call keeps them so.
+      std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
+      if (lock.owns_lock()) WatchNewFds();
+    }
     if (!done()) waiter_->Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
     waiter_->EndSleep();
     spin_until = clock_.NowNs() + config_.spin_ns;

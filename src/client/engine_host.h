@@ -24,6 +24,35 @@ namespace wharf::internal {
 
 class EndpointCore;
 
+// The lock of an engine host: recursive (completion callbacks run under it
+// and may call the endpoint again) and counting how deep its owner holds it,
+// so that a handler may run with it released when the owner holds it once.
+// The depth is written only by the owner while it holds the lock; only the
+// owner reads it. A Lockable, for std::lock_guard / std::unique_lock.
+class HostMutex {
+ public:
+  void lock() {
+    mu_.lock();
+    ++depth_;
+  }
+  bool try_lock() {
+    if (!mu_.try_lock()) return false;
+    ++depth_;
+    return true;
+  }
+  void unlock() {
+    --depth_;
+    mu_.unlock();
+  }
+  // How many times the calling thread holds the lock; meaningful only to a
+  // thread that holds it.
+  int depth() const { return depth_; }
+
+ private:
+  std::recursive_mutex mu_;
+  int depth_ = 0;
+};
+
 // Shared (hence shared_ptr) by the EndpointCores on it; a process-wide
 // registry finds it by its bound address while any of them lives. Thread-
 // safe through mu().
@@ -41,7 +70,9 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   EngineHost(const EngineHost&) = delete;
   EngineHost& operator=(const EngineHost&) = delete;
 
-  std::recursive_mutex& mu() { return mu_; }
+  HostMutex& mu() { return mu_; }
+  // How many endpoints the host serves (read without the lock).
+  size_t core_count() const { return core_count_.load(std::memory_order_relaxed); }
   engine::Waiter& waiter() { return *waiter_; }
   const engine::EngineConfig& config() const { return config_; }
   const Clock& clock() const { return clock_; }
@@ -58,14 +89,21 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // After any other engine call (mu() held): the timer for the earliest
   // deadline, and fds a transport opened meanwhile.
   void AfterEngineCall(TimeNs next_deadline_ns);
-  // Runs the handlers every endpoint has queued (mu() not held). Returns
+  // Runs the handlers every endpoint has queued (mu() not held), on behalf
+  // of `caller`, an endpoint of this host its thread keeps alive. Returns
   // how many ran.
-  int DispatchCalls();
+  int DispatchCalls(EndpointCore* caller);
   // Drives every endpoint until `done()` holds or `deadline_ns` passes: spin
   // for endpoint.spin after the last progress, then sleep in the waiter.
   // False on timeout. `dispatch`: run handlers too (not on a keeper thread).
-  bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, bool dispatch,
-                  const std::atomic<bool>& closed);
+  bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, EndpointCore* caller,
+                  bool dispatch, const std::atomic<bool>& closed);
+  // The waiter's epoll fd for an application's own loop (mu() held).
+  int ExposeFd() {
+    const int fd = waiter_->Expose();
+    WatchNewFds();
+    return fd;
+  }
   // True on the thread inside this host's poll pass (running callbacks).
   bool InPoll() const { return polling_ == this; }
   // An endpoint queued a request for its handlers (its sink, under mu()).
@@ -77,7 +115,7 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
 
   const Clock& clock_ = SystemClock::Get();
   const engine::EngineConfig config_;
-  std::recursive_mutex mu_;
+  HostMutex mu_;
   std::unique_ptr<engine::Waiter> waiter_;
   std::unique_ptr<engine::TransportSet> transports_;
   transport::NetAddress secondary_bind_;
@@ -85,6 +123,7 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // The endpoints, in the order they attached (under mu_). Raw: each
   // detaches in its destructor, under mu_.
   std::vector<EndpointCore*> cores_;
+  std::atomic<size_t> core_count_{0};  // cores_.size(), read without mu_
   // The endpoints' fds as of this pass (scratch) and as the waiter watches
   // them (under mu_): a transport opens new ones (a hot-peer socket), an
   // endpoint that closes takes its own away.

@@ -43,7 +43,8 @@ struct IncomingCall {
 // Implemented by the host; owned by it and outliving the engine. Every call
 // comes from inside a call into the engine, on the engine's thread. A sink
 // must not call back into the engine from inside these (queue, then act
-// after the engine call returns).
+// after the engine call returns), with one exception: OnRequest may answer
+// at once with Respond (the engine holds nothing across that call).
 class EngineSink {
  public:
   virtual ~EngineSink() = default;

@@ -55,6 +55,10 @@ class Waiter {
   void BeginSleep() { sleepers_.fetch_add(1); }
   void Sleep(TimeNs until_ns);
   void EndSleep() { sleepers_.fetch_sub(1); }
+  // Whether the watched fds matter now: someone sleeps, or the fd is
+  // exposed. While not, keeping them current can wait (a spinning thread
+  // polls the transports itself).
+  bool watching() const { return sleepers_.load() > 0 || exposed_.load(); }
 
  private:
   explicit Waiter(const Clock& clock) : clock_(clock) {}
