@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/testing/server_thread.h"
 #include "wharf/endpoint.h"
 
 namespace wharf {
@@ -27,24 +28,7 @@ std::unique_ptr<Endpoint> Open(const std::string& scheme,
   return ep.ok() ? std::move(ep).value() : nullptr;
 }
 
-// Runs `ep` on a thread until destroyed.
-class ServerThread {
- public:
-  explicit ServerThread(Endpoint& ep)
-      : ep_(ep), thread_([this] {
-          while (!stop_) (void)ep_.Run(20ms);
-        }) {}
-  ~ServerThread() {
-    stop_ = true;
-    ep_.Shutdown();
-    thread_.join();
-  }
-
- private:
-  Endpoint& ep_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using testing::ServerThread;
 
 // Polls `done` every millisecond for up to `limit`; a bounded wait for
 // something another thread does.

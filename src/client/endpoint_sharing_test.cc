@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/testing/server_thread.h"
 #include "wharf/endpoint.h"
 
 namespace wharf {
@@ -34,24 +35,7 @@ uint64_t StatOf(const Endpoint& ep, const std::string& name) {
   return 0;
 }
 
-// Runs `ep` on a thread until destroyed.
-class Runner {
- public:
-  explicit Runner(Endpoint& ep)
-      : ep_(ep), thread_([this] {
-          while (!stop_) (void)ep_.Run(20ms);
-        }) {}
-  ~Runner() {
-    stop_ = true;
-    ep_.Shutdown();
-    thread_.join();
-  }
-
- private:
-  Endpoint& ep_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using Runner = testing::ServerThread;
 
 TEST(EndpointSharingTest, TwoNamedEndpointsShareOneSocket) {
   auto a = MustOpen("homa://127.0.0.1:0/a");

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/testing/server_thread.h"
 #include "wharf/group.h"
 
 namespace wharf {
@@ -22,24 +23,7 @@ std::unique_ptr<Endpoint> OpenLoopback() {
   return ep.ok() ? std::move(ep).value() : nullptr;
 }
 
-// Runs `ep` on a thread until stopped, `period` per Run call.
-class ServerThread {
- public:
-  explicit ServerThread(Endpoint& ep, std::chrono::nanoseconds period = 20ms)
-      : ep_(ep), thread_([this, period] {
-          while (!stop_) (void)ep_.Run(period);
-        }) {}
-  ~ServerThread() {
-    stop_ = true;
-    ep_.Shutdown();
-    thread_.join();
-  }
-
- private:
-  Endpoint& ep_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using testing::ServerThread;
 
 TEST(EndpointTest, OpenReportsItsAddress) {
   auto ep = OpenLoopback();
