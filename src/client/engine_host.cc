@@ -143,57 +143,31 @@ int EngineHost::DispatchCalls(EndpointCore* caller) {
   return ran;
 }
 
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns,
                             EndpointCore* caller, bool dispatch, const std::atomic<bool>& closed) {
-  TimeNs spin_until = clock_.NowNs() + config_.spin_ns;
-  while (true) {
-    if (done()) return true;
-    TimeNs next = kNever;
-    TimeNs now = 0;  // the poll's reading of the clock, when it polled
+  auto turn = [&] {
+    transport::PollResult r;
+    r.next_deadline = kNever;
     {
       std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
-      if (lock.owns_lock() && !closed) {
-        transport::PollResult r = PollLocked();
-        next = r.next_deadline;
-        now = r.now;
-        if (r.work > 0) spin_until = r.now + config_.spin_ns;
-      }
+      // Taken: another thread is making progress for everybody.
+      if (lock.owns_lock() && !closed) r = PollLocked();
     }
     if (dispatch && DispatchCalls(caller) > 0) {
-      now = clock_.NowNs();  // handlers took their time
-      spin_until = now + config_.spin_ns;
+      r.work += 1;
+      r.now = 0;  // handlers took their time: read the clock again
     }
-    if (done()) return true;
-    // One clock read per turn: reading it costs as much here (a VM's clock
-    // source) as a fifth of the turn.
-    if (now == 0) now = clock_.NowNs();
-    if (now >= deadline_ns || closed) return done();
-    if (now < spin_until) {
-      CpuRelax();
-      continue;
-    }
-    // Nothing for a while: sleep until a packet, a wake-up or a deadline.
-    waiter_->BeginSleep();
-    {
-      // The fds are kept current only while someone sleeps (see
-      // PollLocked); from BeginSleep on every engine call keeps them so.
-      std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
-      if (lock.owns_lock()) WatchNewFds();
-    }
-    if (!done()) waiter_->Sleep(std::min({deadline_ns, next, now + 100 * kNsPerMs}));
-    waiter_->EndSleep();
-    spin_until = clock_.NowNs() + config_.spin_ns;
-  }
+    return r;
+  };
+  auto before_sleep = [&] {
+    // The fds are kept current only while someone sleeps (see PollLocked);
+    // from BeginSleep on every engine call keeps them so.
+    std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) WatchNewFds();
+  };
+  return waiter_->SpinThenBlock(done, turn, before_sleep, [&] { return closed.load(); },
+                                deadline_ns, config_.spin_ns);
 }
 
 }  // namespace wharf::internal
