@@ -45,7 +45,6 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   return core;
 }
 
-
 std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
   return engine_->Counters();
 }

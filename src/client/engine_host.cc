@@ -134,7 +134,9 @@ int EngineHost::DispatchCalls(EndpointCore* caller) {
   {
     std::lock_guard<HostMutex> lock(mu_);
     for (EndpointCore* core : cores_) {
-      if (core->has_calls_pending()) ready.push_back(core->shared_from_this());
+      if (!core->has_calls_pending()) continue;
+      // Null for one whose destructor waits for this lock to detach it.
+      if (auto alive = core->weak_from_this().lock()) ready.push_back(std::move(alive));
     }
   }
   int ran = 0;
