@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "wire/endpoint_id.h"
+
 namespace wharf::engine {
 namespace {
 
@@ -40,6 +42,38 @@ TEST(UriTest, UnknownSchemeAndBadHostAreClearErrors) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("cannot resolve"), std::string::npos);
   EXPECT_FALSE(ParseUri("homa://1.2.3.4").ok());
+}
+
+TEST(UriTest, ANameAfterThePortPicksAnEndpoint) {
+  auto plain = ParseUri("homa://1.2.3.4:4000");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->endpoint_id, 0);
+  EXPECT_EQ(plain->endpoint_name, "");
+  auto kv = ParseUri("homa://1.2.3.4:4000/kv");
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  EXPECT_EQ(kv->address.port(), 4000);
+  EXPECT_EQ(kv->endpoint_name, "kv");
+  EXPECT_EQ(kv->endpoint_id, wire::EndpointIdForName("kv"));
+  EXPECT_NE(kv->endpoint_id, 0);
+  auto by_id = ParseUri("homa://[::1]:4000/#17577");
+  ASSERT_TRUE(by_id.ok()) << by_id.status();
+  EXPECT_EQ(by_id->endpoint_id, 17577);
+  EXPECT_EQ(EndpointSuffix(17577), "/#17577");
+  EXPECT_EQ(EndpointSuffix(0), "");
+  // A peer's printed address parses back to the same endpoint.
+  auto back = ParseUri("homa://1.2.3.4:4000" + EndpointSuffix(kv->endpoint_id));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->endpoint_id, kv->endpoint_id);
+}
+
+TEST(UriTest, BadEndpointNamesAreClearErrors) {
+  for (const char* bad : {"homa://1.2.3.4:1/", "homa://1.2.3.4:1/a/b", "homa://1.2.3.4:1/#",
+                          "homa://1.2.3.4:1/#0", "homa://1.2.3.4:1/#65536", "homa://1.2.3.4:1/#12x"}) {
+    auto r = ParseUri(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  auto long_name = ParseUri("homa://1.2.3.4:1/" + std::string(256, 'n'));
+  EXPECT_EQ(long_name.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
