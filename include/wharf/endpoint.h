@@ -40,7 +40,10 @@ struct ResponderState;
 struct EndpointOptions {
   // Where this endpoint receives: "homa://HOST:PORT" (or plain "HOST:PORT",
   // which uses homa). HOST is a numeric IPv4/IPv6 address ([..] for IPv6) or a
-  // name resolved once at Open; port 0 picks a free port.
+  // name resolved once at Open; port 0 picks a free port. "homa://HOST:PORT/
+  // NAME" is one of several endpoints on that socket: endpoints this process
+  // opens on the same address share one engine and socket (kAlreadyExists
+  // for a name, or the default endpoint, already open there).
   std::string address = "homa://0.0.0.0:0";
   // A YAML file of settings (docs/configuration.md lists every key), and
   // overrides applied after it: {"homa.unsched_bytes", "60000"}.
