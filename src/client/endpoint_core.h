@@ -22,14 +22,14 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "client/engine_host.h"
+#include "client/responder_state.h"
 #include "engine/completion_state.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
-#include "client/engine_host.h"
 #include "engine/engine_sink.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
-#include "client/responder_state.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::internal {
@@ -81,7 +81,8 @@ class EndpointCore final : public engine::ProgressDriver,
   // fds stay in it (otherwise they are in it only while a thread sleeps).
   int fd() const;
   const engine::EngineConfig& config() const { return config_; }
-  // Every transport's counters, then the UDP socket's. Call under WithEngine.
+  // The engine's counters, then its transports' (each with its socket's).
+  // Call under WithEngine.
   std::vector<std::pair<std::string, uint64_t>> Counters() const;
 
   // Blocks until `state` completes or `timeout` passes; the state's status, or
