@@ -33,8 +33,12 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   // Transports for other schemes open on first use, under the engine's lock
   // (the engine asks from inside a call the host serialises).
   EndpointCore* raw = core.get();
-  engine::TransportOpener opener = [raw](std::string_view scheme) {
-    return raw->host_->OpenSecondary(scheme);
+  engine::TransportOpener opener =
+      [raw](std::string_view scheme) -> Result<transport::MessageTransport*> {
+    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
+                           raw->host_->OpenSecondary(scheme));
+    raw->secondary_transports_.push_back(std::move(opened));
+    return raw->secondary_transports_.back().get();
   };
   core->engine_ = std::make_unique<engine::Engine>(primary, std::move(opener), core->clock_,
                                                    core->config_.limits, raw);
@@ -57,6 +61,7 @@ EndpointCore::~EndpointCore() {
   // The engine's last completions (Shutdown) reach this sink: gone first,
   // then the transport it borrowed, while the host's sockets still exist.
   engine_.reset();
+  secondary_transports_.clear();
   own_transport_.reset();
 }
 

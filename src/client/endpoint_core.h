@@ -169,6 +169,9 @@ class EndpointCore final : public engine::ProgressDriver,
   std::shared_ptr<EngineHost> host_;
   // This endpoint on its address's socket (the engine's transport 0).
   std::unique_ptr<transport::MessageTransport> own_transport_;
+  // Transports the engine opened on first use for peers of other schemes;
+  // this endpoint's alone, so they go with it.
+  std::vector<std::unique_ptr<transport::MessageTransport>> secondary_transports_;
   std::unique_ptr<engine::Engine> engine_;
   // Resolve()'s memory, bounded; guarded by the host's mutex. Looked up by string_view
   // (no allocation per call).

@@ -66,8 +66,9 @@ EngineHost::~EngineHost() {
   if (it != Registry().end() && it->second.expired()) Registry().erase(it);
 }
 
-Result<transport::MessageTransport*> EngineHost::OpenSecondary(std::string_view scheme) {
-  return transports_->Open(scheme, secondary_bind_);
+Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSecondary(
+    std::string_view scheme) {
+  return transports_->OpenEndpoint(scheme, secondary_bind_, /*endpoint_id=*/0);
 }
 
 void EngineHost::Attach(EndpointCore* core) {

@@ -76,8 +76,10 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   engine::Waiter& waiter() { return *waiter_; }
   const engine::EngineConfig& config() const { return config_; }
   const Clock& clock() const { return clock_; }
-  // A transport for `scheme` on the host's address, any port (under mu()).
-  Result<transport::MessageTransport*> OpenSecondary(std::string_view scheme);
+  // A transport for `scheme` on the host's address, any port (under mu()):
+  // an endpoint's own, for peers of another scheme. The caller owns it, as
+  // its endpoint transport.
+  Result<std::unique_ptr<transport::MessageTransport>> OpenSecondary(std::string_view scheme);
 
   // Endpoints served by each pass (under mu()).
   void Attach(EndpointCore* core);

@@ -61,12 +61,4 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
   return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
 }
 
-Result<transport::MessageTransport*> TransportSet::Open(std::string_view scheme,
-                                                        const transport::NetAddress& bind) {
-  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
-                         OpenEndpoint(scheme, bind, 0));
-  owned_.push_back(std::move(opened));
-  return owned_.back().get();
-}
-
 }  // namespace wharf::engine

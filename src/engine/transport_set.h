@@ -39,10 +39,6 @@ class TransportSet {
   // transport for, or a named endpoint on tcp://.
   Result<std::unique_ptr<transport::MessageTransport>> OpenEndpoint(
       std::string_view scheme, const transport::NetAddress& bind, uint16_t endpoint_id);
-  // A transport for `scheme` on a new socket at `bind`, owned by the set:
-  // the ones an engine opens on first use for peers of another scheme.
-  Result<transport::MessageTransport*> Open(std::string_view scheme,
-                                            const transport::NetAddress& bind);
 
  private:
   struct HomaSocket {
@@ -52,10 +48,9 @@ class TransportSet {
 
   const EngineConfig& config_;
   const Clock& clock_;
-  // Declared before owned_: the sockets and hosts outlive the transports on
-  // them.
+  // The homa sockets and their protocol hosts; the endpoints on them are
+  // their callers', destroyed first.
   std::vector<HomaSocket> homa_sockets_;
-  std::vector<std::unique_ptr<transport::MessageTransport>> owned_;
 };
 
 }  // namespace wharf::engine

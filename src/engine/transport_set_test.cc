@@ -70,13 +70,5 @@ TEST_F(TransportSetTest, RefusesWhatItCannotOpen) {
   EXPECT_FALSE(taken.ok());
 }
 
-TEST_F(TransportSetTest, OwnedTransportsForOtherSchemes) {
-  auto tcp = set_.Open("tcp", loopback_);
-  ASSERT_TRUE(tcp.ok()) << tcp.status();
-  auto homa = set_.Open("homa", loopback_);
-  ASSERT_TRUE(homa.ok()) << homa.status();
-  EXPECT_EQ((*homa)->scheme(), "homa");
-}
-
 }  // namespace
 }  // namespace wharf::engine
