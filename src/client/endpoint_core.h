@@ -80,7 +80,6 @@ class EndpointCore final : public engine::ProgressDriver,
   // The epoll fd applications watch. From the first call on, the transports'
   // fds stay in it (otherwise they are in it only while a thread sleeps).
   int fd() const;
-  const engine::EngineConfig& config() const { return config_; }
   // The engine's counters, then its transports' (each with its socket's).
   // Call under WithEngine.
   std::vector<std::pair<std::string, uint64_t>> Counters() const;

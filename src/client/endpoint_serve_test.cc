@@ -42,6 +42,15 @@ bool Eventually(Fn done, std::chrono::milliseconds limit = 5000ms) {
   return true;
 }
 
+// Serves method 1 by keeping every call's Responder in `held` (under `mu`),
+// unanswered, for the test to look at.
+Status HoldEveryCall(Endpoint& server, std::mutex& mu, std::vector<Responder>& held) {
+  return server.ServeAsync(1, [&mu, &held](const RpcContext&, Buffer, Responder r) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(r));
+  });
+}
+
 class EndpointServeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EndpointServeTest, HandlerThatThrowsBecomesInternalError) {
@@ -121,10 +130,7 @@ TEST_P(EndpointServeTest, CancelledCallIsVisibleToItsResponder) {
   auto client = Open(GetParam());
   std::mutex mu;
   std::vector<Responder> held;
-  ASSERT_TRUE(server->ServeAsync(1, [&](const RpcContext&, Buffer, Responder r) {
-    std::lock_guard<std::mutex> lock(mu);
-    held.push_back(std::move(r));
-  }).ok());
+  ASSERT_TRUE(HoldEveryCall(*server, mu, held).ok());
   ServerThread run(*server);
   Completion call = client->ICall(server->address(), 1, Buffer::Copy("x"), {.deadline = 30s});
   ASSERT_TRUE(Eventually([&] {
@@ -153,10 +159,7 @@ TEST_P(EndpointServeTest, ResponderSeesAPassedDeadline) {
   auto client = Open(GetParam());
   std::mutex mu;
   std::vector<Responder> held;
-  ASSERT_TRUE(server->ServeAsync(1, [&](const RpcContext&, Buffer, Responder r) {
-    std::lock_guard<std::mutex> lock(mu);
-    held.push_back(std::move(r));
-  }).ok());
+  ASSERT_TRUE(HoldEveryCall(*server, mu, held).ok());
   ServerThread run(*server);
   auto reply = client->Call(server->address(), 1, Buffer(), {.deadline = 50ms});
   EXPECT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded);

@@ -74,8 +74,6 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // How many endpoints the host serves (read without the lock).
   size_t core_count() const { return core_count_.load(std::memory_order_relaxed); }
   engine::Waiter& waiter() { return *waiter_; }
-  const engine::EngineConfig& config() const { return config_; }
-  const Clock& clock() const { return clock_; }
   // A transport for `scheme` on the host's address, any port (under mu()):
   // an endpoint's own, for peers of another scheme. The caller owns it, as
   // its endpoint transport.

@@ -41,8 +41,6 @@ class Waiter {
   // earlier than what is armed. A syscall only when someone sleeps or the fd
   // is exposed, and the deadline moved earlier.
   void ArmTimer(TimeNs deadline_ns);
-  // The deadline last given to ArmTimer (sleepers read it).
-  TimeNs deadline() const { return deadline_ns_.load(); }
   // Wakes sleeping threads, if any (a completion another thread waits for).
   void WakeSleepers();
   // Wakes sleepers and makes the exposed fd readable, whoever sleeps.
