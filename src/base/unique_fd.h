@@ -1,12 +1,12 @@
-// daemon/unique_fd.h: UniqueFd, an owning file descriptor for the daemon's
-// control plane (sockets, received memfds). Header-only; nothing else.
+// base/unique_fd.h: UniqueFd, an owning file descriptor (the control plane's
+// sockets, received memfds, eventfds). Header-only; nothing else.
 #pragma once
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace wharf::daemon {
+namespace wharf {
 
 // Owns one file descriptor and closes it on destruction, so that an fd a
 // peer passed us cannot leak on any error path. Move-only; not thread-safe.
@@ -38,4 +38,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace wharf::daemon
+}  // namespace wharf

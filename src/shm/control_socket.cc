@@ -1,6 +1,6 @@
-// daemon/control_socket.cc: ControlListener and ControlConnection, the
+// shm/control_socket.cc: ControlListener and ControlConnection, the
 // non-blocking SOCK_SEQPACKET transport of wharfd's control socket.
-#include "daemon/control_socket.h"
+#include "shm/control_socket.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -13,7 +13,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace wharf::daemon {
+namespace wharf::shm {
 namespace {
 
 // Listen backlog: connections the kernel queues before accept. A full
@@ -365,4 +365,4 @@ Result<std::unique_ptr<ControlConnection>> ControlListener::Accept() {
   return ControlConnection::Adopt(UniqueFd(fd), clock_, limits_);
 }
 
-}  // namespace wharf::daemon
+}  // namespace wharf::shm

@@ -1,4 +1,4 @@
-// daemon/control_socket.h: the transport of wharfd's control socket. A
+// shm/control_socket.h: the transport of wharfd's control socket. A
 // ControlListener owns the Unix socket file applications connect to; a
 // ControlConnection sends and receives one message (bytes plus file
 // descriptors) at a time. It holds no daemon logic: no message formats, no
@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "daemon/unique_fd.h"
+#include "base/unique_fd.h"
 #include "wharf/result.h"
 #include "wharf/status.h"
 
-namespace wharf::daemon {
+namespace wharf::shm {
 
 // The kernel's cap on fds in one SCM_RIGHTS message (SCM_MAX_FD).
 inline constexpr size_t kMaxFdsPerMessage = 253;
@@ -200,4 +200,4 @@ class ControlListener {
   const ino_t ino_;
 };
 
-}  // namespace wharf::daemon
+}  // namespace wharf::shm

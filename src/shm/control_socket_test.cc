@@ -1,9 +1,9 @@
-// daemon/control_socket_test.cc: tests of the control socket transport: the
+// shm/control_socket_test.cc: tests of the control socket transport: the
 // listener's socket file (stale, live, mode, group, directory), accept and
 // peer credentials, and a connection's messages against a misbehaving peer
 // (extra fds, truncated control data, oversized messages, hang-ups,
 // silence). Real sockets in a per-test temp directory, removed afterwards.
-#include "daemon/control_socket.h"
+#include "shm/control_socket.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -22,7 +22,7 @@
 #include "base/sim_clock.h"
 #include "gtest/gtest.h"
 
-namespace wharf::daemon {
+namespace wharf::shm {
 namespace {
 
 std::span<const std::byte> Bytes(std::string_view s) {
@@ -391,4 +391,4 @@ TEST_F(ControlConnectionTest, PairMakesTwoConnectedEnds) {
 }
 
 }  // namespace
-}  // namespace wharf::daemon
+}  // namespace wharf::shm
