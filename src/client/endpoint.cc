@@ -36,7 +36,7 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(address));
   TimeNs deadline = core_->DeadlineAfter(options.timeout);
   StatePtr state = core_->Start(
-      [&](engine::Engine& e, uint64_t op) { e.Connect(op, uri, options.ordered, deadline); });
+      [&](engine::EngineApi& e, uint64_t op) { e.Connect(op, uri, options.ordered, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever).WithContext(
       "connect to " + std::string(address)));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
@@ -44,14 +44,14 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
 
 Status Endpoint::Listen() {
   if (core_->closed()) return Closed(*core_);
-  core_->WithEngine([](engine::Engine& e) { e.Listen(); });
+  core_->WithEngine([](engine::EngineApi& e) { e.Listen(); });
   return OkStatus();
 }
 
 Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds timeout) {
   if (core_->closed()) return Closed(*core_);
   TimeNs deadline = core_->DeadlineAfter(timeout);
-  StatePtr state = core_->Start([&](engine::Engine& e, uint64_t op) { e.Accept(op, deadline); });
+  StatePtr state = core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Accept(op, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
 }
@@ -61,7 +61,7 @@ Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer req
   if (core_->closed()) return Completion(core_->Failed(Closed(*core_)));
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
-  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) {
+  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
     Result<const engine::Uri*> uri = core_->ResolveLocked(address);
     if (!uri.ok()) {
       core_->OnComplete(op, uri.status(), Buffer(), 0);
@@ -107,34 +107,34 @@ void Endpoint::Shutdown() { core_->Shutdown(); }
 int Endpoint::fd() const { return core_->fd(); }
 
 std::vector<std::pair<std::string, uint64_t>> Endpoint::Stats() const {
-  return core_->WithEngine([&](engine::Engine&) { return core_->Counters(); });
+  return core_->WithEngine([&](engine::EngineApi&) { return core_->Counters(); });
 }
 
 // ------------------------------------------------------------- Connection
 
 Connection::~Connection() {
   if (core_->closed()) return;
-  core_->WithEngine([&](engine::Engine& e) {
+  core_->WithEngine([&](engine::EngineApi& e) {
     Result<std::string> peer = e.PeerOf(id_);
     // Best effort; the peer learns it is gone. Nobody waits for the answer.
-    if (peer.ok()) core_->Start([&](engine::Engine& en, uint64_t op) { en.Disconnect(op, id_); });
+    if (peer.ok()) core_->Start([&](engine::EngineApi& en, uint64_t op) { en.Disconnect(op, id_); });
     e.Release(id_);
   });
 }
 
 std::string Connection::peer() const {
-  return core_->WithEngine([&](engine::Engine& e) { return e.PeerOf(id_).value_or(""); });
+  return core_->WithEngine([&](engine::EngineApi& e) { return e.PeerOf(id_).value_or(""); });
 }
 
 Completion Connection::ISend(Buffer message) {
   return Completion(core_->Start(
-      [&](engine::Engine& e, uint64_t op) { e.Send(op, id_, std::move(message)); }));
+      [&](engine::EngineApi& e, uint64_t op) { e.Send(op, id_, std::move(message)); }));
 }
 
 Status Connection::Send(Buffer message) { return ISend(std::move(message)).Wait(); }
 
 Completion Connection::IRecv() {
-  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) { e.Recv(op, id_); }));
+  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Recv(op, id_); }));
 }
 
 Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
@@ -151,7 +151,7 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
 
 Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
-  return Completion(core_->Start([&](engine::Engine& e, uint64_t op) {
+  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
     e.CallOnConnection(op, id_, method, std::move(request), deadline);
   }));
 }
@@ -164,7 +164,7 @@ Result<Buffer> Connection::Call(uint32_t method, Buffer request, const CallOptio
 
 Status Connection::Disconnect() {
   StatePtr state =
-      core_->Start([&](engine::Engine& e, uint64_t op) { e.Disconnect(op, id_); });
+      core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Disconnect(op, id_); });
   return Completion(state).Wait();
 }
 

@@ -117,7 +117,7 @@ int EndpointCore::PollOnce() {
 }
 
 void EndpointCore::AppendReadableFds(std::vector<int>* fds) const {
-  for (const transport::MessageTransport* t : engine_->transports()) t->AppendReadableFds(fds);
+  engine_->AppendReadableFds(fds);
 }
 
 transport::PollResult EndpointCore::PollEngineLocked() {
@@ -140,7 +140,7 @@ void EndpointCore::RunCallbacks() {
 }
 
 void EndpointCore::CancelOp(uint64_t op_id) {
-  WithEngine([op_id](engine::Engine& e) { e.Cancel(op_id); });
+  WithEngine([op_id](engine::EngineApi& e) { e.Cancel(op_id); });
 }
 
 bool EndpointCore::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) {
@@ -340,7 +340,7 @@ void EndpointCore::RunCall(PendingCall& call) {
   handler_seq_.store(handler_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   // An async handler that threw dropped its Responder, which answered.
   if (!answered_here) return;
-  WithEngine([&](engine::Engine& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
+  WithEngine([&](engine::EngineApi& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
 }
 
 void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
@@ -382,7 +382,7 @@ void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
 }
 
 void EndpointCore::Respond(ResponderState& responder, Status status, Buffer payload) {
-  WithEngine([&](engine::Engine& e) {
+  WithEngine([&](engine::EngineApi& e) {
     responders_.erase(responder.ref);
     e.Respond(responder.ref, std::move(status), std::move(payload));
   });

@@ -48,7 +48,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // Runs `fn(engine)` under the lock, then any completion callbacks it
   // caused. The engine outlives Close(); its operations then fail fast.
   template <typename Fn>
-  auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::Engine&>())) {
+  auto WithEngine(Fn&& fn) -> decltype(fn(std::declval<engine::EngineApi&>())) {
     std::lock_guard<HostMutex> lock(host_->mu());
     struct RunAfter {
       EndpointCore& core;
@@ -60,7 +60,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // state completes when the engine reports on op_id.
   template <typename Fn>
   StatePtr Start(Fn&& fn) {
-    return WithEngine([&](engine::Engine& e) {
+    return WithEngine([&](engine::EngineApi& e) {
       auto [op_id, state] = NewOp();
       fn(e, op_id);
       return state;
@@ -171,7 +171,7 @@ class EndpointCore final : public engine::ProgressDriver,
   // Transports the engine opened on first use for peers of other schemes;
   // this endpoint's alone, so they go with it.
   std::vector<std::unique_ptr<transport::MessageTransport>> secondary_transports_;
-  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<engine::EngineApi> engine_;
   // Resolve()'s memory, bounded; guarded by the host's mutex. Looked up by string_view
   // (no allocation per call).
   struct StringHash {

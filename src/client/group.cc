@@ -35,7 +35,7 @@ Status Group::Barrier(std::chrono::nanoseconds timeout) {
   WHARF_ASSIGN_OR_RETURN(engine::Uri coordinator, core.Resolve(members_[0]));
   TimeNs deadline = core.DeadlineAfter(timeout);
   uint64_t round = round_++;
-  auto state = core.Start([&](engine::Engine& e, uint64_t op) {
+  auto state = core.Start([&](engine::EngineApi& e, uint64_t op) {
     e.BarrierArrive(op, coordinator, rank_ == 0, HashName(name_), round,
                     static_cast<uint32_t>(members_.size()), deadline);
   });

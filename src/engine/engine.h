@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/node_recycler.h"
 #include "engine/connection_state.h"
+#include "engine/engine_api.h"
 #include "engine/engine_sink.h"
 #include "engine/frame.h"
 #include "engine/peer_ref.h"
@@ -66,13 +67,13 @@ using TransportOpener = std::function<Result<transport::MessageTransport*>(std::
 
 // Owned by the host. Borrows the transports, `clock` and `sink`, which
 // outlive it.
-class Engine {
+class Engine final : public EngineApi {
  public:
   // `primary` is the transport the endpoint listens on; `opener` (may be
   // empty) supplies transports for other schemes on first use.
   Engine(transport::MessageTransport* primary, TransportOpener opener, const Clock& clock,
          EngineLimits limits, EngineSink* sink);
-  ~Engine();
+  ~Engine() override;
 
   // "homa://1.2.3.4:5678": a peer's address as applications see it.
   std::string UriOf(const PeerRef& peer) const;
@@ -82,50 +83,54 @@ class Engine {
   const std::string& PeerUri(const PeerRef& peer);
   // The transports in use so far, primary first.
   const std::vector<transport::MessageTransport*>& transports() const { return transports_; }
+  void AppendReadableFds(std::vector<int>* fds) const override {
+    for (const transport::MessageTransport* t : transports_) t->AppendReadableFds(fds);
+  }
 
   // --- operations: each ends in one sink OnComplete(op_id, ...) ---
   // Host op ids are nonzero and below 2^63 (the engine keeps the rest).
   // Connect and Accept complete with the local connection id as value.
-  void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns);
-  void Listen() { listening_ = true; }
-  void Accept(uint64_t op_id, TimeNs deadline_ns);
-  void Send(uint64_t op_id, uint64_t conn, Buffer message);
-  void Recv(uint64_t op_id, uint64_t conn);
-  void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns);
+  void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns) override;
+  void Listen() override { listening_ = true; }
+  void Accept(uint64_t op_id, TimeNs deadline_ns) override;
+  void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
+  void Recv(uint64_t op_id, uint64_t conn) override;
+  void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request,
+            TimeNs deadline_ns) override;
   void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
-                        TimeNs deadline_ns);
-  void Disconnect(uint64_t op_id, uint64_t conn);
+                        TimeNs deadline_ns) override;
+  void Disconnect(uint64_t op_id, uint64_t conn) override;
   // Round `round` of group `group` with `members` members.
   void BarrierArrive(uint64_t op_id, const Uri& coordinator, bool is_coordinator, uint64_t group,
-                     uint64_t round, uint32_t members, TimeNs deadline_ns);
+                     uint64_t round, uint32_t members, TimeNs deadline_ns) override;
 
   // Forgets a connection the application dropped (after Disconnect).
-  void Release(uint64_t conn);
-  Result<std::string> PeerOf(uint64_t conn) const;
+  void Release(uint64_t conn) override;
+  Result<std::string> PeerOf(uint64_t conn) const override;
 
   // --- serving ---
   // Requests for `method` go to the sink (OnRequest) from now on; requests
   // for methods not served are answered kUnimplemented here.
-  void SetServed(uint32_t method, bool served);
+  void SetServed(uint32_t method, bool served) override;
   // Answers a request the sink received: `status` not ok sends it as the
   // error. Nothing happens when the request is gone (the client cancelled,
   // timed out or died).
-  void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer());
+  void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer()) override;
 
   // Completes operation `op_id` with kCancelled if still pending; a call's
   // server is told (best effort), so it can stop working on it.
-  void Cancel(uint64_t op_id);
+  void Cancel(uint64_t op_id) override;
   // Fails everything pending with `why` (the host is closing).
-  void Shutdown(const Status& why);
+  void Shutdown(const Status& why) override;
 
   // Runs the transports and dispatches what they report; expires deadlines.
-  transport::PollResult Poll();
+  transport::PollResult Poll() override;
   // When Poll() must run next at the latest.
-  TimeNs NextDeadline() const;
+  TimeNs NextDeadline() const override;
 
   size_t pending_ops() const { return ops_.size(); }
   // The engine's counters ("engine.*"), then every transport's.
-  std::vector<std::pair<std::string, uint64_t>> Counters() const;
+  std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
  private:
   enum class OpKind : uint8_t {

@@ -1,10 +1,13 @@
 // ParseUri: scheme split, then numeric parse or a one-time name lookup.
 #include "engine/uri.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <memory>
 
 #include "wire/endpoint_id.h"
@@ -83,6 +86,51 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
 
 std::string EndpointSuffix(uint16_t endpoint_id) {
   return endpoint_id == 0 ? std::string() : "/#" + std::to_string(endpoint_id);
+}
+
+// words[2]: port (bits 0-15), endpoint id (16-31), scheme (32-39: the index
+// in kSchemes + 1), family (40-47: 4 or 6).
+PackedUri PackUri(const Uri& uri) {
+  PackedUri p;
+  const auto& ip = uri.address.ip_bytes();
+  std::memcpy(&p.words[0], ip.data(), 8);
+  std::memcpy(&p.words[1], ip.data() + 8, 8);
+  uint64_t scheme = 0;
+  for (size_t i = 0; i < std::size(kSchemes); ++i) {
+    if (uri.scheme == kSchemes[i]) scheme = i + 1;
+  }
+  const uint64_t family = uri.address.is_v4() ? 4 : uri.address.is_v6() ? 6 : 0;
+  p.words[2] = uint64_t{uri.address.port()} | uint64_t{uri.endpoint_id} << 16 | scheme << 32 |
+               family << 40;
+  return p;
+}
+
+Result<Uri> UnpackUri(const PackedUri& packed) {
+  const uint64_t w = packed.words[2];
+  if ((w >> 48) != 0) return InvalidArgumentError("packed address: unknown bits set");
+  const uint64_t scheme = (w >> 32) & 0xFF;
+  const uint64_t family = (w >> 40) & 0xFF;
+  if (scheme == 0 || scheme > std::size(kSchemes)) {
+    return InvalidArgumentError("packed address: unknown scheme " + std::to_string(scheme));
+  }
+  std::array<uint8_t, 16> ip{};
+  std::memcpy(ip.data(), &packed.words[0], 8);
+  std::memcpy(ip.data() + 8, &packed.words[1], 8);
+  Uri uri;
+  uri.scheme = std::string(kSchemes[scheme - 1]);
+  const auto port = static_cast<uint16_t>(w & 0xFFFF);
+  if (family == 4) {
+    uint32_t be;
+    std::memcpy(&be, ip.data(), 4);
+    uri.address = transport::NetAddress::Ipv4(ntohl(be), port);
+  } else if (family == 6) {
+    uri.address = transport::NetAddress::Ipv6(ip, port);
+  } else {
+    return InvalidArgumentError("packed address: unknown family " + std::to_string(family));
+  }
+  uri.endpoint_id = static_cast<uint16_t>((w >> 16) & 0xFFFF);
+  if (uri.endpoint_id != 0) uri.endpoint_name = "#" + std::to_string(uri.endpoint_id);
+  return uri;
 }
 
 }  // namespace wharf::engine

@@ -35,3 +35,18 @@ std::string EndpointSuffix(uint16_t endpoint_id);
 Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme = "homa");
 
 }  // namespace wharf::engine
+
+namespace wharf::engine {
+
+// A Uri as three integers, to travel in a shared-memory ring entry
+// (shm/commands.h kAddPeer): the IP's two halves, then port, endpoint id,
+// scheme and family. The name is not carried (a peer known by id shows as
+// "#ID"). UnpackUri checks every field: the integers come from another
+// process.
+struct PackedUri {
+  uint64_t words[3] = {0, 0, 0};
+};
+PackedUri PackUri(const Uri& uri);
+Result<Uri> UnpackUri(const PackedUri& packed);
+
+}  // namespace wharf::engine

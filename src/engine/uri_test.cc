@@ -78,3 +78,32 @@ TEST(UriTest, BadEndpointNamesAreClearErrors) {
 
 }  // namespace
 }  // namespace wharf::engine
+
+namespace wharf::engine {
+namespace {
+
+TEST(PackedUriTest, RoundTripsV4AndV6WithEndpoint) {
+  for (const char* text : {"homa://198.18.0.2:4000/#77", "tcp://[2001:db8::1]:9", "homa://1.2.3.4:5"}) {
+    Result<Uri> uri = ParseUri(text);
+    ASSERT_TRUE(uri.ok()) << text;
+    Result<Uri> back = UnpackUri(PackUri(*uri));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->scheme, uri->scheme);
+    EXPECT_EQ(back->address, uri->address);
+    EXPECT_EQ(back->endpoint_id, uri->endpoint_id);
+  }
+}
+
+TEST(PackedUriTest, RefusesGarbage) {
+  PackedUri p;
+  EXPECT_FALSE(UnpackUri(p).ok());  // no scheme
+  p.words[2] = uint64_t{1} << 32 | uint64_t{5} << 40;
+  EXPECT_FALSE(UnpackUri(p).ok());  // family 5
+  p.words[2] = uint64_t{9} << 32 | uint64_t{4} << 40;
+  EXPECT_FALSE(UnpackUri(p).ok());  // scheme 9
+  p.words[2] = uint64_t{1} << 32 | uint64_t{4} << 40 | uint64_t{1} << 60;
+  EXPECT_FALSE(UnpackUri(p).ok());  // stray bits
+}
+
+}  // namespace
+}  // namespace wharf::engine

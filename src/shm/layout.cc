@@ -32,20 +32,28 @@ Status CheckRingEntries(std::string_view ring, uint32_t entries) {
 
 std::string_view OpcodeName(Opcode opcode) {
   switch (opcode) {
-    case Opcode::kInvalid:
-      return "INVALID";
-    case Opcode::kNop:
-      return "NOP";
-    case Opcode::kSend:
-      return "SEND";
-    case Opcode::kPostReceive:
-      return "POST_RECEIVE";
-    case Opcode::kCancel:
-      return "CANCEL";
-    case Opcode::kCompletion:
-      return "COMPLETION";
-    case Opcode::kDelivery:
-      return "DELIVERY";
+    case Opcode::kInvalid: return "INVALID";
+    case Opcode::kNop: return "NOP";
+    case Opcode::kSend: return "SEND";
+    case Opcode::kRecv: return "RECV";
+    case Opcode::kCancel: return "CANCEL";
+    case Opcode::kCall: return "CALL";
+    case Opcode::kConnect: return "CONNECT";
+    case Opcode::kListen: return "LISTEN";
+    case Opcode::kAccept: return "ACCEPT";
+    case Opcode::kDisconnect: return "DISCONNECT";
+    case Opcode::kReleaseConn: return "RELEASE_CONN";
+    case Opcode::kBarrier: return "BARRIER";
+    case Opcode::kServe: return "SERVE";
+    case Opcode::kRespond: return "RESPOND";
+    case Opcode::kReleaseBuffer: return "RELEASE_BUFFER";
+    case Opcode::kAddPeer: return "ADD_PEER";
+    case Opcode::kCompletion: return "COMPLETION";
+    case Opcode::kRequest: return "REQUEST";
+    case Opcode::kCallCancelled: return "CALL_CANCELLED";
+    case Opcode::kSendReleased: return "SEND_RELEASED";
+    case Opcode::kPeerName: return "PEER_NAME";
+    case Opcode::kFault: return "FAULT";
   }
   return "UNKNOWN";
 }

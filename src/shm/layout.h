@@ -75,17 +75,33 @@ inline constexpr uint32_t kMinRingEntries = 2;
 inline constexpr uint32_t kMaxRingEntries = 1u << 20;
 inline constexpr uint64_t kMaxHeapBytes = 1ull << 40;
 
-// What a ring entry asks for. Values are stable: they are in shared memory.
-// The daemon and client modules give kSend.. their meaning; this module only
-// reserves the numbers and defines kNop.
+// What a ring entry asks for or reports. Values are stable: they are in
+// shared memory. shm/commands.h says what each one's fields mean.
 enum class Opcode : uint16_t {
-  kInvalid = 0,      // a zeroed slot; never valid, so an unwritten slot is caught
-  kNop = 1,          // does nothing; completed with OK (tests, benchmarks, probes)
-  kSend = 2,         // reserved: send the message in (heap_offset, length)
-  kPostReceive = 3,  // reserved: lend a heap range for an incoming message
-  kCancel = 4,       // reserved: cancel the operation named by `handle`
-  kCompletion = 5,   // reserved: completion-ring entry for command `cookie`
-  kDelivery = 6,     // reserved: completion-ring entry for an incoming message
+  kInvalid = 0,  // a zeroed slot; never valid, so an unwritten slot is caught
+  kNop = 1,      // does nothing; completed with OK (tests, benchmarks, probes)
+  // Commands: application -> daemon (command ring).
+  kSend = 2,            // send a message on a connection
+  kRecv = 3,            // receive the next message of a connection
+  kCancel = 4,          // cancel an operation
+  kCall = 7,            // an RPC, to a peer or on a connection
+  kConnect = 8,         // open a connection to a peer
+  kListen = 9,          // accept connections from now on
+  kAccept = 10,         // wait for the next incoming connection
+  kDisconnect = 11,     // close a connection, telling the peer
+  kReleaseConn = 12,    // forget a connection the application dropped
+  kBarrier = 13,        // arrive at a group barrier
+  kServe = 14,          // start or stop serving a method
+  kRespond = 15,        // answer a served request
+  kReleaseBuffer = 16,  // give a received heap range back to the daemon
+  kAddPeer = 17,        // name a peer address by a small handle
+  // Completions: daemon -> application (completion ring).
+  kCompletion = 5,    // an operation finished
+  kRequest = 18,      // a request for a served method arrived
+  kCallCancelled = 19,  // its client withdrew a request
+  kSendReleased = 20,   // the daemon no longer reads an operation's payload
+  kPeerName = 21,       // the address text of a peer name id
+  kFault = 22,          // a command was refused (no operation to fail)
 };
 // Opcodes are below this; the validator's opcode set is sized by it.
 inline constexpr uint16_t kOpcodeLimit = 64;

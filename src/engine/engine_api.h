@@ -1,0 +1,77 @@
+// engine/engine_api.h: EngineApi, the operations a host drives an engine
+// with, whoever runs the engine. Embedded mode drives an Engine in the
+// application's own process (engine.h); managed mode drives a proxy that
+// forwards the same operations through shared-memory rings to the Engine
+// wharfd runs for the application (client/managed_engine.h). The public API
+// is written once, against this interface, for both hostings.
+//
+// Contract (Engine's, which every implementation keeps): operations go in
+// with host-chosen ids, nonzero and below 2^63; each ends in exactly one
+// EngineSink::OnComplete with that id; served requests come out through
+// EngineSink::OnRequest and are answered with Respond. Single-threaded: the
+// host serialises calls and drives Poll().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "engine/engine_sink.h"
+#include "engine/uri.h"
+#include "transport/message_transport.h"
+#include "wharf/buffer.h"
+#include "wharf/result.h"
+#include "wharf/status.h"
+
+namespace wharf::engine {
+
+class EngineApi {
+ public:
+  virtual ~EngineApi() = default;
+
+  // --- operations: each ends in one sink OnComplete(op_id, ...) ---
+  // Connect and Accept complete with the local connection id as value.
+  virtual void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns) = 0;
+  virtual void Listen() = 0;
+  virtual void Accept(uint64_t op_id, TimeNs deadline_ns) = 0;
+  virtual void Send(uint64_t op_id, uint64_t conn, Buffer message) = 0;
+  virtual void Recv(uint64_t op_id, uint64_t conn) = 0;
+  virtual void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request,
+                    TimeNs deadline_ns) = 0;
+  virtual void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
+                                TimeNs deadline_ns) = 0;
+  virtual void Disconnect(uint64_t op_id, uint64_t conn) = 0;
+  // Round `round` of group `group` with `members` members.
+  virtual void BarrierArrive(uint64_t op_id, const Uri& coordinator, bool is_coordinator,
+                             uint64_t group, uint64_t round, uint32_t members,
+                             TimeNs deadline_ns) = 0;
+  // Forgets a connection the application dropped (after Disconnect).
+  virtual void Release(uint64_t conn) = 0;
+  // The peer's address ("homa://1.2.3.4:5678") of a connection.
+  virtual Result<std::string> PeerOf(uint64_t conn) const = 0;
+
+  // --- serving ---
+  virtual void SetServed(uint32_t method, bool served) = 0;
+  virtual void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer()) = 0;
+
+  // Completes `op_id` with kCancelled if still pending.
+  virtual void Cancel(uint64_t op_id) = 0;
+  // Fails everything pending with `why` (the host is closing).
+  virtual void Shutdown(const Status& why) = 0;
+
+  // --- progress ---
+  virtual transport::PollResult Poll() = 0;
+  virtual TimeNs NextDeadline() const = 0;
+  // Every fd whose readability means Poll() has work.
+  virtual void AppendReadableFds(std::vector<int>* fds) const = 0;
+  // Called by a thread about to sleep on those fds, after its last Poll:
+  // false means work arrived meanwhile (do not sleep). Managed mode raises
+  // its "wake me" flag here.
+  virtual bool PrepareToSleep() { return true; }
+  // Counters: "engine.*" then the transports'.
+  virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
+};
+
+}  // namespace wharf::engine

@@ -1,0 +1,81 @@
+// shm/commands.h: what each ring entry's fields mean in managed mode: the
+// commands an application writes to the command ring and the entries wharfd
+// writes to the completion ring (layout.h has the Descriptor and the opcode
+// numbers). This is the data-path contract between libwharf
+// (client/managed_engine.h) and wharfd (daemon/app_session.h); the control
+// path (attach, stats) is in attach_protocol.h.
+//
+// Heap ranges: (heap_offset, length) from the start of the heap. The heap's
+// first half is the application's send area: it allocates there privately
+// and wharfd only reads. The second half is the receive area: wharfd
+// allocates received messages there with its own private allocator, and the
+// application gives each range back with kReleaseBuffer once its Buffer is
+// dropped. An entry with length 0 names no range (nothing to release).
+//
+// Deadlines are absolute CLOCK_MONOTONIC nanoseconds (both sides run on one
+// host; 0 or UINT64_MAX: none).
+//
+// Commands (application -> wharfd). `cookie` is the application's operation
+// id: nonzero, below 2^63; the operation ends in exactly one kCompletion
+// with it. Fields not listed are zero.
+//   kNop           cookie
+//   kSend          cookie, handle = connection, range = message
+//   kRecv          cookie, handle = connection
+//   kCancel        handle = the cookie of the operation to cancel
+//   kCall          cookie, handle = connection, or a peer handle with
+//                  kFlagToPeer; status = method; aux[0] = deadline;
+//                  range = request
+//   kConnect       cookie, handle = peer handle, flags kFlagOrdered;
+//                  aux[0] = deadline
+//   kListen        (nothing)
+//   kAccept        cookie, aux[0] = deadline
+//   kDisconnect    cookie, handle = connection
+//   kReleaseConn   handle = connection
+//   kBarrier       cookie, handle = coordinator's peer handle, flags
+//                  kFlagCoordinator; status = members; aux[0] = deadline,
+//                  aux[1] = group, aux[2] = round
+//   kServe         status = method, flags kFlagServed (absent: stop serving)
+//   kRespond       handle = request handle (from kRequest); status = a
+//                  StatusCode; range = the response, or the error's text
+//   kReleaseBuffer range = exactly a range wharfd delivered
+//   kAddPeer       handle = peer handle (< kMaxPeerHandles, chosen by the
+//                  application), aux[0..2] = the address (engine::PackUri)
+//
+// Completion-ring entries (wharfd -> application):
+//   kCompletion    cookie, status = StatusCode, handle = value (connection
+//                  id for kConnect / kAccept); range = the received message
+//                  or response, or for a failure the error's text
+//   kRequest       handle = request handle, status = method, aux[0] =
+//                  deadline, aux[1] = peer name id; range = the request
+//   kCallCancelled handle = request handle
+//   kSendReleased  cookie: wharfd will not read that operation's payload
+//                  range again; the application may reuse it
+//   kPeerName      handle = peer name id; range = its address text. Sent
+//                  before the first kRequest naming it; an id may be
+//                  reused with a new text later.
+//   kFault         status = StatusCode, aux[0] = the opcode refused;
+//                  range = why. For commands that have no operation to fail
+//                  (kRespond to an unknown handle, a bad kReleaseBuffer...).
+#pragma once
+
+#include <cstdint>
+
+namespace wharf::shm {
+
+// Descriptor.flags bits.
+inline constexpr uint16_t kFlagToPeer = 1 << 0;       // kCall: handle is a peer handle
+inline constexpr uint16_t kFlagOrdered = 1 << 1;      // kConnect
+inline constexpr uint16_t kFlagCoordinator = 1 << 2;  // kBarrier
+inline constexpr uint16_t kFlagServed = 1 << 3;       // kServe
+inline constexpr uint16_t kKnownCommandFlags =
+    kFlagToPeer | kFlagOrdered | kFlagCoordinator | kFlagServed;
+
+// Peer handles an application may name (kAddPeer); wharfd's table of them is
+// this big at most.
+inline constexpr uint64_t kMaxPeerHandles = 4096;
+// Peer name ids wharfd hands out before reusing them.
+inline constexpr uint64_t kMaxPeerNames = 4096;
+// Longest error text carried in a completion.
+inline constexpr uint64_t kMaxErrorText = 512;
+
+}  // namespace wharf::shm
