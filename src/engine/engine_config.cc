@@ -110,6 +110,13 @@ Result<EngineConfig> LoadEngineConfig(
                                       : ConfigDoc::LoadFile(file));
   WHARF_RETURN_IF_ERROR(CheckOverrideKeys(overrides));
   WHARF_ASSIGN_OR_RETURN(ConfigDoc over_doc, ConfigDoc::FromSettings(overrides, "settings"));
+  WHARF_ASSIGN_OR_RETURN(EngineConfig c, ReadEngineConfig(file_doc, over_doc));
+  WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
+  WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
+  return c;
+}
+
+Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc& over_doc) {
   Layers l(file_doc, over_doc);
   EngineConfig c;
   homa::HomaConfig& h = c.homa;
@@ -214,8 +221,6 @@ Result<EngineConfig> LoadEngineConfig(
   if (c.keeper_after_ns <= 0) {
     return InvalidArgumentError("endpoint.keeper_after: expected a duration > 0");
   }
-  WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
-  WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
   return c;
 }
 

@@ -13,6 +13,10 @@
 #include "stream/config.h"
 #include "wharf/result.h"
 
+namespace wharf {
+class ConfigDoc;
+}  // namespace wharf
+
 namespace wharf::engine {
 
 struct EngineConfig {
@@ -52,5 +56,9 @@ struct EngineConfig {
 // was found; unknown keys are errors too.
 Result<EngineConfig> LoadEngineConfig(
     const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides);
+// The same from documents a caller loaded, which may hold other keys too
+// (wharfd's): reads the engine's keys, leaving the unknown-key check to the
+// caller, after it read its own.
+Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file, const ConfigDoc& overrides);
 
 }  // namespace wharf::engine

@@ -1,0 +1,428 @@
+// AppSession: attach, the per-pass work, the engine's sink, completions out
+// and teardown. The commands themselves are in session_commands.cc.
+#include "daemon/app_session.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "base/log.h"
+#include "shm/commands.h"
+
+namespace wharf::daemon {
+
+using shm::Descriptor;
+using shm::Opcode;
+
+// Lends send-area bytes to Buffers; when the engine lets one go, the
+// session (if it still exists) tells the application. Holds the region so
+// the mapping outlives every Buffer over it.
+class AppSession::SendOwner final : public BufferOwner {
+ public:
+  SendOwner(AppSession* session, std::shared_ptr<shm::Region> region)
+      : session_(session), region_(std::move(region)) {}
+  void Release(std::span<std::byte> whole) noexcept override {
+    if (session_ == nullptr) return;
+    session_->NoteSendReleased(
+        static_cast<uint64_t>(whole.data() - region_->heap().data()));
+  }
+  void Detach() { session_ = nullptr; }
+
+ private:
+  AppSession* session_;  // null once the session is gone
+  std::shared_ptr<shm::Region> region_;
+};
+
+AppSession::AppSession(SessionHost& host, uint64_t id,
+                       std::unique_ptr<shm::ControlConnection> control)
+    : host_(host),
+      clock_(host.clock()),
+      limits_(host.config().limits),
+      id_(id),
+      control_(std::move(control)) {}
+
+AppSession::~AppSession() {
+  // The engine first (it may release lent Buffers into us), then the rest.
+  engine_.reset();
+  secondary_.clear();
+  transport_.reset();
+  if (send_owner_ != nullptr) send_owner_->Detach();
+}
+
+Status AppSession::Attach(const shm::HelloMsg& hello) {
+  auto refuse = [&](Status why) {
+    shm::WelcomeMsg w{.status = why};
+    (void)control_->Send(shm::EncodeWelcome(w));
+    return why;
+  };
+  program_ = hello.program.substr(0, 64);
+  if (Status admitted = host_.Admit(peer()); !admitted.ok()) return refuse(admitted);
+  // The region: the application's geometry within our limits.
+  shm::Geometry g = hello.geometry;
+  auto ring = [&](uint32_t asked) {
+    uint32_t n = std::clamp<uint32_t>(asked == 0 ? limits_.ring_entries : asked, 8,
+                                      limits_.ring_entries);
+    return std::bit_floor(n);
+  };
+  g.command_entries = ring(g.command_entries);
+  g.completion_entries = ring(g.completion_entries);
+  uint64_t heap = hello.geometry.heap_bytes == 0 ? limits_.heap_bytes
+                                                  : std::min(hello.geometry.heap_bytes,
+                                                             limits_.heap_bytes);
+  g.heap_bytes = std::max<uint64_t>(heap / 8192 * 8192, 8192);
+  Result<std::unique_ptr<shm::Region>> region =
+      shm::Region::Create(g, "wharfd-app-" + std::to_string(id_));
+  if (!region.ok()) return refuse(region.status().WithContext("creating the shared region"));
+  region_ = std::shared_ptr<shm::Region>(std::move(*region));
+  const shm::Layout& layout = region_->layout();
+  send_area_bytes_ = layout.heap_bytes / 2;
+  Result<shm::HeapAllocator> area =
+      shm::HeapAllocator::Create(send_area_bytes_, layout.heap_bytes - send_area_bytes_);
+  if (!area.ok()) return refuse(area.status());
+  receive_area_.emplace(std::move(*area));
+  shm::DescriptorRules rules{
+      .heap_bytes = layout.heap_bytes,
+      .max_message_bytes = host_.config().engine.limits.max_message_bytes,
+      .opcodes = {Opcode::kNop, Opcode::kSend, Opcode::kRecv, Opcode::kCancel, Opcode::kCall,
+                  Opcode::kConnect, Opcode::kListen, Opcode::kAccept, Opcode::kDisconnect,
+                  Opcode::kReleaseConn, Opcode::kBarrier, Opcode::kServe, Opcode::kRespond,
+                  Opcode::kReleaseBuffer, Opcode::kAddPeer},
+      .known_flags = shm::kKnownCommandFlags,
+  };
+  commands_ = std::make_unique<shm::ValidatingConsumer>(region_->command_ring(), "command ring",
+                                                        rules);
+  completions_ =
+      std::make_unique<shm::ValidatingProducer>(region_->completion_ring(), "completion ring");
+  Result<shm::Doorbell> bell = shm::Doorbell::Create();
+  if (!bell.ok()) return refuse(bell.status());
+  command_bell_.emplace(std::move(*bell));
+  bell = shm::Doorbell::Create();
+  if (!bell.ok()) return refuse(bell.status());
+  completion_bell_.emplace(std::move(*bell));
+  send_owner_ = std::make_shared<SendOwner>(this, region_);
+
+  // The endpoint, on the daemon's sockets.
+  Result<std::unique_ptr<transport::MessageTransport>> endpoint =
+      host_.OpenAppEndpoint(hello.address, &address_);
+  if (!endpoint.ok()) return refuse(endpoint.status());
+  transport_ = std::move(*endpoint);
+  engine::TransportOpener opener =
+      [this](std::string_view scheme) -> Result<transport::MessageTransport*> {
+    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
+                           host_.OpenSecondary(scheme));
+    secondary_.push_back(std::move(opened));
+    return secondary_.back().get();
+  };
+  engine_ = std::make_unique<engine::Engine>(transport_.get(), std::move(opener), clock_,
+                                             host_.config().engine.limits, this);
+
+  shm::WelcomeMsg w{.status = OkStatus(),
+                    .app_id = id_,
+                    .geometry = g,
+                    .max_message_bytes = host_.config().engine.limits.max_message_bytes,
+                    .address = address_};
+  const int fds[] = {region_->fd(), command_bell_->fd(), completion_bell_->fd()};
+  WHARF_RETURN_IF_ERROR(control_->Send(shm::EncodeWelcome(w), fds));
+  attached_ = true;
+  host_.NoteAttached();
+  WHARF_LOG(kInfo, "wharfd: application {} attached: pid {} uid {} ({}), endpoint {}, heap {} B",
+            id_, peer().pid, peer().uid, program_.empty() ? "?" : program_, address_,
+            layout.heap_bytes);
+  return OkStatus();
+}
+
+transport::PollResult AppSession::Poll(TimeNs now) {
+  transport::PollResult r;
+  r.next_deadline = kNever;
+  if (!closing_) HandleControl();
+  if (!attached_) return r;
+  if (!closing_) {
+    if (sleep_armed_) {
+      sleep_armed_ = false;
+      commands_->SetWaiting(false);
+      command_bell_->Drain();
+    }
+    const uint64_t before = counters_.commands;
+    TakeCommands(now);
+    r.work += static_cast<int>(counters_.commands - before);
+  }
+  if (engine_ != nullptr) {
+    transport::PollResult e = engine_->Poll();
+    r.work += e.work;
+    r.next_deadline = e.next_deadline;
+    r.now = e.now;
+  }
+  if (!closing_) FlushCompletions();
+  return r;
+}
+
+bool AppSession::PrepareToSleep() {
+  if (!attached_ || closing_) return true;
+  sleep_armed_ = true;
+  commands_->SetWaiting(true);
+  return !commands_->HasEntries();
+}
+
+TimeNs AppSession::NextDeadline() const {
+  TimeNs next = engine_ != nullptr ? engine_->NextDeadline() : kNever;
+  // Entries waiting for ring or heap room: the application frees either
+  // without ringing us, so look again soon.
+  if (!backlog_.empty() && !closing_) next = std::min(next, clock_.NowNs() + kNsPerMs);
+  if (closing_) next = std::min(next, linger_until_ns_);
+  return next;
+}
+
+void AppSession::AppendFds(std::vector<int>* fds) const {
+  if (closing_) {
+    if (engine_ != nullptr) engine_->AppendReadableFds(fds);
+    return;
+  }
+  fds->push_back(control_->fd());
+  if (command_bell_) fds->push_back(command_bell_->fd());
+  if (engine_ != nullptr) engine_->AppendReadableFds(fds);
+}
+
+uint64_t AppSession::receive_bytes_in_use() const {
+  return receive_area_ ? receive_area_->bytes_in_use() : 0;
+}
+
+std::vector<std::pair<std::string, uint64_t>> AppSession::EngineCounters() const {
+  if (engine_ == nullptr) return {};
+  return engine_->Counters();
+}
+
+void AppSession::HandleControl() {
+  // Bounded: a peer cannot keep us here by sending many messages.
+  for (int i = 0; i < 8 && !closing_; ++i) {
+    Result<std::optional<shm::ControlMessage>> got = control_->Receive();
+    if (!got.ok()) {
+      if (got.status().code() == StatusCode::kUnavailable) {
+        Close(UnavailableError("application closed its control socket"));
+      } else {
+        Close(got.status().WithContext("control socket"));
+      }
+      return;
+    }
+    if (!got->has_value()) return;
+    Result<shm::AttachMessage> m = shm::DecodeAttach((*got)->bytes);
+    if (!m.ok()) {
+      Close(m.status());
+      return;
+    }
+    switch (m->type) {
+      case shm::ControlType::kHello:
+        if (attached_) {
+          Close(InvalidArgumentError("second hello on an attached session"));
+          return;
+        }
+        control_->set_receive_deadline(kNever);
+        if (Status s = Attach(m->hello); !s.ok()) {
+          WHARF_LOG(kWarn, "wharfd: attach of pid {} refused: {}", peer().pid, s.ToString());
+          Close(s);
+          return;
+        }
+        break;
+      case shm::ControlType::kStatusRequest: {
+        control_->set_receive_deadline(kNever);
+        std::string json = status_provider_ ? status_provider_() : "{}";
+        (void)control_->Send(shm::EncodeStatusReply(json));
+        break;
+      }
+      case shm::ControlType::kStatsRequest: {
+        std::vector<shm::Counter> stats;
+        for (auto& [name, value] : EngineCounters()) stats.push_back({name, value});
+        stats.push_back({"session.commands", counters_.commands});
+        stats.push_back({"session.completions", counters_.completions});
+        stats.push_back({"session.bad_commands", counters_.bad_commands});
+        (void)control_->Send(shm::EncodeStatsReply(stats));
+        break;
+      }
+      default:
+        Close(InvalidArgumentError("unexpected control message type " +
+                                   std::to_string(static_cast<int>(m->type))));
+        return;
+    }
+  }
+}
+
+void AppSession::TakeCommands(TimeNs now) {
+  if (backlog_.size() >= limits_.max_backlog) {
+    // The application is not reading its completions: take nothing more
+    // from it until it does. Nobody else waits on it.
+    ++counters_.backpressure_passes;
+    return;
+  }
+  batch_.resize(std::min<size_t>(limits_.commands_per_pass, commands_->capacity()));
+  Result<size_t> n = commands_->TryPop(batch_);
+  if (!n.ok()) {
+    Close(n.status());
+    return;
+  }
+  for (size_t i = 0; i < *n && !closing_; ++i) {
+    ++counters_.commands;
+    Execute(batch_[i], now);
+  }
+}
+
+void AppSession::Push(Descriptor entry, Buffer payload) {
+  backlog_.push_back(Pending{entry, std::move(payload)});
+}
+
+void AppSession::Complete(uint64_t cookie, const Status& status, Buffer message, uint64_t value) {
+  Descriptor d{};
+  d.opcode = static_cast<uint16_t>(Opcode::kCompletion);
+  d.status = static_cast<uint32_t>(status.code());
+  d.cookie = cookie;
+  d.handle = value;
+  if (!status.ok()) {
+    std::string_view text = status.message();
+    message = Buffer::Copy(text.substr(0, shm::kMaxErrorText));
+  }
+  Push(d, std::move(message));
+}
+
+void AppSession::FlushCompletions() {
+  if (backlog_.empty() || completions_ == nullptr) return;
+  // Give each entry at the front its receive-area range, in order, until
+  // the heap or the ring is full.
+  size_t ready = 0;
+  const size_t room = completions_->capacity();
+  for (Pending& p : backlog_) {
+    if (ready == room) break;
+    if (!p.payload.empty()) {
+      Result<uint64_t> at = receive_area_->Allocate(p.payload.size());
+      if (!at.ok()) break;  // full: the application must release buffers first
+      std::span<std::byte> dst = *region_->HeapRange(*at, p.payload.size());
+      std::memcpy(dst.data(), p.payload.data(), p.payload.size());
+      counters_.bytes_received += p.payload.size();
+      p.entry.heap_offset = *at;
+      p.entry.length = p.payload.size();
+      p.payload = Buffer();
+    }
+    ++ready;
+  }
+  if (ready == 0) return;
+  batch_.resize(ready);
+  for (size_t i = 0; i < ready; ++i) batch_[i] = backlog_[i].entry;
+  Result<size_t> pushed = completions_->TryPush(std::span(batch_.data(), ready));
+  if (!pushed.ok()) {
+    Close(pushed.status());
+    return;
+  }
+  backlog_.erase(backlog_.begin(), backlog_.begin() + static_cast<ptrdiff_t>(*pushed));
+  counters_.completions += *pushed;
+  if (*pushed > 0 && completions_->PeerWaiting()) {
+    ++counters_.doorbells_rung;
+    (void)completion_bell_->Ring();
+  }
+}
+
+void AppSession::NoteSendReleased(uint64_t heap_offset) {
+  auto it = lent_.find(heap_offset);
+  if (it == lent_.end()) return;
+  const uint64_t cookie = it->second;
+  lent_.erase(it);
+  if (cookie == 0 || closing_) return;
+  Descriptor d{};
+  d.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
+  d.cookie = cookie;
+  Push(d);
+}
+
+// ------------------------------------------------------------ engine sink
+
+void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
+  if (live_ops_.erase(op_id) == 0) return;  // teardown's own, or already reported
+  if (opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
+  if (closing_) return;
+  Complete(op_id, status, std::move(message), value);
+}
+
+void AppSession::OnRequest(engine::IncomingCall call) {
+  if (closing_) {
+    engine_->Respond(call.ref, UnavailableError("server application exited"));
+    return;
+  }
+  if (backlog_.size() >= limits_.max_backlog || inflight() >= limits_.max_inflight) {
+    ++counters_.requests_refused;
+    engine_->Respond(call.ref, ResourceExhaustedError(
+                                   "server application is not keeping up (wharfd "
+                                   "limits.max_inflight / limits.max_backlog)"));
+    return;
+  }
+  const uint64_t handle = next_call_handle_++;
+  calls_.emplace(handle, call.ref);
+  call_handles_.emplace(call.ref, handle);
+  // The peer's address, named once per text.
+  auto [it, fresh] = peer_names_.try_emplace(std::string(call.peer), 0);
+  if (fresh) {
+    if (peer_names_.size() > shm::kMaxPeerNames) {
+      // Start over: ids are never reused, so the application's older names
+      // stay valid until it evicts them.
+      std::string text = it->first;
+      peer_names_.clear();
+      it = peer_names_.emplace(std::move(text), 0).first;
+    }
+    it->second = next_peer_name_++;
+    Descriptor name{};
+    name.opcode = static_cast<uint16_t>(Opcode::kPeerName);
+    name.handle = it->second;
+    Push(name, Buffer::Copy(it->first));
+  }
+  Descriptor d{};
+  d.opcode = static_cast<uint16_t>(Opcode::kRequest);
+  d.handle = handle;
+  d.status = call.method;
+  d.aux[0] = call.deadline_ns == kNever ? 0 : static_cast<uint64_t>(call.deadline_ns);
+  d.aux[1] = it->second;
+  Push(d, std::move(call.request));
+}
+
+void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
+  auto it = call_handles_.find(ref);
+  if (it == call_handles_.end() || closing_) return;
+  Descriptor d{};
+  d.opcode = static_cast<uint16_t>(Opcode::kCallCancelled);
+  d.handle = it->second;
+  Push(d);
+}
+
+// ---------------------------------------------------------------- closing
+
+void AppSession::Close(const Status& why) {
+  if (closing_) return;
+  closing_ = true;
+  linger_until_ns_ = clock_.NowNs() + kLinger;
+  if (attached_) {
+    WHARF_LOG(kInfo, "wharfd: application {} (pid {}) detached: {}", id_, peer().pid,
+              why.ToString());
+    // Tell it why, if it is still there to hear (a broken ring, a refusal).
+    if (why.code() != StatusCode::kUnavailable) (void)control_->Send(shm::EncodeFault(why));
+  }
+  Teardown();
+}
+
+void AppSession::Teardown() {
+  backlog_.clear();
+  if (engine_ == nullptr) return;
+  // Its clients hear now rather than at their deadline.
+  for (auto& [handle, ref] : calls_) {
+    engine_->Respond(ref, UnavailableError("server application exited"));
+  }
+  calls_.clear();
+  call_handles_.clear();
+  // Its calls are withdrawn (their servers are told) and its operations end.
+  std::vector<uint64_t> ops(live_ops_.begin(), live_ops_.end());
+  for (uint64_t op : ops) engine_->Cancel(op);
+  live_ops_.clear();
+  // Its connections' peers are told. The ids only need to avoid the
+  // application's, which are all gone now.
+  uint64_t op = 1;
+  for (uint64_t conn : conns_) {
+    live_ops_.insert(op);
+    engine_->Disconnect(op++, conn);
+  }
+  conns_.clear();
+}
+
+}  // namespace wharf::daemon

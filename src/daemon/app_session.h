@@ -1,0 +1,222 @@
+// daemon/app_session.h: AppSession, one attached application as wharfd sees
+// it: its control connection and credentials, its sealed region (rings and
+// heap) and doorbells, and the Engine that runs its endpoint on the daemon's
+// shared sockets. It executes the commands the application writes, after
+// validating each one (shm/validator.h; shm/commands.h says what they mean),
+// and is its engine's sink: completions, requests and cancellations become
+// completion-ring entries, payloads are copied into the application's
+// receive area.
+//
+// Isolation: everything read from the region is copied once and checked;
+// a command naming something the application does not own fails for that
+// application (a kCompletion or kFault and a counter) and nothing else.
+// Garbage in the ring's own bookkeeping (an index out of bounds) breaks the
+// session for good: it is closed with kFault, like an application that died.
+//
+// Lifetime: Attach (kHello handled), then Poll passes from the daemon's
+// loop until the application goes (EOF on the control socket, a broken
+// ring) or the daemon stops. Then Close: requests it was serving are
+// answered kUnavailable, its connections disconnected, its operations
+// aborted; the engine lingers for kLinger so those answers leave, and the
+// destructor frees the region and every fd. Single-threaded: the daemon's
+// loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "daemon/daemon_config.h"
+#include "engine/engine.h"
+#include "engine/engine_sink.h"
+#include "engine/uri.h"
+#include "shm/attach_protocol.h"
+#include "shm/control_socket.h"
+#include "shm/doorbell.h"
+#include "shm/heap_allocator.h"
+#include "shm/region.h"
+#include "shm/validator.h"
+#include "transport/message_transport.h"
+
+namespace wharf::daemon {
+
+// What a session needs from the daemon that hosts it: transports on the
+// daemon's sockets. Implemented by Daemon (wharfd.h) and by tests.
+class SessionHost {
+ public:
+  virtual ~SessionHost() = default;
+  // Opens the application's endpoint for `address` (its EndpointOptions
+  // address) and sets `*public_address` to the address peers use.
+  virtual Result<std::unique_ptr<transport::MessageTransport>> OpenAppEndpoint(
+      std::string_view address, std::string* public_address) = 0;
+  // A transport of `scheme` for peers of another scheme than the endpoint's.
+  virtual Result<std::unique_ptr<transport::MessageTransport>> OpenSecondary(
+      std::string_view scheme) = 0;
+  // May this application attach (allowed uids, how many are attached)?
+  virtual Status Admit(const shm::PeerCredentials& peer) = 0;
+  // The application attached (its kWelcome went out).
+  virtual void NoteAttached() = 0;
+  virtual const DaemonConfig& config() const = 0;
+  virtual const Clock& clock() const = 0;
+};
+
+// Per-application counts, for `wharf status` and the tests.
+struct SessionCounters {
+  uint64_t commands = 0;
+  uint64_t completions = 0;
+  uint64_t bad_commands = 0;      // refused: a kFault or failed kCompletion
+  uint64_t bytes_sent = 0;        // payload handed to the engine
+  uint64_t bytes_received = 0;    // payload copied into the receive area
+  uint64_t backpressure_passes = 0;  // passes its commands waited for room
+  uint64_t requests_refused = 0;  // served requests answered kResourceExhausted
+  uint64_t doorbells_rung = 0;
+};
+
+class AppSession final : public engine::EngineSink {
+ public:
+  // How long a closed session keeps driving its engine so the answers and
+  // disconnects it sent on the application's behalf leave.
+  static constexpr DurationNs kLinger = 200 * kNsPerMs;
+
+  AppSession(SessionHost& host, uint64_t id, std::unique_ptr<shm::ControlConnection> control);
+  ~AppSession() override;
+  AppSession(const AppSession&) = delete;
+  AppSession& operator=(const AppSession&) = delete;
+
+  // Handles the application's kHello: opens its endpoint, creates its
+  // region and doorbells, answers kWelcome with the fds. An error is also
+  // sent to the application as a refusing kWelcome.
+  Status Attach(const shm::HelloMsg& hello);
+
+  // One pass: control messages, up to commands_per_pass commands, the
+  // engine, completions out (ringing the application if it sleeps).
+  transport::PollResult Poll(TimeNs now);
+  // Before the daemon sleeps: raises our "wake me" flag on the command ring;
+  // false if commands arrived meanwhile (do not sleep).
+  bool PrepareToSleep();
+  TimeNs NextDeadline() const;
+  void AppendFds(std::vector<int>* fds) const;
+
+  // Starts closing (idempotent): `why` goes to the log and, if the socket
+  // is still up, to the application as kFault.
+  void Close(const Status& why);
+  bool closing() const { return closing_; }
+  // Closed and lingered long enough: the daemon may destroy it.
+  bool finished(TimeNs now) const { return closing_ && now >= linger_until_ns_; }
+
+  uint64_t id() const { return id_; }
+  const shm::PeerCredentials& peer() const { return control_->peer(); }
+  const std::string& program() const { return program_; }
+  const std::string& address() const { return address_; }
+  uint64_t heap_bytes() const { return region_ ? region_->layout().heap_bytes : 0; }
+  uint64_t receive_bytes_in_use() const;
+  size_t inflight() const { return live_ops_.size() + calls_.size(); }
+  size_t connections() const { return conns_.size(); }
+  const SessionCounters& counters() const { return counters_; }
+  // The engine's and transports' counters (empty before Attach).
+  std::vector<std::pair<std::string, uint64_t>> EngineCounters() const;
+  // Answers status and stats requests arriving on its control socket.
+  void set_status_provider(std::function<std::string()> provider) {
+    status_provider_ = std::move(provider);
+  }
+
+  // engine::EngineSink
+  void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) override;
+  void OnRequest(engine::IncomingCall call) override;
+  void OnCallCancelled(const engine::ServerCallRef& ref) override;
+
+ private:
+  // A completion-ring entry waiting for room (ring or receive area).
+  struct Pending {
+    shm::Descriptor entry{};
+    Buffer payload;  // copied into the receive area when pushed
+  };
+  // Lends the application's send-area bytes to the engine (zero-copy sends)
+  // and learns when the engine is done with them. Holds the region, so the
+  // mapping outlives every Buffer over it, even one the session outlives.
+  class SendOwner;
+
+  // session_commands.cc: one validated command.
+  void Execute(const shm::Descriptor& d, TimeNs now);
+  void ExecuteCall(const shm::Descriptor& d);
+  void ExecuteRespond(const shm::Descriptor& d);
+  void ExecuteReleaseBuffer(const shm::Descriptor& d);
+  void ExecuteAddPeer(const shm::Descriptor& d);
+  // Checks a command's cookie; on failure reports it (kFault) and returns false.
+  bool StartOp(const shm::Descriptor& d);
+  // The payload of a command as a Buffer over the send area (no copy); the
+  // engine may prepend its frame in the 64 bytes before it.
+  Buffer Payload(const shm::Descriptor& d);
+  const engine::Uri* PeerHandle(uint64_t handle) const;
+  void Fault(const shm::Descriptor& d, Status why);
+
+  void HandleControl();
+  void TakeCommands(TimeNs now);
+  // Moves pending entries into the ring (allocating receive-area ranges);
+  // rings the application if it sleeps.
+  void FlushCompletions();
+  void Push(shm::Descriptor entry, Buffer payload = Buffer());
+  void Complete(uint64_t cookie, const Status& status, Buffer message = Buffer(),
+                uint64_t value = 0);
+  // A kSendReleased for each send-area range the engine let go of.
+  void NoteSendReleased(uint64_t heap_offset);
+  void Teardown();
+
+  SessionHost& host_;
+  const Clock& clock_;
+  const AppLimits limits_;
+  const uint64_t id_;
+  std::unique_ptr<shm::ControlConnection> control_;
+  std::string program_;
+  std::string address_;
+  bool attached_ = false;
+  bool closing_ = false;
+  TimeNs linger_until_ns_ = kNever;
+
+  std::shared_ptr<shm::Region> region_;
+  std::unique_ptr<shm::ValidatingConsumer> commands_;
+  std::unique_ptr<shm::ValidatingProducer> completions_;
+  std::optional<shm::Doorbell> command_bell_;     // the application rings it
+  std::optional<shm::Doorbell> completion_bell_;  // we ring it
+  std::optional<shm::HeapAllocator> receive_area_;
+  uint64_t send_area_bytes_ = 0;
+  std::shared_ptr<SendOwner> send_owner_;
+
+  // Declared so the engine goes before the transports it borrows.
+  std::unique_ptr<transport::MessageTransport> transport_;
+  std::vector<std::unique_ptr<transport::MessageTransport>> secondary_;
+  std::unique_ptr<engine::Engine> engine_;
+
+  // Operations in flight, by the application's cookie (= the engine op id).
+  std::unordered_set<uint64_t> live_ops_;
+  // Which operations connect or accept (their value is a connection).
+  std::unordered_set<uint64_t> opening_ops_;
+  // Sends whose payload the engine still holds: heap offset -> cookies.
+  std::unordered_multimap<uint64_t, uint64_t> lent_;
+  std::unordered_set<uint64_t> conns_;
+  // Served requests awaiting the application's answer.
+  std::unordered_map<uint64_t, engine::ServerCallRef> calls_;
+  std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash> call_handles_;
+  uint64_t next_call_handle_ = 1;
+  // The application's peer handles (kAddPeer), index = handle.
+  std::vector<std::optional<engine::Uri>> peers_;
+  // Peer address texts already named to the application (kPeerName).
+  std::unordered_map<std::string, uint64_t> peer_names_;
+  uint64_t next_peer_name_ = 1;
+
+  std::deque<Pending> backlog_;
+  std::vector<shm::Descriptor> batch_;  // scratch for ring I/O
+  bool sleep_armed_ = false;  // our "wake me" flag is up on the command ring
+  SessionCounters counters_;
+  std::function<std::string()> status_provider_;
+};
+
+}  // namespace wharf::daemon

@@ -1,0 +1,104 @@
+// Loading DaemonConfig: wharfd's own keys, then the engine's from the same
+// documents, then the unknown-key check over both.
+#include "daemon/daemon_config.h"
+
+#include <charconv>
+
+#include "base/config.h"
+#include "engine/frame.h"
+
+namespace wharf::daemon {
+namespace {
+
+// Reads `key` from the overrides, else the file, else keeps `*field`.
+template <typename T, typename Get>
+Status Layered(const ConfigDoc& file, const ConfigDoc& over, T* field, Get get) {
+  WHARF_ASSIGN_OR_RETURN(T from_file, get(file, *field));
+  WHARF_ASSIGN_OR_RETURN(*field, get(over, from_file));
+  return OkStatus();
+}
+
+Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
+  auto str = [&](std::string_view key, std::string* field) {
+    return Layered(f, o, field, [key](const ConfigDoc& d, std::string def) {
+      return d.GetString(key, std::move(def));
+    });
+  };
+  auto uint = [&](std::string_view key, auto* field, uint64_t min, uint64_t max) -> Status {
+    uint64_t v = *field;
+    WHARF_RETURN_IF_ERROR(Layered(f, o, &v, [key, max](const ConfigDoc& d, uint64_t def) {
+      return d.GetUint(key, def, max);
+    }));
+    if (v < min) {
+      return InvalidArgumentError(std::string(key) + ": expected at least " + std::to_string(min) +
+                                  ", got " + std::to_string(v));
+    }
+    *field = static_cast<std::remove_pointer_t<decltype(field)>>(v);
+    return OkStatus();
+  };
+  WHARF_RETURN_IF_ERROR(str("daemon.socket", &c->socket_path));
+  if (c->socket_path.empty()) return InvalidArgumentError("daemon.socket: expected a path");
+  WHARF_RETURN_IF_ERROR(str("daemon.socket_group", &c->socket_group));
+  std::vector<std::string> uids;
+  WHARF_RETURN_IF_ERROR(Layered(f, o, &uids, [](const ConfigDoc& d, std::vector<std::string> def) {
+    return d.GetStringList("daemon.allowed_uids", std::move(def));
+  }));
+  for (const std::string& text : uids) {
+    uint32_t uid = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return InvalidArgumentError("daemon.allowed_uids: expected numeric uids, got '" + text + "'");
+    }
+    c->allowed_uids.push_back(uid);
+  }
+  std::string level(LogLevelName(c->log_level));
+  WHARF_RETURN_IF_ERROR(str("daemon.log_level", &level));
+  Result<LogLevel> parsed = ParseLogLevel(level);
+  if (!parsed.ok()) return parsed.status().WithContext("daemon.log_level");
+  c->log_level = *parsed;
+  WHARF_RETURN_IF_ERROR(str("listen.homa", &c->listen_homa));
+  WHARF_RETURN_IF_ERROR(str("listen.tcp", &c->listen_tcp));
+  WHARF_RETURN_IF_ERROR(uint("limits.max_applications", &c->max_applications, 1, 1 << 20));
+  AppLimits& l = c->limits;
+  WHARF_RETURN_IF_ERROR(Layered(f, o, &l.heap_bytes, [](const ConfigDoc& d, uint64_t def) {
+    return d.GetBytes("limits.heap_bytes", def);
+  }));
+  if (l.heap_bytes < (64u << 10) || l.heap_bytes > (64ull << 30) || l.heap_bytes % 8192 != 0) {
+    return InvalidArgumentError("limits.heap_bytes: expected a multiple of 8KiB from 64KiB to 64GiB, got " +
+                                std::to_string(l.heap_bytes));
+  }
+  WHARF_RETURN_IF_ERROR(uint("limits.ring_entries", &l.ring_entries, 8, 1 << 20));
+  if ((l.ring_entries & (l.ring_entries - 1)) != 0) {
+    return InvalidArgumentError("limits.ring_entries: expected a power of two, got " +
+                                std::to_string(l.ring_entries));
+  }
+  WHARF_RETURN_IF_ERROR(uint("limits.max_inflight", &l.max_inflight, 1, 1 << 24));
+  WHARF_RETURN_IF_ERROR(uint("limits.max_connections", &l.max_connections, 1, 1 << 24));
+  WHARF_RETURN_IF_ERROR(uint("limits.max_backlog", &l.max_backlog, 16, 1 << 24));
+  WHARF_RETURN_IF_ERROR(uint("limits.commands_per_pass", &l.commands_per_pass, 1, 1 << 16));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<DaemonConfig> LoadDaemonConfig(
+    const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  WHARF_ASSIGN_OR_RETURN(ConfigDoc file_doc, file.empty()
+                                                 ? ConfigDoc::Parse("", "<no config file>")
+                                                 : ConfigDoc::LoadFile(file));
+  WHARF_ASSIGN_OR_RETURN(ConfigDoc over_doc, ConfigDoc::FromSettings(overrides, "--set"));
+  DaemonConfig c;
+  WHARF_RETURN_IF_ERROR(ReadDaemonKeys(file_doc, over_doc, &c));
+  WHARF_ASSIGN_OR_RETURN(c.engine, engine::ReadEngineConfig(file_doc, over_doc));
+  // As in embedded mode: homa.max_message_bytes is the applications' payload
+  // limit; the transports also carry the engine's frame header.
+  c.engine.limits.max_message_bytes = c.engine.homa.max_message_bytes;
+  c.engine.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
+      uint64_t{c.engine.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
+  c.engine.limits.max_connections = std::min(c.engine.limits.max_connections, c.limits.max_connections);
+  WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
+  WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
+  return c;
+}
+
+}  // namespace wharf::daemon

@@ -1,0 +1,72 @@
+// daemon/daemon_config.h: DaemonConfig, wharfd's settings: where its control
+// socket is and who may use it, the addresses it listens on per transport,
+// per-application limits, logging, and the engine settings (homa.*, tcp.*,
+// udp.*, endpoint.*) every application's endpoint runs with. Loaded from a
+// YAML file (packaging/wharfd.yaml is the commented default) plus
+// "section.name=value" overrides; errors name the file, line and key.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "engine/engine_config.h"
+#include "wharf/result.h"
+
+namespace wharf::daemon {
+
+// What one application (one attachment) may use.
+struct AppLimits {
+  // The region's heap (limits.heap_bytes): half for the messages it sends,
+  // half for those it receives; it bounds the memory an application pins
+  // in wharfd's name.
+  uint64_t heap_bytes = 64ull << 20;
+  // Entries of each ring (limits.ring_entries); a power of two.
+  uint32_t ring_entries = 1024;
+  // Operations in flight, served requests awaiting an answer included
+  // (limits.max_inflight).
+  size_t max_inflight = 4096;
+  // Connections open at once, both directions (limits.max_connections).
+  size_t max_connections = 1024;
+  // Completion-ring entries wharfd holds for an application whose ring is
+  // full before it stops taking that application's commands: backpressure
+  // for it alone.
+  size_t max_backlog = 4096;
+  // Commands taken from one application per pass, so one busy application
+  // cannot starve the others.
+  size_t commands_per_pass = 64;
+};
+
+struct DaemonConfig {
+  // daemon.socket: the control socket. `--socket` and WHARF_SOCKET override.
+  std::string socket_path = "/run/wharf/wharfd.sock";
+  // daemon.socket_group: group of the socket file (mode 0660); empty keeps
+  // wharfd's own group.
+  std::string socket_group;
+  // daemon.allowed_uids: uids that may attach; empty: anyone who can open
+  // the socket (file permissions decide).
+  std::vector<uid_t> allowed_uids;
+  // daemon.log_level.
+  LogLevel log_level = LogLevel::kInfo;
+  // listen.homa / listen.tcp: the sockets applications' endpoints share by
+  // default ("" disables one). An application asking for port 0 gets an
+  // endpoint there.
+  std::string listen_homa = "0.0.0.0:4000";
+  std::string listen_tcp = "0.0.0.0:4001";
+  // limits.max_applications: attachments at once.
+  size_t max_applications = 256;
+  AppLimits limits;
+  // homa.*, tcp.*, udp.*, endpoint.*: as in docs/configuration.md.
+  engine::EngineConfig engine;
+};
+
+// Loads `file` (empty: built-in defaults) then `overrides`. Unknown keys
+// are errors (a typo must not silently keep a default).
+Result<DaemonConfig> LoadDaemonConfig(
+    const std::string& file, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace wharf::daemon

@@ -1,0 +1,235 @@
+// Daemon: startup, admission, endpoints on the shared sockets, the loop.
+#include "daemon/wharfd.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "engine/uri.h"
+#include "wire/endpoint_id.h"
+
+namespace wharf::daemon {
+
+// Requests to the daemon's own endpoints: nothing is served yet (the mesh
+// prober will be), so the engine answers kUnimplemented; operations are
+// never started on them.
+class Daemon::RefusingSink final : public engine::EngineSink {
+ public:
+  void OnComplete(uint64_t, Status, Buffer, uint64_t) override {}
+  void OnRequest(engine::IncomingCall) override {}
+  void OnCallCancelled(const engine::ServerCallRef&) override {}
+};
+
+struct Daemon::OwnEndpoint {
+  std::unique_ptr<transport::MessageTransport> transport;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+Daemon::Daemon(DaemonConfig config, const Clock& clock)
+    : config_(std::move(config)), clock_(clock), started_ns_(clock.NowNs()) {}
+
+Daemon::~Daemon() {
+  // Sessions first (their endpoints are on our sockets), then our own.
+  sessions_.clear();
+  own_.clear();
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& clock) {
+  std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
+  SetLogLevel(d->config_.log_level);
+  WHARF_ASSIGN_OR_RETURN(d->waiter_, engine::Waiter::Open(clock));
+  d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
+  d->refusing_sink_ = std::make_unique<RefusingSink>();
+  if (!d->config_.listen_homa.empty()) {
+    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("homa", d->config_.listen_homa));
+  }
+  if (!d->config_.listen_tcp.empty()) {
+    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("tcp", d->config_.listen_tcp));
+  }
+  shm::ListenerOptions options;
+  options.group = d->config_.socket_group;
+  // Status replies carry the whole daemon as JSON; hellos are small.
+  options.limits.max_message_bytes = 64 * 1024;
+  options.limits.max_fds = 0;
+  WHARF_ASSIGN_OR_RETURN(d->listener_,
+                         shm::ControlListener::Open(d->config_.socket_path, clock, options));
+  WHARF_LOG(kInfo, "wharfd: listening on {} (control), {}{}{}", d->config_.socket_path,
+            d->homa_address().empty() ? "" : d->homa_address(),
+            d->config_.listen_tcp.empty() ? "" : ", tcp://",
+            d->config_.listen_tcp);
+  return d;
+}
+
+Status Daemon::OpenOwnEndpoint(std::string_view scheme, const std::string& address) {
+  WHARF_ASSIGN_OR_RETURN(transport::NetAddress bind, transport::NetAddress::Parse(address));
+  auto own = std::make_unique<OwnEndpoint>();
+  const uint16_t id = scheme == "homa" ? wire::EndpointIdForName("wharfd") : 0;
+  Result<std::unique_ptr<transport::MessageTransport>> t =
+      transports_->OpenEndpoint(scheme, bind, id);
+  if (!t.ok()) {
+    return t.status().WithContext("listen." + std::string(scheme) + " (" + address + ")");
+  }
+  own->transport = std::move(*t);
+  if (scheme == "homa") homa_bind_ = own->transport->LocalAddress();
+  own->engine = std::make_unique<engine::Engine>(own->transport.get(), nullptr, clock_,
+                                                 config_.engine.limits, refusing_sink_.get());
+  own_.push_back(std::move(own));
+  return OkStatus();
+}
+
+std::string Daemon::homa_address() const {
+  return homa_bind_.port() == 0 ? std::string() : "homa://" + homa_bind_.ToString();
+}
+
+Status Daemon::Admit(const shm::PeerCredentials& peer) {
+  if (!config_.allowed_uids.empty() &&
+      std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), peer.uid) ==
+          config_.allowed_uids.end()) {
+    ++counters_.attaches_refused;
+    return PermissionDeniedError("uid " + std::to_string(peer.uid) +
+                                 " is not in wharfd's daemon.allowed_uids");
+  }
+  size_t attached = 0;
+  for (const auto& [id, s] : sessions_) attached += s->address().empty() ? 0 : 1;
+  if (attached >= config_.max_applications) {
+    ++counters_.attaches_refused;
+    return ResourceExhaustedError("wharfd limits.max_applications (" +
+                                  std::to_string(config_.max_applications) + ") reached");
+  }
+  return OkStatus();
+}
+
+Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenAppEndpoint(
+    std::string_view address, std::string* public_address) {
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.engine.default_scheme));
+  std::unique_ptr<transport::MessageTransport> t;
+  std::string suffix = uri.endpoint_name.empty() ? "" : "/" + uri.endpoint_name;
+  if (uri.scheme == "homa") {
+    if (homa_bind_.port() == 0) {
+      return FailedPreconditionError("wharfd has no homa:// socket (listen.homa is empty)");
+    }
+    if (uri.address.port() != 0 && uri.address.port() != homa_bind_.port()) {
+      return InvalidArgumentError(
+          "managed homa:// endpoints live on wharfd's socket " + homa_address() +
+          ": ask for port 0 or " + std::to_string(homa_bind_.port()) + ", not " +
+          std::to_string(uri.address.port()));
+    }
+    if (uri.address.port() == 0 && uri.endpoint_name.empty()) {
+      // A fresh endpoint of its own, known by id, as a new socket would be.
+      for (int tries = 0; tries < 0x8000 && t == nullptr; ++tries) {
+        const uint16_t id = next_auto_endpoint_;
+        next_auto_endpoint_ = next_auto_endpoint_ == 0xFFFF ? 0x8000 : next_auto_endpoint_ + 1;
+        Result<std::unique_ptr<transport::MessageTransport>> r =
+            transports_->OpenEndpoint("homa", homa_bind_, id);
+        if (r.ok()) {
+          t = std::move(*r);
+          suffix = engine::EndpointSuffix(id);
+        } else if (r.status().code() != StatusCode::kAlreadyExists) {
+          return r.status();
+        }
+      }
+      if (t == nullptr) return ResourceExhaustedError("every endpoint id of wharfd's socket is taken");
+    } else {
+      WHARF_ASSIGN_OR_RETURN(t, transports_->OpenEndpoint("homa", homa_bind_, uri.endpoint_id));
+    }
+  } else {
+    // tcp:// has one endpoint per port: the application's own port.
+    WHARF_ASSIGN_OR_RETURN(t, transports_->OpenEndpoint(uri.scheme, uri.address, uri.endpoint_id));
+  }
+  *public_address = uri.scheme + "://" + t->LocalAddress().ToString() + suffix;
+  return t;
+}
+
+Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenSecondary(
+    std::string_view scheme) {
+  transport::NetAddress any = homa_bind_.port() != 0 && homa_bind_.is_v6()
+                                  ? *transport::NetAddress::Parse("[::]:0")
+                                  : *transport::NetAddress::Parse("0.0.0.0:0");
+  return transports_->OpenEndpoint(scheme, any, 0);
+}
+
+Status Daemon::Run() {
+  while (!stop_.load()) {
+    waiter_->SpinThenBlock([&] { return stop_.load(); }, [&] { return Pass(); },
+                           [&] { BeforeSleep(); }, [&] { return stop_.load(); }, kNever,
+                           config_.engine.spin_ns);
+  }
+  WHARF_LOG(kInfo, "wharfd: stopping; {} application(s) attached", sessions_.size());
+  return OkStatus();
+}
+
+void Daemon::Stop() {
+  stop_.store(true);
+  if (waiter_ != nullptr) waiter_->WakeAlways();
+}
+
+transport::PollResult Daemon::Pass() {
+  ++counters_.passes;
+  waiter_->ClearReadable();
+  transport::PollResult all;
+  all.next_deadline = kNever;
+  const TimeNs now = clock_.NowNs();
+  AcceptConnections(now);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    AppSession& s = *it->second;
+    transport::PollResult r = s.Poll(now);
+    all.work += r.work;
+    all.next_deadline = std::min({all.next_deadline, r.next_deadline, s.NextDeadline()});
+    if (s.finished(now)) {
+      if (!s.address().empty()) ++counters_.applications_detached;
+      it = sessions_.erase(it);  // frees its region, fds and endpoint
+      ++all.work;
+      continue;
+    }
+    ++it;
+  }
+  for (auto& own : own_) {
+    transport::PollResult r = own->engine->Poll();
+    all.work += r.work;
+    all.next_deadline = std::min(all.next_deadline, r.next_deadline);
+  }
+  all.now = clock_.NowNs();
+  waiter_->ArmTimer(all.next_deadline);
+  return all;
+}
+
+void Daemon::AcceptConnections(TimeNs now) {
+  // Bounded per pass, like everything else.
+  for (int i = 0; i < 16; ++i) {
+    Result<std::unique_ptr<shm::ControlConnection>> c = listener_->Accept();
+    if (!c.ok()) {
+      WHARF_LOG(kWarn, "wharfd: accept: {}", c.status().ToString());
+      return;
+    }
+    if (*c == nullptr) return;
+    // Room for status queries beyond the attached applications, not more:
+    // a client that connects and says nothing holds a slot only until its
+    // first message's deadline.
+    if (sessions_.size() >= config_.max_applications + 16) {
+      ++counters_.connections_refused;
+      continue;  // closed by the unique_ptr
+    }
+    (*c)->set_receive_deadline(now + 5 * kNsPerSec);
+    const uint64_t id = next_session_id_++;
+    auto session = std::make_unique<AppSession>(*this, id, std::move(*c));
+    session->set_status_provider([this] { return StatusJson(); });
+    sessions_.emplace(id, std::move(session));
+  }
+}
+
+void Daemon::BeforeSleep() {
+  ++counters_.sleeps;
+  fds_scratch_.clear();
+  fds_scratch_.push_back(listener_->fd());
+  for (auto& own : own_) own->engine->AppendReadableFds(&fds_scratch_);
+  for (auto& [id, s] : sessions_) s->AppendFds(&fds_scratch_);
+  std::sort(fds_scratch_.begin(), fds_scratch_.end());
+  fds_scratch_.erase(std::unique(fds_scratch_.begin(), fds_scratch_.end()), fds_scratch_.end());
+  if (fds_scratch_ != watched_fds_ && waiter_->Watch(fds_scratch_).ok()) {
+    watched_fds_ = fds_scratch_;
+  }
+  bool sleep = true;
+  for (auto& [id, s] : sessions_) sleep = s->PrepareToSleep() && sleep;
+  if (!sleep) waiter_->WakeAlways();  // commands came in after the last pass
+}
+
+}  // namespace wharf::daemon

@@ -1,0 +1,102 @@
+// daemon/wharfd.h: Daemon, the heart of wharfd. It owns the control socket
+// applications attach through, the sockets every application's endpoint
+// shares (one homa:// UDP socket: one pacer and one SRPT scheduler for the
+// whole host), one AppSession per attached application, and the loop that
+// drives them all: spin while there is work, then sleep in epoll on the
+// control socket, the applications' doorbells and the sockets.
+//
+// One thread runs everything (Run); Stop may be called from any thread or a
+// signal handler's helper thread. Policy lives in the sessions' limits
+// (daemon_config.h); admission (allowed uids, how many applications) here.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "daemon/app_session.h"
+#include "daemon/daemon_config.h"
+#include "engine/engine.h"
+#include "engine/transport_set.h"
+#include "engine/waiter.h"
+#include "shm/control_socket.h"
+
+namespace wharf::daemon {
+
+// Daemon-wide counts, for `wharf status` and the lifecycle tests.
+struct DaemonCounters {
+  uint64_t applications_attached = 0;  // kWelcome sent
+  uint64_t applications_detached = 0;  // sessions torn down and freed
+  uint64_t attaches_refused = 0;       // uid not allowed, too many, bad hello
+  uint64_t connections_refused = 0;    // control connections closed at accept
+  uint64_t passes = 0;
+  uint64_t sleeps = 0;
+};
+
+class Daemon final : public SessionHost {
+ public:
+  // Opens the control socket and the listen sockets. The caller runs Run().
+  static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config,
+                                               const Clock& clock = SystemClock::Get());
+  ~Daemon() override;
+
+  // Serves until Stop(). Returns the first fatal error (none expected).
+  Status Run();
+  // Thread-safe; Run returns soon after.
+  void Stop();
+
+  // The daemon as JSON: applications, transports, counters (`wharf status`).
+  // On the Run thread (the sessions answer status requests with it).
+  std::string StatusJson() const;
+  const DaemonCounters& counters() const { return counters_; }
+  const std::string& socket_path() const { return config_.socket_path; }
+  // Where the daemon's own homa:// endpoint listens ("" if disabled).
+  std::string homa_address() const;
+
+  // SessionHost
+  Result<std::unique_ptr<transport::MessageTransport>> OpenAppEndpoint(
+      std::string_view address, std::string* public_address) override;
+  Result<std::unique_ptr<transport::MessageTransport>> OpenSecondary(
+      std::string_view scheme) override;
+  Status Admit(const shm::PeerCredentials& peer) override;
+  void NoteAttached() override { ++counters_.applications_attached; }
+  const DaemonConfig& config() const override { return config_; }
+  const Clock& clock() const override { return clock_; }
+
+ private:
+  // The daemon's own endpoint on a listen socket: it keeps the socket
+  // polled while no application is attached, and answers requests to it.
+  struct OwnEndpoint;
+  class RefusingSink;
+
+  Daemon(DaemonConfig config, const Clock& clock);
+  Status OpenOwnEndpoint(std::string_view scheme, const std::string& address);
+  // One pass over everything; the merged result for the wait loop.
+  transport::PollResult Pass();
+  void AcceptConnections(TimeNs now);
+  // Before sleeping: the fds to watch, and every session's "wake me" flag.
+  void BeforeSleep();
+
+  const DaemonConfig config_;
+  const Clock& clock_;
+  const TimeNs started_ns_;
+  std::unique_ptr<engine::Waiter> waiter_;
+  std::unique_ptr<shm::ControlListener> listener_;
+  std::unique_ptr<engine::TransportSet> transports_;
+  std::unique_ptr<RefusingSink> refusing_sink_;
+  std::vector<std::unique_ptr<OwnEndpoint>> own_;
+  transport::NetAddress homa_bind_;  // listen.homa, port resolved
+  // By id; destroyed before the transports (declared after them).
+  std::map<uint64_t, std::unique_ptr<AppSession>> sessions_;
+  uint64_t next_session_id_ = 1;
+  uint16_t next_auto_endpoint_ = 0x8000;
+  std::atomic<bool> stop_{false};
+  std::vector<int> fds_scratch_;
+  std::vector<int> watched_fds_;
+  DaemonCounters counters_;
+};
+
+}  // namespace wharf::daemon
