@@ -29,10 +29,13 @@
 //    88  reserved, zero, up to 4096
 //
 //   each ring (starts page-aligned; its length is rounded up to a page)
-//     +0    RingControl.producer  one cache line: the producer index u64,
-//                                 written only by the producer
-//     +64   RingControl.consumer  one cache line: the consumer index u64,
-//                                 written only by the consumer
+//     +0    RingControl.producer  one cache line, written only by the producer:
+//             +0  value u64       the producer index
+//             +8  waiting u32     unused, zero
+//     +64   RingControl.consumer  one cache line, written only by the consumer:
+//             +64 value u64       the consumer index
+//             +72 waiting u32     non-zero: the consumer is about to sleep on
+//                                 its doorbell (spsc_ring.h SetWaiting)
 //     +128  slots: entries x Descriptor (64 B each); slot of index i is
 //           slots[i & (entries - 1)]
 //
@@ -61,8 +64,8 @@ namespace wharf::shm {
 
 // "WHARFSHM" as the bytes of a little-endian u64.
 inline constexpr uint64_t kRegionMagic = 0x4D48534652414857ull;
-// Bumped on any change to the bytes drawn above.
-inline constexpr uint32_t kLayoutVersion = 1;
+// Bumped on any change to the bytes drawn above. 2: RingIndex.waiting.
+inline constexpr uint32_t kLayoutVersion = 2;
 
 inline constexpr size_t kCacheLineBytes = 64;
 // Sections start on page boundaries so each can be mapped, locked or
@@ -135,14 +138,18 @@ static_assert(offsetof(Descriptor, length) == 32);
 static_assert(offsetof(Descriptor, aux) == 40);
 
 // One ring index on a cache line of its own, so the producer's stores and
-// the consumer's stores never contend for the same line. The value is only
+// the consumer's stores never contend for the same line. Both words are only
 // ever accessed through std::atomic_ref (spsc_ring.cc).
 struct alignas(kCacheLineBytes) RingIndex {
-  uint64_t value;  // monotonically increasing count of entries; never wraps
-  uint8_t reserved[kCacheLineBytes - sizeof(uint64_t)];
+  uint64_t value;    // monotonically increasing count of entries; never wraps
+  uint32_t waiting;  // consumer's line: non-zero while it is going to sleep
+                     // (the sleep/wake protocol in spsc_ring.h); producer's
+                     // line: unused, zero
+  uint8_t reserved[kCacheLineBytes - sizeof(uint64_t) - sizeof(uint32_t)];
 };
 static_assert(sizeof(RingIndex) == kCacheLineBytes);
 static_assert(offsetof(RingIndex, value) == 0);
+static_assert(offsetof(RingIndex, waiting) == 8);
 
 struct RingControl {
   RingIndex producer;  // entries ever pushed; written by the producer only

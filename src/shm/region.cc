@@ -113,6 +113,15 @@ Result<std::unique_ptr<Region>> Region::Map(int fd, const Layout& layout) {
     return ErrnoToStatus(errno,
                          FdName(fd) + ": mmap " + std::to_string(layout.total_bytes) + " bytes");
   }
+  // A child the process forks must not inherit the mapping: it would be a
+  // second producer on our single-producer rings (and, in the daemon, a copy
+  // of every application's region). It gets nothing at that address and has
+  // to Attach the memfd itself if it means to.
+  if (::madvise(base, layout.total_bytes, MADV_DONTFORK) != 0) {
+    const int error = errno;
+    ::munmap(base, layout.total_bytes);
+    return ErrnoToStatus(error, FdName(fd) + ": madvise(MADV_DONTFORK)");
+  }
   return std::unique_ptr<Region>(
       new Region(guard.release(), static_cast<std::byte*>(base), layout));
 }

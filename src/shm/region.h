@@ -7,6 +7,10 @@
 // shrink it under us afterwards (which would turn our next access into
 // SIGBUS), and checks the header against the geometry the caller expects.
 //
+// The mapping is MADV_DONTFORK: a child of this process does not inherit it
+// (so a forked application cannot become a second producer on its rings by
+// accident); a child that needs the region Attaches the fd itself.
+//
 // After setup a Region uses only its private Layout: accessors resolve
 // offsets against it and bounds-check them; nothing read from the region is
 // used to compute an address. Not thread-safe to create or destroy; the

@@ -4,11 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <string>
 
+#include "shm/forked_child_testing.h"
 #include "shm/layout.h"
 #include "shm/validator.h"
 
@@ -256,6 +258,38 @@ TEST(RegionHeapRangeTest, ResolvesInsideAndRejectsOutside) {
   EXPECT_FALSE(r->HeapRange(UINT64_MAX - 10, 100).ok());
   EXPECT_THAT(r->HeapRange(UINT64_MAX, 1).status().message(),
               HasSubstr("outside the heap of 8192 bytes"));
+}
+
+// MADV_DONTFORK: a forked child does not inherit the mapping (it would be a
+// second producer on the rings), but can still Attach the memfd itself.
+
+TEST(RegionForkTest, ChildDoesNotInheritTheMappingButCanAttach) {
+  for (bool attached : {false, true}) {
+    std::unique_ptr<Region> creator = Region::Create(kSmall, "fork-test").value();
+    std::unique_ptr<Region> region =
+        attached ? Region::Attach(creator->fd(), kSmall).value() : std::move(creator);
+    volatile std::byte* inherited = region->heap().data();
+    region->heap()[0] = std::byte{0x5a};
+    const int fd = region->fd();
+
+    testutil::ForkedChild reads_inherited([inherited] {
+      const rlimit no_core{0, 0};
+      ::setrlimit(RLIMIT_CORE, &no_core);
+      return static_cast<int>(inherited[0]);  // nothing mapped there: SIGSEGV
+    });
+    ASSERT_TRUE(reads_inherited.started());
+    EXPECT_EQ(reads_inherited.Wait(30 * kNsPerSec), "signal " + std::to_string(SIGSEGV))
+        << (attached ? "attached" : "created");
+
+    testutil::ForkedChild attaches([fd] {
+      Result<std::unique_ptr<Region>> mine = Region::Attach(fd, kSmall);
+      if (!mine.ok()) return 10;
+      return (*mine)->heap()[0] == std::byte{0x5a} ? 0 : 11;
+    });
+    ASSERT_TRUE(attaches.started());
+    EXPECT_EQ(attaches.Wait(30 * kNsPerSec), "exit 0");
+    EXPECT_EQ(region->heap()[0], std::byte{0x5a});  // the parent's mapping is untouched
+  }
 }
 
 }  // namespace

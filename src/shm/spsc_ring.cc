@@ -47,6 +47,14 @@ void SpscProducer::Publish(size_t n) {
   StoreRelease(control_->producer, producer_);
 }
 
+bool SpscProducer::PeerWaiting() const {
+  // Orders our producer-index store (Publish) before the load below; pairs
+  // with the fence in SpscConsumer::SetWaiting.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed) !=
+         0;
+}
+
 size_t SpscProducer::TryPush(std::span<const Descriptor> entries) {
   if (FreeSlots() < entries.size()) AdoptPeerIndex(LoadPeerIndex());
   const size_t n = std::min(entries.size(), FreeSlots());
@@ -80,6 +88,14 @@ void SpscConsumer::Read(std::span<Descriptor> out) const {
 void SpscConsumer::Release(size_t n) {
   consumer_ += n;
   StoreRelease(control_->consumer, consumer_);
+}
+
+void SpscConsumer::SetWaiting(bool waiting) {
+  std::atomic_ref<uint32_t>(control_->consumer.waiting)
+      .store(waiting ? 1 : 0, std::memory_order_relaxed);
+  // Orders the store above before the caller's next load of the producer
+  // index; pairs with the fence in SpscProducer::PeerWaiting.
+  if (waiting) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 size_t SpscConsumer::TryPop(std::span<Descriptor> out) {

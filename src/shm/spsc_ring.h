@@ -18,6 +18,38 @@
 //   - capacity and mask come from the caller's private Layout, never from
 //     the shared header.
 //
+// Sleep and wake-up (docs/shm.md "Sleeping and waking"): a consumer that
+// found the ring empty for a while sleeps on an eventfd (doorbell.h) that the
+// producer rings. To ring only when someone sleeps, and still never lose a
+// wake-up, the two sides run Dekker's pattern on two words in different
+// cache lines: the producer index and the consumer's `waiting` flag.
+//
+//   consumer                              producer
+//   SetWaiting(true):                     Write(); Publish():
+//     store waiting = 1                     store-release producer index
+//     seq_cst fence                       PeerWaiting():
+//   TryPop() again (loads the               seq_cst fence
+//     producer index); if empty:            load waiting
+//     sleep on the doorbell                 if set: ring the doorbell
+//   SetWaiting(false); drain doorbell
+//
+// Each side stores, fences, then loads the other's word. The two seq_cst
+// fences are ordered one way or the other, so at least one side sees the
+// other's store: either the consumer's re-check sees the new entry (and does
+// not sleep) or the producer sees `waiting` (and rings; the eventfd keeps the
+// count, so a ring that lands before the consumer calls poll() still wakes
+// it). Both can see each other, which costs one spurious doorbell, never a
+// lost one. Plain release/acquire is not enough: it allows both loads to read
+// the old values (store-buffering), the consumer to sleep on an entry already
+// published and the producer not to ring. The fences are hardware fences
+// (mfence / dmb ish), so they order the two processes' accesses to the
+// shared lines like two threads'.
+//
+// `waiting` is a hint owned by the consumer. A hostile peer that writes its
+// own flag wrong (or clears ours) only causes extra or missing doorbells for
+// rings it is party to: missing ones delay its own traffic, extra ones cost
+// the other side a wake-up. It is never used as a count or an address.
+//
 // These ends trust the peer: a garbage peer index cannot make them touch
 // memory outside the ring's slots, but can make them read or overwrite
 // garbage. The daemon wraps them in validator.h's ValidatingConsumer /
@@ -36,6 +68,8 @@ namespace wharf::shm {
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
               "ring indices must be lock-free (hence address-free) to work across processes");
 static_assert(std::atomic_ref<uint64_t>::required_alignment <= alignof(RingIndex));
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free,
+              "the waiting flag must be lock-free to work across processes");
 
 // One ring's memory in the caller's mapping: borrowed pointers plus the
 // capacity from the caller's own Layout. The mapping must outlive every end
@@ -76,6 +110,11 @@ class SpscProducer {
   // Advances our index by n and release-stores it: the entries become visible.
   void Publish(size_t n);
 
+  // After Publish (or TryPush): whether the consumer said it is going to
+  // sleep, so the caller must ring its doorbell. seq_cst fence, then a load
+  // of the consumer's `waiting` word (see the protocol above). Untrusted.
+  bool PeerWaiting() const;
+
  private:
   RingControl* const control_;
   Descriptor* const slots_;
@@ -113,6 +152,13 @@ class SpscConsumer {
   void Read(std::span<Descriptor> out) const;
   // Advances our index by n and release-stores it: the slots may be reused.
   void Release(size_t n);
+
+  // Announces (true) or withdraws (false) that we are about to sleep on the
+  // doorbell. Setting it stores the flag and then issues a seq_cst fence;
+  // the caller must then look for entries once more (TryPop) and sleep only
+  // if there are none. Clearing it is a plain store: a producer that still
+  // sees the old value rings once too often, which is harmless.
+  void SetWaiting(bool waiting);
 
  private:
   RingControl* const control_;

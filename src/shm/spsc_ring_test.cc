@@ -258,6 +258,43 @@ TEST(SpscRingTest, TwoThreadsKeepOrder) {
   EXPECT_FALSE(producer_timed_out);
 }
 
+// SetWaiting / PeerWaiting: the flag itself. The lost-wake-up proof runs in
+// doorbell_test.cc, across processes.
+
+TEST(SpscRingWaitingTest, ConsumerFlagIsSeenByTheProducer) {
+  auto region = MakeRegion(8, "waiting");
+  SpscProducer producer(region->command_ring());
+  SpscConsumer consumer(region->command_ring());
+  EXPECT_FALSE(producer.PeerWaiting());
+  consumer.SetWaiting(true);
+  EXPECT_TRUE(producer.PeerWaiting());
+  // It lives in the consumer's line, 8 bytes after the consumer index.
+  const auto* control = reinterpret_cast<const std::byte*>(region->command_ring().control);
+  uint32_t raw = 0;
+  std::memcpy(&raw, control + kCacheLineBytes + 8, sizeof(raw));
+  EXPECT_EQ(raw, 1u);
+  EXPECT_EQ(region->command_ring().control->producer.waiting, 0u);
+  consumer.SetWaiting(false);
+  EXPECT_FALSE(producer.PeerWaiting());
+  // The other ring's flag is separate.
+  SpscConsumer other(region->completion_ring());
+  other.SetWaiting(true);
+  EXPECT_FALSE(producer.PeerWaiting());
+}
+
+TEST(SpscRingWaitingTest, GarbageFlagOnlyMeansADoorbell) {
+  auto region = MakeRegion(8, "waiting-garbage");
+  SpscProducer producer(region->command_ring());
+  SpscConsumer consumer(region->command_ring());
+  // A peer may write anything there; any non-zero value reads as "ring".
+  region->command_ring().control->consumer.waiting = 0xdeadbeef;
+  EXPECT_TRUE(producer.PeerWaiting());
+  EXPECT_EQ(PushRange(producer, 0, 3), 3u);
+  std::array<Descriptor, 4> out;
+  ASSERT_EQ(consumer.TryPop(out), 3u);
+  EXPECT_TRUE(Matches(out[2], 2));
+}
+
 // Cross-process: the parent plays wharfd (the validating ends), a forked
 // child plays the application (the trusting ends) on its own mapping of the
 // inherited memfd.

@@ -103,6 +103,8 @@ class ValidatingConsumer {
   // The latched failure (ok while the ring is sound).
   const Status& status() const { return broken_; }
   uint64_t position() const { return ring_.position(); }
+  // The sleep/wake protocol of spsc_ring.h, on the wrapped end.
+  void SetWaiting(bool waiting) { ring_.SetWaiting(waiting); }
 
  private:
   SpscConsumer ring_;
@@ -125,6 +127,9 @@ class ValidatingProducer {
   bool broken() const { return !broken_.ok(); }
   const Status& status() const { return broken_; }
   uint64_t position() const { return ring_.position(); }
+  // The sleep/wake protocol of spsc_ring.h; the application's flag is a hint
+  // that only decides whether it gets a doorbell.
+  bool PeerWaiting() const { return ring_.PeerWaiting(); }
 
  private:
   SpscProducer ring_;

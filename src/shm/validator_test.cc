@@ -66,8 +66,8 @@ TEST(ValidateHeaderTest, NamesEachCorruptField) {
   const std::vector<HeaderCorruption> cases = {
       {"magic", [](RegionHeader& h) { h.magic = 0x1234; },
        "region header: magic 0x1234 (expected 0x4d48534652414857)"},
-      {"version", [](RegionHeader& h) { h.layout_version = 2; },
-       "region header: layout version 2 (expected 1)"},
+      {"version", [](RegionHeader& h) { h.layout_version = kLayoutVersion + 1; },
+       "region header: layout version 3 (expected 2)"},
       {"header bytes", [](RegionHeader& h) { h.header_bytes = 8192; },
        "region header: header bytes 8192 (expected 4096)"},
       {"total", [](RegionHeader& h) { h.total_bytes = UINT64_MAX; },
