@@ -264,7 +264,8 @@ class ReferenceAllocator {
 
   std::optional<uint64_t> Allocate(uint64_t size) {
     if (size > end_ - first_) return std::nullopt;
-    const uint64_t need = std::max<uint64_t>(alignment_, (size + alignment_ - 1) / alignment_ * alignment_);
+    const uint64_t need =
+        std::max<uint64_t>(alignment_, (size + alignment_ - 1) / alignment_ * alignment_);
     std::optional<std::pair<uint64_t, uint64_t>> best;  // offset, bytes
     for (auto [offset, bytes] : free_) {
       if (bytes >= need && (!best || bytes < best->second)) best = {offset, bytes};
@@ -315,7 +316,7 @@ class ReferenceAllocator {
 
  private:
   uint64_t first_, end_, alignment_;
-  std::map<uint64_t, uint64_t> free_;                        // offset -> bytes
+  std::map<uint64_t, uint64_t> free_;                       // offset -> bytes
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> live_;  // offset -> (block, requested)
 };
 

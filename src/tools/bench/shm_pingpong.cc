@@ -34,8 +34,8 @@ constexpr uint32_t kRingEntries = 64;  // one entry is in flight at a time
 
 // Each half of the heap holds one message, rounded up to a page.
 shm::Geometry GeometryFor(size_t size_bytes) {
-  const uint64_t half = (uint64_t{size_bytes} + shm::kPageBytes - 1) / shm::kPageBytes *
-                        shm::kPageBytes;
+  const uint64_t half =
+      (uint64_t{size_bytes} + shm::kPageBytes - 1) / shm::kPageBytes * shm::kPageBytes;
   return shm::Geometry{
       .command_entries = kRingEntries, .completion_entries = kRingEntries, .heap_bytes = 2 * half};
 }
@@ -205,11 +205,11 @@ Result<PingPongResult> RunShmPingPong(const PingPongOptions& options, const Cloc
   const PinPlan pinning = PlanPinning(options.pin, options.client_cpu, options.server_cpu);
   const TimeNs server_deadline_ns = ServerDeadline(options, clock);
   const int fd = region->fd();
-  WHARF_ASSIGN_OR_RETURN(
-      ChildProcess server, ChildProcess::Fork(pinning.pin ? pinning.server_cpu : -1, [&]() {
-        return ServeShmEcho(fd, geometry, options.mode, server_bell, client_bell, clock,
-                            server_deadline_ns);
-      }));
+  WHARF_ASSIGN_OR_RETURN(ChildProcess server,
+                         ChildProcess::Fork(pinning.pin ? pinning.server_cpu : -1, [&]() {
+                           return ServeShmEcho(fd, geometry, options.mode, server_bell, client_bell,
+                                               clock, server_deadline_ns);
+                         }));
 
   ShmClient client(*region, client_bell, server_bell, options, clock);
   const std::string what = "shm " + std::string(WaitModeName(options.mode)) + " " +

@@ -81,8 +81,7 @@ TEST(ShmPingPongTest, RejectsBadSize) {
   PingPongOptions o = ShortRun(WaitMode::kBusyPoll);
   for (size_t size : {size_t{0}, kMaxShmRequestBytes + 1}) {
     o.size_bytes = size;
-    EXPECT_EQ(RunShmPingPong(o, SystemClock::Get()).status().code(),
-              StatusCode::kInvalidArgument)
+    EXPECT_EQ(RunShmPingPong(o, SystemClock::Get()).status().code(), StatusCode::kInvalidArgument)
         << size;
   }
 }
