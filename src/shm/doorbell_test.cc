@@ -180,8 +180,7 @@ constexpr int kChildPushFailed = 13;
 
 // The child: echoes `rounds` requests, the payload copied from the send
 // half into the receive half; `seed` != 0 randomizes its spins.
-int EchoSleeping(int fd, Doorbell& my_bell, Doorbell& parent_bell, uint64_t rounds,
-                 uint32_t seed) {
+int EchoSleeping(int fd, Doorbell& my_bell, Doorbell& parent_bell, uint64_t rounds, uint32_t seed) {
   Result<std::unique_ptr<Region>> region = Region::Attach(fd, kGeometry);
   if (!region.ok()) return kChildAttachFailed;
   SleepyConsumer requests{SpscConsumer((*region)->command_ring()), my_bell};

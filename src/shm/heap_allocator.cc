@@ -56,13 +56,14 @@ Result<uint64_t> HeapAllocator::Allocate(uint64_t size) {
   // Compared before rounding so that a size near 2^64 cannot wrap.
   const uint64_t block_bytes =
       size > capacity_ ? 0 : (size == 0 ? alignment_ : (size + alignment_ - 1) & ~(alignment_ - 1));
-  auto best = block_bytes == 0 ? free_by_size_.end()
-                               : free_by_size_.lower_bound(SizeKey{block_bytes, 0});
+  auto best =
+      block_bytes == 0 ? free_by_size_.end() : free_by_size_.lower_bound(SizeKey{block_bytes, 0});
   if (best == free_by_size_.end()) {
-    return ResourceExhaustedError(
-        "heap allocator: no free block for " + std::to_string(size) + " bytes (largest free block " +
-        std::to_string(largest_free_block()) + " of " + std::to_string(capacity_ - bytes_in_use_) +
-        " free bytes in " + Range(first_, first_ + capacity_) + ")");
+    return ResourceExhaustedError("heap allocator: no free block for " + std::to_string(size) +
+                                  " bytes (largest free block " +
+                                  std::to_string(largest_free_block()) + " of " +
+                                  std::to_string(capacity_ - bytes_in_use_) + " free bytes in " +
+                                  Range(first_, first_ + capacity_) + ")");
   }
   const SizeKey block = best->first;
   RemoveFree(free_by_offset_.find(block.offset));

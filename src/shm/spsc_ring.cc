@@ -51,8 +51,7 @@ bool SpscProducer::PeerWaiting() const {
   // Orders our producer-index store (Publish) before the load below; pairs
   // with the fence in SpscConsumer::SetWaiting.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed) !=
-         0;
+  return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed) != 0;
 }
 
 size_t SpscProducer::TryPush(std::span<const Descriptor> entries) {

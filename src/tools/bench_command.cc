@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "tools/bench/iperf3_runner.h"
 #include "tools/bench/report.h"
+#include "tools/bench/shm_pingpong.h"
 #include "tools/bench/wharf_pingpong.h"
 #include "tools/bench/tcp_pingpong.h"
 #include "tools/bench/udp_pingpong.h"
@@ -118,7 +119,8 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
       const std::string name = row.Name();
       auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
-      auto result = proto == "tcp" ? bench::RunTcpPingPong(p, clock, on_progress)
+      auto result = proto == "tcp"   ? bench::RunTcpPingPong(p, clock, on_progress)
+                    : proto == "shm" ? bench::RunShmPingPong(p, clock, on_progress)
                     : IsWharf(proto)
                         ? bench::RunWharfPingPong(p, WharfScheme(proto), clock, on_progress)
                         : bench::RunUdpPingPong(p, clock, on_progress);
@@ -207,7 +209,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
   CLI::App* baseline = bench->add_subcommand(
       "baseline",
       "Round trips with the echo server in a separate process: kernel UDP/TCP ping-pong, "
-      "and wharf with --proto wharf (homa://) or wharf-tcp (tcp://) (with --goodput: one "
+      "raw shared memory (--proto shm), and wharf with --proto wharf (homa://) or wharf-tcp (tcp://) (with --goodput: one "
       "iperf3 TCP stream, and wharf 1 MiB RPC goodput for each wharf proto listed). Examples "
       "comparing wharf with its baselines:\n"
       "  wharf bench baseline --proto udp,wharf --mode poll --goodput\n"
@@ -225,19 +227,22 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{10'000'000}));
   baseline
       ->add_option("--mode", o.modes,
-                   "How both sides wait: 'poll' (non-blocking sockets, spin on recv) or 'block' "
-                   "(blocking recv); a comma-separated list runs each")
+                   "How both sides wait: 'poll' (non-blocking sockets, spin on recv; shm: spin on "
+                   "the ring) or 'block' (blocking recv; shm: a short spin, then sleep on an "
+                   "eventfd); a comma-separated list runs each")
       ->capture_default_str()
       ->delimiter(',')
       ->check(CLI::IsMember({"poll", "block"}));
   baseline
       ->add_option("--proto", o.protos,
-                   "Ping-pong over 'udp', 'tcp' (TCP_NODELAY), 'wharf' (RPCs through the "
-                   "public API, embedded mode, homa://) or 'wharf-tcp' (the same over tcp://); a comma-separated list runs each in this one "
-                   "invocation, and wharf rows get ratio lines against the others")
+                   "Ping-pong over 'udp', 'tcp' (TCP_NODELAY), 'shm' (two processes, one shared "
+                   "memory region: its two rings, payload in its heap, eventfd doorbells in "
+                   "block mode), 'wharf' (RPCs through the public API, embedded mode, homa://) "
+                   "or 'wharf-tcp' (the same over tcp://); a comma-separated list runs each in "
+                   "this one invocation, and wharf rows get ratio lines against the others")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"udp", "tcp", "wharf", "wharf-tcp"}));
+      ->check(CLI::IsMember({"udp", "tcp", "shm", "wharf", "wharf-tcp"}));
   baseline
       ->add_option("--address", o.address,
                    "Numeric IPv4/IPv6 address the servers bind and the clients connect to "
