@@ -105,8 +105,7 @@ install(FILES ${PROJECT_BINARY_DIR}/generated/wharf/build_info.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wharf
         COMPONENT Development)
 install(TARGETS wharf_lib EXPORT wharfTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
 
 # The programs: every target named here that exists. wharfd is listed ahead
 # of its target, so it is installed as soon as src/tools defines it.
