@@ -11,10 +11,12 @@
 // RPCs are request/response with deadlines and at-most-once execution.
 // Errors are Status values; no exception crosses this API.
 //
-// Hosting: the endpoint runs wharf's engine inside this process (embedded
-// mode). Progress happens inside wharf calls: blocking calls, Completion
-// waits, Poll() and Run(). To fold wharf into your own epoll loop, watch fd()
-// and call Poll() when it is readable.
+// Hosting: the engine runs either inside this process (embedded mode) or in
+// wharfd, the host's daemon, reached through shared memory (managed mode);
+// EndpointOptions::hosting picks, and the API is the same. Progress happens
+// inside wharf calls: blocking calls, Completion waits, Poll() and Run(). To
+// fold wharf into your own epoll loop, watch fd() and call Poll() when it is
+// readable.
 #pragma once
 
 #include <chrono>
@@ -37,6 +39,18 @@ class EndpointCore;
 struct ResponderState;
 }  // namespace internal
 
+// Where an endpoint's engine runs (EndpointOptions::hosting).
+enum class Hosting {
+  // Managed if a wharfd control socket exists (daemon_socket, else
+  // $WHARF_SOCKET, else /run/wharf/wharfd.sock), embedded otherwise.
+  kAuto,
+  // In this process: no daemon, lowest latency; the endpoint owns its socket.
+  kEmbedded,
+  // In wharfd, through shared memory: Open fails (kUnavailable) without a
+  // daemon. The daemon's configuration governs the protocol settings.
+  kManaged,
+};
+
 struct EndpointOptions {
   // Where this endpoint receives: "homa://HOST:PORT" (or plain "HOST:PORT",
   // which uses homa). HOST is a numeric IPv4/IPv6 address ([..] for IPv6) or a
@@ -49,6 +63,9 @@ struct EndpointOptions {
   // overrides applied after it: {"homa.unsched_bytes", "60000"}.
   std::string config_file;
   std::vector<std::pair<std::string, std::string>> settings;
+  Hosting hosting = Hosting::kAuto;
+  // wharfd's control socket; empty: $WHARF_SOCKET, else /run/wharf/wharfd.sock.
+  std::string daemon_socket;
 };
 
 struct ConnectOptions {
@@ -135,6 +152,14 @@ class Endpoint {
 
   // The address peers use to reach this endpoint, e.g. "homa://127.0.0.1:4000".
   std::string address() const;
+  // True when the engine runs in wharfd (managed mode).
+  bool managed() const;
+
+  // A Buffer of `size` bytes to fill and send. In managed mode it lives in
+  // the memory this process shares with wharfd, so sending it copies
+  // nothing (any other Buffer is copied there once); embedded, it is
+  // Buffer::Allocate(size). Any thread may call it.
+  Buffer AllocateBuffer(size_t size);
 
   // --- connections ---
   Result<std::unique_ptr<Connection>> Connect(std::string_view address,

@@ -30,6 +30,10 @@ Endpoint::~Endpoint() { core_->Close(); }
 
 std::string Endpoint::address() const { return core_->address(); }
 
+bool Endpoint::managed() const { return core_->managed(); }
+
+Buffer Endpoint::AllocateBuffer(size_t size) { return core_->AllocateBuffer(size); }
+
 Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
                                                       const ConnectOptions& options) {
   if (core_->closed()) return Closed(*core_);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "client/daemon_link.h"
+#include "client/managed_engine.h"
 #include "engine/uri.h"
 
 namespace wharf::internal {
@@ -18,6 +20,13 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
                          engine::LoadEngineConfig(options.config_file, options.settings));
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri,
                          engine::ParseUri(options.address, core->config_.default_scheme));
+  if (options.hosting != Hosting::kEmbedded) {
+    const std::string socket = DaemonSocketPath(options.daemon_socket);
+    if (options.hosting == Hosting::kManaged || DaemonSocketExists(socket)) {
+      WHARF_RETURN_IF_ERROR(core->OpenManaged(options));
+      return core;
+    }
+  }
   // homa.max_message_bytes is the application's payload limit on every
   // transport; the transports also carry the engine's frame header.
   core->config_.limits.max_message_bytes = core->config_.homa.max_message_bytes;
@@ -47,6 +56,21 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   core->host_->Attach(raw);
   core->host_->AfterEngineCall(core->engine_->NextDeadline());
   return core;
+}
+
+Status EndpointCore::OpenManaged(const EndpointOptions& options) {
+  ManagedOptions managed{.socket_path = DaemonSocketPath(options.daemon_socket),
+                         .address = options.address};
+  WHARF_ASSIGN_OR_RETURN(host_, EngineHost::Private(config_));
+  std::lock_guard<HostMutex> lock(host_->mu());
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<ManagedEngine> engine,
+                         ManagedEngine::Attach(managed, clock_, this));
+  address_ = engine->address();
+  engine_ = std::move(engine);
+  managed_ = true;
+  host_->Attach(this);
+  host_->AfterEngineCall(engine_->NextDeadline());
+  return OkStatus();
 }
 
 std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
@@ -81,6 +105,9 @@ void EndpointCore::Close() {
 
 int EndpointCore::fd() const {
   std::lock_guard<HostMutex> lock(host_->mu());
+  // The application sleeps in its own epoll from now on, without telling
+  // the engine first: a managed engine must have wharfd ring every time.
+  engine_->KeepAwake();
   return host_->ExposeFd();
 }
 

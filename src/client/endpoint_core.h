@@ -95,6 +95,10 @@ class EndpointCore final : public engine::ProgressDriver,
   // callbacks it completed; its next deadline; whether handlers wait.
   transport::PollResult PollEngineLocked();
   TimeNs NextDeadline() const { return engine_->NextDeadline(); }
+  bool PrepareToSleep() { return engine_->PrepareToSleep(); }
+  // A Buffer to send from: in the shared heap when managed. Any thread.
+  Buffer AllocateBuffer(size_t size) { return engine_->AllocateBuffer(size); }
+  bool managed() const { return managed_; }
   void AppendReadableFds(std::vector<int>* fds) const;
   bool has_calls_pending() const { return calls_pending_.load(std::memory_order_acquire); }
   // Runs the handlers of requests queued so far, outside the host's mutex,
@@ -159,8 +163,12 @@ class EndpointCore final : public engine::ProgressDriver,
   void WakeKeeper();
   void StopKeeper();
 
+  // Opens the engine in wharfd (managed mode) instead of in this process.
+  Status OpenManaged(const EndpointOptions& options);
+
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;
+  bool managed_ = false;
   std::string address_;
   // Declared in this order so that each outlives what borrows it: the host
   // (lock, sockets, waiter) and this endpoint's own transport on a shared

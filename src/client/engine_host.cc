@@ -57,6 +57,12 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
   return host;
 }
 
+Result<std::shared_ptr<EngineHost>> EngineHost::Private(const engine::EngineConfig& config) {
+  std::shared_ptr<EngineHost> host(new EngineHost(config));
+  WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
+  return host;
+}
+
 EngineHost::~EngineHost() {
   if (registry_key_.empty()) return;  // never registered (its open failed)
   std::lock_guard<std::mutex> registry_lock(g_registry_mu);
@@ -68,6 +74,7 @@ EngineHost::~EngineHost() {
 
 Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSecondary(
     std::string_view scheme) {
+  if (transports_ == nullptr) return FailedPreconditionError("this host has no sockets");
   return transports_->OpenEndpoint(scheme, secondary_bind_, /*endpoint_id=*/0);
 }
 
@@ -167,7 +174,13 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
     // The fds are kept current only while someone sleeps (see PollLocked);
     // from BeginSleep on every engine call keeps them so.
     std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
-    if (lock.owns_lock()) WatchNewFds();
+    if (!lock.owns_lock()) return;
+    WatchNewFds();
+    // A managed engine raises its "wake me" flag now; one that finds work
+    // arrived meanwhile must not sleep.
+    bool sleep = true;
+    for (EndpointCore* core : cores_) sleep = core->PrepareToSleep() && sleep;
+    if (!sleep) waiter_->WakeAlways();
   };
   return waiter_->SpinThenBlock(done, turn, before_sleep, [&] { return closed.load(); },
                                 deadline_ns, config_.spin_ns);

@@ -66,6 +66,9 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   static Result<std::shared_ptr<EngineHost>> OpenOrJoin(
       const engine::Uri& uri, const engine::EngineConfig& config,
       std::unique_ptr<transport::MessageTransport>* endpoint);
+  // A host of its own for one managed endpoint: the lock and the waiter,
+  // no sockets (wharfd has them) and not in the registry.
+  static Result<std::shared_ptr<EngineHost>> Private(const engine::EngineConfig& config);
   ~EngineHost();
   EngineHost(const EngineHost&) = delete;
   EngineHost& operator=(const EngineHost&) = delete;

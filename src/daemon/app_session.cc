@@ -14,24 +14,10 @@ namespace wharf::daemon {
 using shm::Descriptor;
 using shm::Opcode;
 
-// Lends send-area bytes to Buffers; when the engine lets one go, the
-// session (if it still exists) tells the application. Holds the region so
-// the mapping outlives every Buffer over it.
-class AppSession::SendOwner final : public BufferOwner {
- public:
-  SendOwner(AppSession* session, std::shared_ptr<shm::Region> region)
-      : session_(session), region_(std::move(region)) {}
-  void Release(std::span<std::byte> whole) noexcept override {
-    if (session_ == nullptr) return;
-    session_->NoteSendReleased(
-        static_cast<uint64_t>(whole.data() - region_->heap().data()));
-  }
-  void Detach() { session_ = nullptr; }
-
- private:
-  AppSession* session_;  // null once the session is gone
-  std::shared_ptr<shm::Region> region_;
-};
+void AppSession::SendOwner::Release(std::span<std::byte> whole) noexcept {
+  if (session_ == nullptr) return;
+  session_->NoteSendReleased(static_cast<uint64_t>(whole.data() - region_->heap().data()));
+}
 
 AppSession::AppSession(SessionHost& host, uint64_t id,
                        std::unique_ptr<shm::ControlConnection> control)
@@ -45,7 +31,7 @@ AppSession::~AppSession() {
   // The engine first (it may release lent Buffers into us), then the rest.
   engine_.reset();
   secondary_.clear();
-  transport_.reset();
+  transport_ = AppEndpoint();
   if (send_owner_ != nullptr) send_owner_->Detach();
 }
 
@@ -93,23 +79,15 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
                                                         rules);
   completions_ =
       std::make_unique<shm::ValidatingProducer>(region_->completion_ring(), "completion ring");
-  Result<shm::Doorbell> bell = shm::Doorbell::Create();
-  if (!bell.ok()) return refuse(bell.status());
-  command_bell_.emplace(std::move(*bell));
-  bell = shm::Doorbell::Create();
-  if (!bell.ok()) return refuse(bell.status());
-  completion_bell_.emplace(std::move(*bell));
   send_owner_ = std::make_shared<SendOwner>(this, region_);
 
   // The endpoint, on the daemon's sockets.
-  Result<std::unique_ptr<transport::MessageTransport>> endpoint =
-      host_.OpenAppEndpoint(hello.address, &address_);
+  Result<AppEndpoint> endpoint = host_.OpenAppEndpoint(hello.address, &address_);
   if (!endpoint.ok()) return refuse(endpoint.status());
   transport_ = std::move(*endpoint);
   engine::TransportOpener opener =
       [this](std::string_view scheme) -> Result<transport::MessageTransport*> {
-    WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
-                           host_.OpenSecondary(scheme));
+    WHARF_ASSIGN_OR_RETURN(AppEndpoint opened, host_.OpenSecondary(scheme));
     secondary_.push_back(std::move(opened));
     return secondary_.back().get();
   };
@@ -121,7 +99,7 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
                     .geometry = g,
                     .max_message_bytes = host_.config().engine.limits.max_message_bytes,
                     .address = address_};
-  const int fds[] = {region_->fd(), command_bell_->fd(), completion_bell_->fd()};
+  const int fds[] = {region_->fd()};
   WHARF_RETURN_IF_ERROR(control_->Send(shm::EncodeWelcome(w), fds));
   attached_ = true;
   host_.NoteAttached();
@@ -138,9 +116,9 @@ transport::PollResult AppSession::Poll(TimeNs now) {
   if (!attached_) return r;
   if (!closing_) {
     if (sleep_armed_) {
+      // Its kWake messages, if any, were read by HandleControl.
       sleep_armed_ = false;
       commands_->SetWaiting(false);
-      command_bell_->Drain();
     }
     const uint64_t before = counters_.commands;
     TakeCommands(now);
@@ -178,7 +156,6 @@ void AppSession::AppendFds(std::vector<int>* fds) const {
     return;
   }
   fds->push_back(control_->fd());
-  if (command_bell_) fds->push_back(command_bell_->fd());
   if (engine_ != nullptr) engine_->AppendReadableFds(fds);
 }
 
@@ -193,7 +170,7 @@ std::vector<std::pair<std::string, uint64_t>> AppSession::EngineCounters() const
 
 void AppSession::HandleControl() {
   // Bounded: a peer cannot keep us here by sending many messages.
-  for (int i = 0; i < 8 && !closing_; ++i) {
+  for (int i = 0; i < 16 && !closing_; ++i) {
     Result<std::optional<shm::ControlMessage>> got = control_->Receive();
     if (!got.ok()) {
       if (got.status().code() == StatusCode::kUnavailable) {
@@ -228,6 +205,8 @@ void AppSession::HandleControl() {
         (void)control_->Send(shm::EncodeStatusReply(json));
         break;
       }
+      case shm::ControlType::kWake:
+        break;  // its doorbell: the commands are read below
       case shm::ControlType::kStatsRequest: {
         std::vector<shm::Counter> stats;
         for (auto& [name, value] : EngineCounters()) stats.push_back({name, value});
@@ -313,7 +292,8 @@ void AppSession::FlushCompletions() {
   counters_.completions += *pushed;
   if (*pushed > 0 && completions_->PeerWaiting()) {
     ++counters_.doorbells_rung;
-    (void)completion_bell_->Ring();
+    // Non-blocking; a full socket means it has been rung already.
+    (void)control_->Send(shm::EncodeRequest(shm::ControlType::kWake));
   }
 }
 
@@ -334,6 +314,11 @@ void AppSession::NoteSendReleased(uint64_t heap_offset) {
 void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
   if (live_ops_.erase(op_id) == 0) return;  // teardown's own, or already reported
   if (opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
+  if (accept_ops_.erase(op_id) > 0 && status.ok()) {
+    // The application learns who connected with the accept: the peer's
+    // address is its payload.
+    message = Buffer::Copy(engine_->PeerOf(value).value_or(""));
+  }
   if (closing_) return;
   Complete(op_id, status, std::move(message), value);
 }

@@ -40,13 +40,21 @@
 #include "engine/uri.h"
 #include "shm/attach_protocol.h"
 #include "shm/control_socket.h"
-#include "shm/doorbell.h"
 #include "shm/heap_allocator.h"
 #include "shm/region.h"
 #include "shm/validator.h"
 #include "transport/message_transport.h"
 
 namespace wharf::daemon {
+
+// An application's endpoint on one of the daemon's sockets: the transport
+// there, and (wrapping it) the one the engine drives, which delivers to
+// other endpoints of the same daemon in-process (engine/switched_transport.h).
+struct AppEndpoint {
+  std::unique_ptr<transport::MessageTransport> inner;
+  std::unique_ptr<transport::MessageTransport> outer;  // destroyed first
+  transport::MessageTransport* get() const { return outer ? outer.get() : inner.get(); }
+};
 
 // What a session needs from the daemon that hosts it: transports on the
 // daemon's sockets. Implemented by Daemon (wharfd.h) and by tests.
@@ -55,11 +63,10 @@ class SessionHost {
   virtual ~SessionHost() = default;
   // Opens the application's endpoint for `address` (its EndpointOptions
   // address) and sets `*public_address` to the address peers use.
-  virtual Result<std::unique_ptr<transport::MessageTransport>> OpenAppEndpoint(
-      std::string_view address, std::string* public_address) = 0;
+  virtual Result<AppEndpoint> OpenAppEndpoint(std::string_view address,
+                                              std::string* public_address) = 0;
   // A transport of `scheme` for peers of another scheme than the endpoint's.
-  virtual Result<std::unique_ptr<transport::MessageTransport>> OpenSecondary(
-      std::string_view scheme) = 0;
+  virtual Result<AppEndpoint> OpenSecondary(std::string_view scheme) = 0;
   // May this application attach (allowed uids, how many are attached)?
   virtual Status Admit(const shm::PeerCredentials& peer) = 0;
   // The application attached (its kWelcome went out).
@@ -142,7 +149,17 @@ class AppSession final : public engine::EngineSink {
   // Lends the application's send-area bytes to the engine (zero-copy sends)
   // and learns when the engine is done with them. Holds the region, so the
   // mapping outlives every Buffer over it, even one the session outlives.
-  class SendOwner;
+  class SendOwner final : public BufferOwner {
+   public:
+    SendOwner(AppSession* session, std::shared_ptr<shm::Region> region)
+        : session_(session), region_(std::move(region)) {}
+    void Release(std::span<std::byte> whole) noexcept override;
+    void Detach() { session_ = nullptr; }
+
+   private:
+    AppSession* session_;  // null once the session is gone
+    std::shared_ptr<shm::Region> region_;
+  };
 
   // session_commands.cc: one validated command.
   void Execute(const shm::Descriptor& d, TimeNs now);
@@ -184,21 +201,20 @@ class AppSession final : public engine::EngineSink {
   std::shared_ptr<shm::Region> region_;
   std::unique_ptr<shm::ValidatingConsumer> commands_;
   std::unique_ptr<shm::ValidatingProducer> completions_;
-  std::optional<shm::Doorbell> command_bell_;     // the application rings it
-  std::optional<shm::Doorbell> completion_bell_;  // we ring it
   std::optional<shm::HeapAllocator> receive_area_;
   uint64_t send_area_bytes_ = 0;
   std::shared_ptr<SendOwner> send_owner_;
 
   // Declared so the engine goes before the transports it borrows.
-  std::unique_ptr<transport::MessageTransport> transport_;
-  std::vector<std::unique_ptr<transport::MessageTransport>> secondary_;
+  AppEndpoint transport_;
+  std::vector<AppEndpoint> secondary_;
   std::unique_ptr<engine::Engine> engine_;
 
   // Operations in flight, by the application's cookie (= the engine op id).
   std::unordered_set<uint64_t> live_ops_;
   // Which operations connect or accept (their value is a connection).
   std::unordered_set<uint64_t> opening_ops_;
+  std::unordered_set<uint64_t> accept_ops_;  // of those, the accepts
   // Sends whose payload the engine still holds: heap offset -> cookies.
   std::unordered_multimap<uint64_t, uint64_t> lent_;
   std::unordered_set<uint64_t> conns_;

@@ -122,6 +122,7 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
     case Opcode::kAccept:
       if (!StartOp(d)) return;
       opening_ops_.insert(d.cookie);
+      accept_ops_.insert(d.cookie);
       engine_->Accept(d.cookie, DeadlineOf(d.aux[0]));
       return;
     case Opcode::kDisconnect:

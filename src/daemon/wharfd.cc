@@ -1,9 +1,14 @@
 // Daemon: startup, admission, endpoints on the shared sockets, the loop.
 #include "daemon/wharfd.h"
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 
 #include "base/log.h"
+#include "engine/switched_transport.h"
 #include "engine/uri.h"
 #include "wire/endpoint_id.h"
 
@@ -19,18 +24,15 @@ class Daemon::RefusingSink final : public engine::EngineSink {
   void OnCallCancelled(const engine::ServerCallRef&) override {}
 };
 
-struct Daemon::OwnEndpoint {
-  std::unique_ptr<transport::MessageTransport> transport;
-  std::unique_ptr<engine::Engine> engine;
-};
-
 Daemon::Daemon(DaemonConfig config, const Clock& clock)
     : config_(std::move(config)), clock_(clock), started_ns_(clock.NowNs()) {}
 
 Daemon::~Daemon() {
-  // Sessions first (their endpoints are on our sockets), then our own.
+  // Sessions first (their endpoints are on our sockets and the switch),
+  // then our own.
   sessions_.clear();
   own_.clear();
+  switch_.reset();
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& clock) {
@@ -38,6 +40,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   SetLogLevel(d->config_.log_level);
   WHARF_ASSIGN_OR_RETURN(d->waiter_, engine::Waiter::Open(clock));
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
+  d->switch_ = std::make_unique<engine::LocalSwitch>(clock);
+  // This host's addresses: a peer named by any of them is local.
+  ifaddrs* ifs = nullptr;
+  if (::getifaddrs(&ifs) == 0) {
+    for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr) continue;
+      const size_t len = i->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                            : sizeof(sockaddr_in);
+      if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
+      Result<transport::NetAddress> a = transport::NetAddress::FromSockaddr(i->ifa_addr, len);
+      if (a.ok()) d->switch_->AddLocalAddress(*a);
+    }
+    ::freeifaddrs(ifs);
+  }
   d->refusing_sink_ = std::make_unique<RefusingSink>();
   if (!d->config_.listen_homa.empty()) {
     WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("homa", d->config_.listen_homa));
@@ -47,9 +63,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   }
   shm::ListenerOptions options;
   options.group = d->config_.socket_group;
-  // Status replies carry the whole daemon as JSON; hellos are small.
-  options.limits.max_message_bytes = 64 * 1024;
+  // What applications send is small: hellos, requests, wake-ups.
   options.limits.max_fds = 0;
+  options.limits.max_message_bytes = 4096;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
   WHARF_LOG(kInfo, "wharfd: listening on {} (control), {}{}{}", d->config_.socket_path,
@@ -98,10 +114,21 @@ Status Daemon::Admit(const shm::PeerCredentials& peer) {
   return OkStatus();
 }
 
-Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenAppEndpoint(
-    std::string_view address, std::string* public_address) {
+Result<AppEndpoint> Daemon::Switched(std::unique_ptr<transport::MessageTransport> inner,
+                                     uint16_t endpoint_id) {
+  AppEndpoint e;
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<engine::SwitchedTransport> outer,
+                         engine::SwitchedTransport::Create(switch_.get(), inner.get(), endpoint_id));
+  e.inner = std::move(inner);
+  e.outer = std::move(outer);
+  return e;
+}
+
+Result<AppEndpoint> Daemon::OpenAppEndpoint(std::string_view address,
+                                            std::string* public_address) {
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.engine.default_scheme));
   std::unique_ptr<transport::MessageTransport> t;
+  uint16_t endpoint_id = uri.endpoint_id;
   std::string suffix = uri.endpoint_name.empty() ? "" : "/" + uri.endpoint_name;
   if (uri.scheme == "homa") {
     if (homa_bind_.port() == 0) {
@@ -122,6 +149,7 @@ Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenAppEndpoint(
             transports_->OpenEndpoint("homa", homa_bind_, id);
         if (r.ok()) {
           t = std::move(*r);
+          endpoint_id = id;
           suffix = engine::EndpointSuffix(id);
         } else if (r.status().code() != StatusCode::kAlreadyExists) {
           return r.status();
@@ -136,15 +164,16 @@ Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenAppEndpoint(
     WHARF_ASSIGN_OR_RETURN(t, transports_->OpenEndpoint(uri.scheme, uri.address, uri.endpoint_id));
   }
   *public_address = uri.scheme + "://" + t->LocalAddress().ToString() + suffix;
-  return t;
+  return Switched(std::move(t), endpoint_id);
 }
 
-Result<std::unique_ptr<transport::MessageTransport>> Daemon::OpenSecondary(
-    std::string_view scheme) {
+Result<AppEndpoint> Daemon::OpenSecondary(std::string_view scheme) {
   transport::NetAddress any = homa_bind_.port() != 0 && homa_bind_.is_v6()
                                   ? *transport::NetAddress::Parse("[::]:0")
                                   : *transport::NetAddress::Parse("0.0.0.0:0");
-  return transports_->OpenEndpoint(scheme, any, 0);
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> t,
+                         transports_->OpenEndpoint(scheme, any, 0));
+  return Switched(std::move(t), 0);
 }
 
 Status Daemon::Run() {

@@ -20,6 +20,7 @@
 #include "daemon/app_session.h"
 #include "daemon/daemon_config.h"
 #include "engine/engine.h"
+#include "engine/local_switch.h"
 #include "engine/transport_set.h"
 #include "engine/waiter.h"
 #include "shm/control_socket.h"
@@ -57,10 +58,9 @@ class Daemon final : public SessionHost {
   std::string homa_address() const;
 
   // SessionHost
-  Result<std::unique_ptr<transport::MessageTransport>> OpenAppEndpoint(
-      std::string_view address, std::string* public_address) override;
-  Result<std::unique_ptr<transport::MessageTransport>> OpenSecondary(
-      std::string_view scheme) override;
+  Result<AppEndpoint> OpenAppEndpoint(std::string_view address,
+                                      std::string* public_address) override;
+  Result<AppEndpoint> OpenSecondary(std::string_view scheme) override;
   Status Admit(const shm::PeerCredentials& peer) override;
   void NoteAttached() override { ++counters_.applications_attached; }
   const DaemonConfig& config() const override { return config_; }
@@ -69,11 +69,17 @@ class Daemon final : public SessionHost {
  private:
   // The daemon's own endpoint on a listen socket: it keeps the socket
   // polled while no application is attached, and answers requests to it.
-  struct OwnEndpoint;
+  struct OwnEndpoint {
+    std::unique_ptr<transport::MessageTransport> transport;
+    std::unique_ptr<engine::Engine> engine;
+  };
   class RefusingSink;
 
   Daemon(DaemonConfig config, const Clock& clock);
   Status OpenOwnEndpoint(std::string_view scheme, const std::string& address);
+  // Wraps `inner` so endpoints of this daemon reach it in-process.
+  Result<AppEndpoint> Switched(std::unique_ptr<transport::MessageTransport> inner,
+                               uint16_t endpoint_id);
   // One pass over everything; the merged result for the wait loop.
   transport::PollResult Pass();
   void AcceptConnections(TimeNs now);
@@ -86,6 +92,8 @@ class Daemon final : public SessionHost {
   std::unique_ptr<engine::Waiter> waiter_;
   std::unique_ptr<shm::ControlListener> listener_;
   std::unique_ptr<engine::TransportSet> transports_;
+  // Same-host delivery between applications' endpoints; outlives them.
+  std::unique_ptr<engine::LocalSwitch> switch_;
   std::unique_ptr<RefusingSink> refusing_sink_;
   std::vector<std::unique_ptr<OwnEndpoint>> own_;
   transport::NetAddress homa_bind_;  // listen.homa, port resolved

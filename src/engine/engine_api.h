@@ -70,6 +70,12 @@ class EngineApi {
   // false means work arrived meanwhile (do not sleep). Managed mode raises
   // its "wake me" flag here.
   virtual bool PrepareToSleep() { return true; }
+  // From now on an application sleeps on the fds in its own loop (it took
+  // the endpoint's fd), without PrepareToSleep: keep them signalling.
+  virtual void KeepAwake() {}
+  // A Buffer for a message to send. Managed mode places it in the shared
+  // heap, so sending it copies nothing; any thread may call this.
+  virtual Buffer AllocateBuffer(size_t size) { return Buffer::Allocate(size); }
   // Counters: "engine.*" then the transports'.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
 };

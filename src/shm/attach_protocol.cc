@@ -190,6 +190,7 @@ Result<AttachMessage> DecodeAttach(std::span<const std::byte> bytes) {
       break;
     case ControlType::kStatsRequest:
     case ControlType::kStatusRequest:
+    case ControlType::kWake:
       break;
     default:
       return InvalidArgumentError("control message: unknown type " + std::to_string(type));

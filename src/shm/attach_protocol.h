@@ -7,11 +7,11 @@
 //   fields: u32/u64 integers and strings (u32 length, then the bytes)
 //
 // Conversation: the application connects and sends kHello; wharfd answers
-// kWelcome carrying three fds (the region's memfd, the command doorbell the
-// application rings, the completion doorbell wharfd rings) or a kWelcome
-// with an error and no fds. Afterwards either side may ask: kStatsRequest ->
+// kWelcome carrying the region's memfd, or a kWelcome with an error and no
+// fd. Afterwards either side may ask: kStatsRequest ->
 // kStatsReply (the endpoint's counters), kStatusRequest -> kStatusReply
-// (the whole daemon, as JSON, for `wharf status`; needs no attach), and
+// (the whole daemon, as JSON, for `wharf status`; needs no attach), either
+// side sends kWake when the other sleeps on a ring it just filled, and
 // wharfd may send kFault before it closes a session it gave up on.
 //
 // Decoding checks every length against the bytes received: the other end
@@ -44,6 +44,13 @@ enum class ControlType : uint16_t {
   kStatusRequest = 5,
   kStatusReply = 6,
   kFault = 7,
+  // "Entries are waiting in a ring you sleep on": the doorbell, in both
+  // directions. Sent only when the other side raised its waiting flag
+  // (spsc_ring.h). A socket, not an eventfd: each end of a socket pair is
+  // its own open file, so a peer cannot make our send block (it could
+  // clear O_NONBLOCK on a shared eventfd); a full socket means "already
+  // rung".
+  kWake = 8,
 };
 
 struct HelloMsg {

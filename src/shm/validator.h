@@ -105,6 +105,10 @@ class ValidatingConsumer {
   uint64_t position() const { return ring_.position(); }
   // The sleep/wake protocol of spsc_ring.h, on the wrapped end.
   void SetWaiting(bool waiting) { ring_.SetWaiting(waiting); }
+  // Whether the producer index moved past ours: a hint (unvalidated; TryPop
+  // checks it), for deciding not to sleep.
+  bool HasEntries() const { return ring_.LoadPeerIndex() != ring_.position(); }
+  uint32_t capacity() const { return ring_.capacity(); }
 
  private:
   SpscConsumer ring_;
@@ -130,6 +134,7 @@ class ValidatingProducer {
   // The sleep/wake protocol of spsc_ring.h; the application's flag is a hint
   // that only decides whether it gets a doorbell.
   bool PeerWaiting() const { return ring_.PeerWaiting(); }
+  uint32_t capacity() const { return ring_.capacity(); }
 
  private:
   SpscProducer ring_;

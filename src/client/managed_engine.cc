@@ -1,0 +1,486 @@
+// ManagedEngine: operations as ring commands, completions back into the
+// sink, and re-attaching when wharfd comes back.
+#include "client/managed_engine.h"
+
+#include <cstring>
+
+#include "base/log.h"
+#include "shm/commands.h"
+
+namespace wharf::internal {
+
+using shm::Descriptor;
+using shm::Opcode;
+
+namespace {
+
+Descriptor Command(Opcode op, uint64_t cookie = 0, uint64_t handle = 0) {
+  Descriptor d{};
+  d.opcode = static_cast<uint16_t>(op);
+  d.cookie = cookie;
+  d.handle = handle;
+  return d;
+}
+
+uint64_t RawDeadline(TimeNs deadline_ns) {
+  return deadline_ns == kNever || deadline_ns <= 0 ? 0 : static_cast<uint64_t>(deadline_ns);
+}
+
+// Peer names wharfd sent that we keep (ids are never reused by wharfd, and
+// it names again any it forgot).
+constexpr size_t kMaxPeerNamesKept = 2 * shm::kMaxPeerNames;
+
+}  // namespace
+
+Result<std::unique_ptr<ManagedEngine>> ManagedEngine::Attach(const ManagedOptions& options,
+                                                             const Clock& clock,
+                                                             engine::EngineSink* sink) {
+  std::unique_ptr<ManagedEngine> e(new ManagedEngine(options, clock, sink));
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<DaemonLink> link,
+                         DaemonLink::Attach(options.socket_path, options.address,
+                                            options.geometry, options.attach_timeout));
+  e->address_ = link->welcome().address;
+  e->Adopt(std::move(link));
+  return e;
+}
+
+ManagedEngine::~ManagedEngine() {
+  // Payloads wharfd still reads stay valid: the region outlives them.
+  lent_.clear();
+}
+
+void ManagedEngine::Adopt(std::unique_ptr<DaemonLink> link) {
+  link_ = std::move(link);
+  ++generation_;
+  broken_.reset();
+  outbox_.clear();
+  peer_handles_.clear();
+  peer_names_.clear();
+  peer_name_order_.clear();
+  conn_peers_.clear();
+  waiting_flag_ = false;
+  if (keep_awake_) link_->completions().SetWaiting(true);
+  // What the application set up before survives a daemon restart.
+  for (uint32_t method : served_) {
+    Descriptor d = Command(Opcode::kServe);
+    d.status = method;
+    d.flags = shm::kFlagServed;
+    Push(d);
+  }
+  if (listening_) Push(Command(Opcode::kListen));
+  FlushCommands();
+}
+
+void ManagedEngine::Broken(const Status& why) {
+  if (broken_.has_value()) return;
+  broken_ = why;
+  next_attach_ns_ = clock_.NowNs() + kReattachInterval;
+  if (why.code() != StatusCode::kCancelled) {
+    WHARF_LOG(kWarn, "wharf: endpoint {} lost wharfd: {}", address_, why.ToString());
+  }
+  std::vector<uint64_t> ops(pending_.begin(), pending_.end());
+  pending_.clear();
+  opening_.clear();
+  accepting_.clear();
+  for (uint64_t op : ops) sink_->OnComplete(op, why, Buffer(), 0);
+  // wharfd reads none of these any more.
+  lent_.clear();
+  if (link_ != nullptr) link_->receive_area()->Detach();
+}
+
+bool ManagedEngine::Usable(uint64_t op_id) {
+  if (broken_.has_value() && clock_.NowNs() >= next_attach_ns_) {
+    next_attach_ns_ = clock_.NowNs() + kReattachInterval;
+    Result<std::unique_ptr<DaemonLink>> link = DaemonLink::Attach(
+        options_.socket_path, address_, options_.geometry, options_.attach_timeout);
+    if (link.ok()) {
+      ++counts_.reattaches;
+      WHARF_LOG(kInfo, "wharf: endpoint {} attached to wharfd again", address_);
+      Adopt(std::move(*link));
+    }
+  }
+  if (!broken_.has_value()) return true;
+  if (op_id != 0) sink_->OnComplete(op_id, *broken_, Buffer(), 0);
+  return false;
+}
+
+void ManagedEngine::Push(const Descriptor& d) {
+  ++counts_.commands;
+  if (outbox_.empty() && link_->commands().TryPush(d)) return;
+  outbox_.push_back(d);
+}
+
+void ManagedEngine::FlushCommands() {
+  if (broken_.has_value() || link_ == nullptr) return;
+  while (!outbox_.empty()) {
+    if (!link_->commands().TryPush(outbox_.front())) break;
+    outbox_.pop_front();
+  }
+  if (link_->commands().PeerWaiting()) {
+    ++counts_.doorbells_rung;
+    link_->WakeDaemon();
+  }
+}
+
+bool ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
+  if (payload.empty()) return true;
+  const std::shared_ptr<SendArea>& area = link_->send_area();
+  std::optional<std::pair<uint64_t, uint64_t>> range = area->RangeOf(payload);
+  if (!range.has_value()) {
+    // Not in the shared heap: one copy, into it.
+    std::optional<Buffer> copy = area->Allocate(payload.size());
+    if (!copy.has_value()) return false;
+    std::memcpy(copy->data(), payload.data(), payload.size());
+    ++counts_.copied_sends;
+    payload = std::move(*copy);
+    range = area->RangeOf(payload);
+  }
+  d->heap_offset = range->first;
+  d->length = range->second;
+  lent_[tag] = std::move(payload);
+  return true;
+}
+
+void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
+  if (!Usable(op_id)) return;
+  if (!Lend(op_id, std::move(payload), &d)) {
+    sink_->OnComplete(op_id,
+                      ResourceExhaustedError("the shared heap's send area is full (wharfd "
+                                             "limits.heap_bytes; release or wait for sends)"),
+                      Buffer(), 0);
+    return;
+  }
+  pending_.insert(op_id);
+  Push(d);
+  FlushCommands();
+}
+
+void ManagedEngine::Fail(uint64_t op_id, Status status) {
+  sink_->OnComplete(op_id, std::move(status), Buffer(), 0);
+}
+
+uint64_t ManagedEngine::PeerHandle(const engine::Uri& uri) {
+  std::string key = uri.scheme + "://" + uri.address.ToString() + engine::EndpointSuffix(uri.endpoint_id);
+  auto it = peer_handles_.find(key);
+  if (it != peer_handles_.end()) return it->second;
+  if (peer_handles_.size() >= shm::kMaxPeerHandles) peer_handles_.clear();  // wharfd overwrites
+  const uint64_t handle = peer_handles_.size();
+  Descriptor d = Command(Opcode::kAddPeer, 0, handle);
+  const engine::PackedUri packed = engine::PackUri(uri);
+  std::memcpy(d.aux, packed.words, sizeof packed.words);
+  Push(d);
+  peer_handles_.emplace(std::move(key), handle);
+  return handle;
+}
+
+// ------------------------------------------------------------- operations
+
+void ManagedEngine::Connect(uint64_t op_id, const engine::Uri& peer, bool ordered,
+                            TimeNs deadline_ns) {
+  if (!Usable(op_id)) return;
+  Descriptor d = Command(Opcode::kConnect, op_id, PeerHandle(peer));
+  d.flags = ordered ? shm::kFlagOrdered : 0;
+  d.aux[0] = RawDeadline(deadline_ns);
+  opening_[op_id] = peer.scheme + "://" + peer.address.ToString() +
+                    (peer.endpoint_name.empty() ? "" : "/" + peer.endpoint_name);
+  StartOp(op_id, d);
+}
+
+void ManagedEngine::Listen() {
+  listening_ = true;
+  if (!Usable(0)) return;
+  Push(Command(Opcode::kListen));
+  FlushCommands();
+}
+
+void ManagedEngine::Accept(uint64_t op_id, TimeNs deadline_ns) {
+  Descriptor d = Command(Opcode::kAccept, op_id);
+  d.aux[0] = RawDeadline(deadline_ns);
+  accepting_.insert(op_id);
+  StartOp(op_id, d);
+}
+
+void ManagedEngine::Send(uint64_t op_id, uint64_t conn, Buffer message) {
+  StartOp(op_id, Command(Opcode::kSend, op_id, conn), std::move(message));
+}
+
+void ManagedEngine::Recv(uint64_t op_id, uint64_t conn) {
+  StartOp(op_id, Command(Opcode::kRecv, op_id, conn));
+}
+
+void ManagedEngine::Call(uint64_t op_id, const engine::Uri& peer, uint32_t method, Buffer request,
+                         TimeNs deadline_ns) {
+  if (!Usable(op_id)) return;
+  Descriptor d = Command(Opcode::kCall, op_id, PeerHandle(peer));
+  d.flags = shm::kFlagToPeer;
+  d.status = method;
+  d.aux[0] = RawDeadline(deadline_ns);
+  StartOp(op_id, d, std::move(request));
+}
+
+void ManagedEngine::CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method,
+                                     Buffer request, TimeNs deadline_ns) {
+  Descriptor d = Command(Opcode::kCall, op_id, conn);
+  d.status = method;
+  d.aux[0] = RawDeadline(deadline_ns);
+  StartOp(op_id, d, std::move(request));
+}
+
+void ManagedEngine::Disconnect(uint64_t op_id, uint64_t conn) {
+  StartOp(op_id, Command(Opcode::kDisconnect, op_id, conn));
+}
+
+void ManagedEngine::BarrierArrive(uint64_t op_id, const engine::Uri& coordinator,
+                                  bool is_coordinator, uint64_t group, uint64_t round,
+                                  uint32_t members, TimeNs deadline_ns) {
+  if (!Usable(op_id)) return;
+  Descriptor d = Command(Opcode::kBarrier, op_id, PeerHandle(coordinator));
+  d.flags = is_coordinator ? shm::kFlagCoordinator : 0;
+  d.status = members;
+  d.aux[0] = RawDeadline(deadline_ns);
+  d.aux[1] = group;
+  d.aux[2] = round;
+  StartOp(op_id, d);
+}
+
+void ManagedEngine::Release(uint64_t conn) {
+  conn_peers_.erase(conn);
+  if (broken_.has_value()) return;
+  Push(Command(Opcode::kReleaseConn, 0, conn));
+  FlushCommands();
+}
+
+Result<std::string> ManagedEngine::PeerOf(uint64_t conn) const {
+  auto it = conn_peers_.find(conn);
+  if (it == conn_peers_.end()) return NotFoundError("connection " + std::to_string(conn));
+  return it->second;
+}
+
+void ManagedEngine::SetServed(uint32_t method, bool served) {
+  if (served) {
+    served_.insert(method);
+  } else {
+    served_.erase(method);
+  }
+  if (!Usable(0)) return;
+  Descriptor d = Command(Opcode::kServe);
+  d.status = method;
+  d.flags = served ? shm::kFlagServed : 0;
+  Push(d);
+  FlushCommands();
+}
+
+void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Buffer payload) {
+  // A request from an earlier link cannot be answered on this one.
+  if (broken_.has_value() || call.key.client_port != link_generation()) return;
+  const uint64_t tag = next_tag_++;
+  Descriptor d = Command(Opcode::kRespond, tag, call.key.client_id);
+  d.status = static_cast<uint32_t>(status.code());
+  if (!status.ok()) {
+    std::string_view text = status.message();
+    payload = Buffer::Copy(text.substr(0, shm::kMaxErrorText));
+  }
+  if (!Lend(tag, std::move(payload), &d)) {
+    // No room for the answer: the client still hears, without the payload.
+    d.status = static_cast<uint32_t>(StatusCode::kResourceExhausted);
+    d.heap_offset = d.length = 0;
+  }
+  Push(d);
+  FlushCommands();
+}
+
+void ManagedEngine::Cancel(uint64_t op_id) {
+  if (!pending_.contains(op_id) || broken_.has_value()) return;
+  Push(Command(Opcode::kCancel, 0, op_id));
+  FlushCommands();
+}
+
+void ManagedEngine::Shutdown(const Status& why) {
+  Broken(why.ok() ? CancelledError("endpoint closed") : why);
+  next_attach_ns_ = kNever;  // closed for good
+  link_.reset();             // wharfd sees EOF and frees our session
+}
+
+// ----------------------------------------------------------------- polling
+
+transport::PollResult ManagedEngine::Poll() {
+  transport::PollResult r;
+  r.next_deadline = kNever;
+  if (broken_.has_value()) {
+    if (next_attach_ns_ != kNever) Usable(0);
+    if (broken_.has_value()) return r;
+  }
+  if (keep_awake_) {
+    // wharfd sends a wake-up per batch: read them, or fd() stays readable.
+    if (std::optional<Status> gone = link_->CheckControl()) {
+      Broken(*gone);
+      return r;
+    }
+  } else if (waiting_flag_) {
+    waiting_flag_ = false;
+    link_->completions().SetWaiting(false);
+    // Read the wake-up (and notice a departed daemon while at it).
+    if (std::optional<Status> gone = link_->CheckControl()) {
+      Broken(*gone);
+      return r;
+    }
+  }
+  // Buffers the application dropped since the last pass go back to wharfd.
+  releases_.clear();
+  link_->receive_area()->TakeReleased(&releases_);
+  for (auto [offset, length] : releases_) {
+    Descriptor d = Command(Opcode::kReleaseBuffer);
+    d.heap_offset = offset;
+    d.length = length;
+    Push(d);
+  }
+  if (!releases_.empty() || !outbox_.empty()) FlushCommands();
+  batch_.resize(64);
+  const size_t n = link_->completions().TryPop(batch_);
+  for (size_t i = 0; i < n && !broken_.has_value(); ++i) Dispatch(batch_[i]);
+  counts_.completions += n;
+  r.work = static_cast<int>(n + releases_.size());
+  // The control socket only matters when wharfd goes: look now and then,
+  // not on every spin (it costs a system call).
+  if (n == 0 && ++idle_polls_ >= 256) {
+    idle_polls_ = 0;
+    if (std::optional<Status> gone = link_->CheckControl()) Broken(*gone);
+  }
+  return r;
+}
+
+TimeNs ManagedEngine::NextDeadline() const {
+  // Deadlines are wharfd's; a broken link retries attaching.
+  if (broken_.has_value()) return next_attach_ns_;
+  return outbox_.empty() ? kNever : clock_.NowNs() + kNsPerMs;
+}
+
+void ManagedEngine::AppendReadableFds(std::vector<int>* fds) const {
+  if (link_ == nullptr || broken_.has_value()) return;
+  fds->push_back(link_->control().fd());
+}
+
+bool ManagedEngine::PrepareToSleep() {
+  if (link_ == nullptr || broken_.has_value()) return true;
+  if (std::optional<Status> gone = link_->CheckControl()) {
+    Broken(*gone);
+    return false;
+  }
+  waiting_flag_ = true;
+  link_->completions().SetWaiting(true);
+  // Entries that arrived before wharfd could see the flag: do not sleep.
+  return link_->completions().LoadPeerIndex() == link_->completions().position();
+}
+
+void ManagedEngine::KeepAwake() {
+  keep_awake_ = true;
+  if (link_ != nullptr && !broken_.has_value()) link_->completions().SetWaiting(true);
+}
+
+Buffer ManagedEngine::AllocateBuffer(size_t size) {
+  // The link (and its area) may be replaced under us by another thread
+  // only through calls under the host's lock; a Buffer keeps its area.
+  std::shared_ptr<SendArea> area = link_ != nullptr ? link_->send_area() : nullptr;
+  if (area != nullptr) {
+    if (std::optional<Buffer> b = area->Allocate(size)) return std::move(*b);
+  }
+  return Buffer::Allocate(size);
+}
+
+std::vector<std::pair<std::string, uint64_t>> ManagedEngine::Counters() const {
+  std::vector<std::pair<std::string, uint64_t>> all;
+  if (link_ != nullptr && !broken_.has_value()) {
+    Result<std::vector<shm::Counter>> stats = link_->Stats(std::chrono::seconds(1));
+    if (stats.ok()) {
+      for (auto& c : *stats) all.emplace_back(std::move(c.name), c.value);
+    }
+  }
+  all.emplace_back("managed.commands", counts_.commands);
+  all.emplace_back("managed.completions", counts_.completions);
+  all.emplace_back("managed.copied_sends", counts_.copied_sends);
+  all.emplace_back("managed.faults", counts_.faults);
+  all.emplace_back("managed.reattaches", counts_.reattaches);
+  all.emplace_back("managed.doorbells_rung", counts_.doorbells_rung);
+  all.emplace_back("managed.send_area_bytes_in_use",
+                   link_ != nullptr ? link_->send_area()->bytes_in_use() : 0);
+  return all;
+}
+
+// ------------------------------------------------------------ completions
+
+std::string ManagedEngine::TakeText(const Descriptor& e) {
+  if (e.length == 0) return "";
+  Buffer b = link_->receive_area()->Wrap(e.heap_offset, e.length);
+  return std::string(b.AsStringView());  // b's release returns the range
+}
+
+void ManagedEngine::Dispatch(const Descriptor& e) {
+  switch (static_cast<Opcode>(e.opcode)) {
+    case Opcode::kCompletion: {
+      if (pending_.erase(e.cookie) == 0) {
+        // Not ours to complete (a daemon bug): give the range back.
+        (void)TakeText(e);
+        return;
+      }
+      const auto code = static_cast<StatusCode>(e.status);
+      if (code != StatusCode::kOk) {
+        opening_.erase(e.cookie);
+        accepting_.erase(e.cookie);
+        sink_->OnComplete(e.cookie, Status(code, TakeText(e)), Buffer(), 0);
+        return;
+      }
+      Buffer message = e.length == 0 ? Buffer() : link_->receive_area()->Wrap(e.heap_offset, e.length);
+      if (auto it = opening_.find(e.cookie); it != opening_.end()) {
+        conn_peers_[e.handle] = std::move(it->second);
+        opening_.erase(it);
+      } else if (accepting_.erase(e.cookie) > 0) {
+        // An accept's payload is the peer's address.
+        conn_peers_[e.handle] = std::string(message.AsStringView());
+        message = Buffer();
+      }
+      sink_->OnComplete(e.cookie, OkStatus(), std::move(message), e.handle);
+      return;
+    }
+    case Opcode::kRequest: {
+      engine::IncomingCall call;
+      call.ref.key.client_id = e.handle;
+      call.ref.key.client_port = link_generation();
+      call.method = e.status;
+      call.deadline_ns = e.aux[0] == 0 ? kNever : static_cast<TimeNs>(e.aux[0]);
+      auto name = peer_names_.find(e.aux[1]);
+      call.peer = name != peer_names_.end() ? std::string_view(name->second) : std::string_view();
+      call.request = e.length == 0 ? Buffer() : link_->receive_area()->Wrap(e.heap_offset, e.length);
+      sink_->OnRequest(std::move(call));
+      return;
+    }
+    case Opcode::kCallCancelled: {
+      engine::ServerCallRef ref;
+      ref.key.client_id = e.handle;
+      ref.key.client_port = link_generation();
+      sink_->OnCallCancelled(ref);
+      return;
+    }
+    case Opcode::kSendReleased:
+      lent_.erase(e.cookie);
+      return;
+    case Opcode::kPeerName: {
+      if (peer_names_.size() >= kMaxPeerNamesKept) {
+        peer_names_.erase(peer_name_order_.front());
+        peer_name_order_.pop_front();
+      }
+      peer_names_[e.handle] = TakeText(e);
+      peer_name_order_.push_back(e.handle);
+      return;
+    }
+    case Opcode::kFault: {
+      ++counts_.faults;
+      WHARF_LOG(kWarn, "wharf: wharfd refused a command of endpoint {}: {}", address_, TakeText(e));
+      return;
+    }
+    default:
+      (void)TakeText(e);
+      return;
+  }
+}
+
+}  // namespace wharf::internal

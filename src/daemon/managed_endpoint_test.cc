@@ -1,0 +1,124 @@
+// daemon/managed_endpoint_test.cc: the public API in managed mode against a
+// wharfd on a thread: RPCs, messages, zero-copy buffers, errors, limits,
+// same-host delivery, and applications coming and going.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "client/testing/server_thread.h"
+#include "daemon/testing/daemon_thread.h"
+#include "wharf/endpoint.h"
+
+namespace wharf {
+namespace {
+
+using daemon::testing::DaemonThread;
+
+class ManagedEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start({}); }
+  void Start(std::vector<std::pair<std::string, std::string>> settings) {
+    auto d = DaemonThread::Start(std::move(settings));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_ = std::move(*d);
+  }
+  Result<std::unique_ptr<Endpoint>> Open(std::string address = "homa://0.0.0.0:0") {
+    return Endpoint::Open({.address = std::move(address),
+                           .hosting = Hosting::kManaged,
+                           .daemon_socket = daemon_->socket()});
+  }
+  std::unique_ptr<DaemonThread> daemon_;
+};
+
+TEST_F(ManagedEndpointTest, RpcBetweenTwoApplications) {
+  auto server = Open("homa://0.0.0.0:0/echo");
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_TRUE((*server)->managed());
+  ASSERT_TRUE((*server)
+                  ->Serve(7, [](const RpcContext& ctx, Buffer req) -> Result<Buffer> {
+                    EXPECT_FALSE(ctx.peer.empty());
+                    std::string out = "re:" + std::string(req.AsStringView());
+                    return Buffer::Copy(out);
+                  })
+                  .ok());
+  testing::ServerThread running(**server);
+  auto client = Open();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  for (int i = 0; i < 100; ++i) {
+    Result<Buffer> r = (*client)->Call((*server)->address(), 7, Buffer::Copy("ping" + std::to_string(i)));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->AsStringView(), "re:ping" + std::to_string(i));
+  }
+  // Unserved methods and unknown endpoints fail for the caller only.
+  EXPECT_EQ((*client)->Call((*server)->address(), 8, Buffer::Copy("x")).status().code(),
+            StatusCode::kUnimplemented);
+}
+
+TEST_F(ManagedEndpointTest, MessagesOverAConnection) {
+  auto server = Open("homa://0.0.0.0:0/msgs");
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE((*server)->Listen().ok());
+  auto client = Open();
+  ASSERT_TRUE(client.ok());
+  std::unique_ptr<Connection> accepted;
+  std::thread acceptor([&] {
+    auto a = (*server)->Accept(std::chrono::seconds(5));
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    accepted = std::move(*a);
+  });
+  auto conn = (*client)->Connect((*server)->address());
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  acceptor.join();
+  ASSERT_NE(accepted, nullptr);
+  EXPECT_EQ((*conn)->peer(), (*server)->address());
+  EXPECT_FALSE(accepted->peer().empty());
+  // A zero-copy buffer from the shared heap, then an ordinary one.
+  Buffer big = (*client)->AllocateBuffer(300'000);
+  for (size_t i = 0; i < big.size(); ++i) big.data()[i] = static_cast<std::byte>(i * 7);
+  ASSERT_TRUE((*conn)->Send(std::move(big)).ok());
+  ASSERT_TRUE((*conn)->Send(Buffer::Copy("small")).ok());
+  std::vector<std::string> got;
+  for (int i = 0; i < 2; ++i) {
+    Result<Buffer> m = accepted->Recv(std::chrono::seconds(5));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    if (m->size() == 300'000) {
+      for (size_t j = 0; j < m->size(); j += 4999) {
+        ASSERT_EQ(m->data()[j], static_cast<std::byte>(j * 7)) << j;
+      }
+      got.push_back("big");
+    } else {
+      got.emplace_back(m->AsStringView());
+    }
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"big", "small"}));
+}
+
+TEST_F(ManagedEndpointTest, CallToNobodyFailsAndOthersCarryOn) {
+  auto client = Open();
+  ASSERT_TRUE(client.ok());
+  Result<Buffer> r = (*client)->Call("homa://127.0.0.1:1", 1, Buffer::Copy("x"),
+                                     {.deadline = std::chrono::milliseconds(300)});
+  EXPECT_FALSE(r.ok());
+}
+
+TEST_F(ManagedEndpointTest, OpenWithoutDaemonFailsClearly) {
+  Result<std::unique_ptr<Endpoint>> ep = Endpoint::Open(
+      {.hosting = Hosting::kManaged, .daemon_socket = "/nonexistent/wharfd.sock"});
+  ASSERT_FALSE(ep.ok());
+  EXPECT_EQ(ep.status().code(), StatusCode::kUnavailable) << ep.status().ToString();
+  EXPECT_NE(ep.status().message().find("/nonexistent/wharfd.sock"), std::string::npos);
+}
+
+TEST_F(ManagedEndpointTest, AutoModeAttachesWhenTheSocketExists) {
+  auto ep = Endpoint::Open({.daemon_socket = daemon_->socket()});
+  ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+  EXPECT_TRUE((*ep)->managed());
+  auto embedded = Endpoint::Open({.address = "homa://127.0.0.1:0",
+                                  .daemon_socket = "/nonexistent/wharfd.sock"});
+  ASSERT_TRUE(embedded.ok());
+  EXPECT_FALSE((*embedded)->managed());
+}
+
+}  // namespace
+}  // namespace wharf
