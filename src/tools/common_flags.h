@@ -1,10 +1,12 @@
-// Flags shared by the subcommands that open an endpoint: --config and --set.
+// Flags shared by the subcommands that open an endpoint: --config, --set,
+// --mode (embedded or managed by wharfd) and --socket.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "wharf/endpoint.h"
 #include "wharf/result.h"
 
 namespace CLI {
@@ -16,9 +18,14 @@ namespace wharf::tools {
 struct EndpointFlags {
   std::string config_file;
   std::vector<std::string> settings;  // "key=value"
+  std::string mode = "auto";          // auto | embedded | managed
+  std::string daemon_socket;          // wharfd's control socket
 };
 
 void AddEndpointFlags(CLI::App& app, EndpointFlags& flags);
+
+// EndpointOptions for `address` from the flags; an error names the bad flag.
+Result<EndpointOptions> MakeEndpointOptions(const EndpointFlags& flags, std::string address);
 
 // "homa.overcommit=4" -> {"homa.overcommit", "4"}; an error names the bad one.
 Result<std::vector<std::pair<std::string, std::string>>> ParseSettings(

@@ -6,8 +6,10 @@
 
 #include "tools/bench_command.h"
 #include "tools/check_command.h"
+#include "tools/daemon_command.h"
 #include "tools/ping_command.h"
 #include "tools/serve_command.h"
+#include "tools/status_command.h"
 #include "wharf/build_info.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +35,16 @@ int main(int argc, char** argv) {
       app.add_subcommand("ping", "Measure RPC round trips to a `wharf serve` (RTT percentiles, loss)");
   wharf::tools::AddPingFlags(*ping, ping_options);
 
+  wharf::tools::DaemonOptions daemon_options;
+  CLI::App* daemon = app.add_subcommand(
+      "daemon", "Run wharfd, the host's transport daemon, in the foreground (same as `wharfd`)");
+  wharf::tools::AddDaemonFlags(*daemon, daemon_options);
+
+  wharf::tools::StatusOptions status_options;
+  CLI::App* status = app.add_subcommand(
+      "status", "Show what the local wharfd is doing: applications, connections, RPCs, bytes");
+  wharf::tools::AddStatusFlags(*status, status_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,5 +54,7 @@ int main(int argc, char** argv) {
   if (*bench) return wharf::tools::RunBench(bench_options);
   if (*serve) return wharf::tools::RunServe(serve_options);
   if (*ping) return wharf::tools::RunPing(ping_options);
+  if (*daemon) return wharf::tools::RunDaemon(daemon_options);
+  if (*status) return wharf::tools::RunStatus(status_options);
   return 2;
 }

@@ -60,18 +60,17 @@ void AddPingFlags(CLI::App& app, PingOptions& o) {
 }
 
 int RunPing(const PingOptions& o) {
-  auto settings = ParseSettings(o.endpoint.settings);
-  if (!settings.ok()) {
-    std::fprintf(stderr, "wharf ping: %s\n", settings.status().ToString().c_str());
-    return 2;
-  }
   // Our own endpoint speaks the target's transport (a target without a
   // scheme: the configured default) in the target's address family.
   size_t sep = o.target.find("://");
   std::string scheme = sep == std::string::npos ? "" : o.target.substr(0, sep + 3);
   std::string bind = scheme + (o.target.find('[') != std::string::npos ? "[::]:0" : "0.0.0.0:0");
-  auto ep = Endpoint::Open(
-      {.address = bind, .config_file = o.endpoint.config_file, .settings = *settings});
+  auto endpoint_options = MakeEndpointOptions(o.endpoint, bind);
+  if (!endpoint_options.ok()) {
+    std::fprintf(stderr, "wharf ping: %s\n", endpoint_options.status().ToString().c_str());
+    return 2;
+  }
+  auto ep = Endpoint::Open(*endpoint_options);
   if (!ep.ok()) {
     std::fprintf(stderr, "wharf ping: %s\n", ep.status().ToString().c_str());
     return 1;

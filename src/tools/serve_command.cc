@@ -139,14 +139,12 @@ void AddServeFlags(CLI::App& app, ServeOptions& options) {
 }
 
 int RunServe(const ServeOptions& options) {
-  auto settings = ParseSettings(options.endpoint.settings);
-  if (!settings.ok()) {
-    std::fprintf(stderr, "wharf serve: %s\n", settings.status().ToString().c_str());
+  auto endpoint_options = MakeEndpointOptions(options.endpoint, options.listen);
+  if (!endpoint_options.ok()) {
+    std::fprintf(stderr, "wharf serve: %s\n", endpoint_options.status().ToString().c_str());
     return 2;
   }
-  auto ep = Endpoint::Open({.address = options.listen,
-                            .config_file = options.endpoint.config_file,
-                            .settings = *settings});
+  auto ep = Endpoint::Open(*endpoint_options);
   if (!ep.ok()) {
     std::fprintf(stderr, "wharf serve: %s\n", ep.status().ToString().c_str());
     return 1;

@@ -1,0 +1,80 @@
+// `wharf daemon` / `wharfd`: configuration from file, flags and environment,
+// then the daemon's loop on this thread; SIGINT/SIGTERM stop it cleanly
+// (a signal-waiting thread calls Daemon::Stop).
+#include "tools/daemon_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "daemon/wharfd.h"
+#include "tools/common_flags.h"
+
+namespace wharf::tools {
+
+void AddDaemonFlags(CLI::App& app, DaemonOptions& o) {
+  app.add_option("--config", o.config_file,
+                 "YAML configuration (packaging/wharfd.yaml documents every key)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--set", o.settings,
+                 "Override one setting, e.g. --set limits.max_inflight=1024 (repeatable)");
+  app.add_option("--socket", o.socket,
+                 "Control socket path (default: $WHARF_SOCKET, else daemon.socket, else "
+                 "/run/wharf/wharfd.sock)");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+}
+
+int RunDaemon(const DaemonOptions& o) {
+  auto settings = ParseSettings(o.settings);
+  if (!settings.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", settings.status().ToString().c_str());
+    return 2;
+  }
+  // The socket: --socket, then WHARF_SOCKET, then the file's daemon.socket.
+  std::string socket = o.socket;
+  if (const char* env = std::getenv("WHARF_SOCKET"); socket.empty() && env != nullptr && *env) {
+    socket = env;
+  }
+  if (!socket.empty()) settings->emplace_back("daemon.socket", socket);
+  if (!o.log_level.empty()) settings->emplace_back("daemon.log_level", o.log_level);
+  auto config = daemon::LoadDaemonConfig(o.config_file, *settings);
+  if (!config.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  // Signals are taken by a thread of their own, blocked everywhere else
+  // (threads started later inherit the mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  auto daemon = daemon::Daemon::Start(std::move(*config));
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", daemon.status().ToString().c_str());
+    return 1;
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    (*daemon)->Stop();
+  });
+  Status s = (*daemon)->Run();
+  // Wakes the waiter if Run ended for another reason than a signal.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (!s.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace wharf::tools
