@@ -53,11 +53,67 @@ void AddPingFlags(CLI::App& app, PingOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", o.quiet, "No progress line");
+  app.add_flag("--messages", o.messages,
+               "Exchange messages over a connection instead of RPCs (the server echoes each "
+               "one back; one in flight)");
   app.add_flag("--server-stats", o.server_stats,
                "At the end, print how often the server executed requests (exactly-once check)");
   app.add_flag("--stats", o.stats, "At the end, print this client's transport counters");
   AddEndpointFlags(app, o.endpoint);
 }
+
+namespace {
+
+// --messages: one connection, each message echoed by the server.
+int PingMessages(Endpoint& ep, const PingOptions& o) {
+  const Clock& clock = SystemClock::Get();
+  auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(o.timeout_s));
+  auto conn = ep.Connect(o.target, {.timeout = timeout});
+  if (!conn.ok()) {
+    std::fprintf(stderr, "wharf ping: %s\n", conn.status().ToString().c_str());
+    return 1;
+  }
+  Histogram rtt;
+  int ok = 0, failed = 0, corrupt = 0;
+  std::string first_error;
+  const TimeNs start = clock.NowNs();
+  TimeNs next_progress = start + 250 * kNsPerMs;
+  for (int i = 0; i < o.count; ++i) {
+    const uint64_t id = static_cast<uint64_t>(i);
+    const TimeNs sent = clock.NowNs();
+    Status s = (*conn)->Send(MakePayload(id, o.size));
+    Result<Buffer> echo = s.ok() ? (*conn)->Recv(timeout) : Result<Buffer>(s);
+    if (!echo.ok()) {
+      ++failed;
+      if (first_error.empty()) first_error = echo.status().ToString();
+      continue;
+    }
+    if (!SamePayload(*echo, id, o.size)) {
+      ++corrupt;
+      continue;
+    }
+    ++ok;
+    rtt.Record(static_cast<uint64_t>(clock.NowNs() - sent));
+    if (!o.quiet && clock.NowNs() >= next_progress) {
+      next_progress += 250 * kNsPerMs;
+      std::fprintf(stderr, "\r%d/%d done, p50 %.1f us   ", i + 1, o.count, rtt.P50() / 1e3);
+    }
+  }
+  double secs = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
+  if (!o.quiet) std::fprintf(stderr, "\r%60s\r", "");
+  std::printf("%s: %d messages of %zu B echoed, %d ok, %d failed, %d corrupt, %.0f msg/s\n",
+              o.target.c_str(), o.count, o.size, ok, failed, corrupt, ok / secs);
+  if (ok > 0) {
+    std::printf("rtt us: min %.1f p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f\n",
+                rtt.Min() / 1e3, rtt.P50() / 1e3, rtt.P90() / 1e3, rtt.P99() / 1e3,
+                rtt.P999() / 1e3, rtt.Max() / 1e3);
+  }
+  if (!first_error.empty()) std::printf("first error: %s\n", first_error.c_str());
+  return (failed == 0 && corrupt == 0) ? 0 : 1;
+}
+
+}  // namespace
 
 int RunPing(const PingOptions& o) {
   // Our own endpoint speaks the target's transport (a target without a
@@ -75,6 +131,7 @@ int RunPing(const PingOptions& o) {
     std::fprintf(stderr, "wharf ping: %s\n", ep.status().ToString().c_str());
     return 1;
   }
+  if (o.messages) return PingMessages(**ep, o);
   const Clock& clock = SystemClock::Get();
   Histogram rtt;
   std::mt19937_64 rng(static_cast<uint64_t>(clock.WallNs()));

@@ -24,6 +24,7 @@ struct PingOptions {
   bool quiet = false;       // no progress line
   bool server_stats = false;  // ask the server how often it ran our requests
   bool stats = false;         // print our transport's counters at the end
+  bool messages = false;      // echo messages over a connection instead of RPCs
   EndpointFlags endpoint;
 };
 

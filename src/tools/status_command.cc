@@ -39,15 +39,15 @@ void PrintTable(const nlohmann::json& doc) {
               static_cast<unsigned long long>(U(d, "applications_attached")),
               static_cast<unsigned long long>(U(d, "applications_detached")),
               static_cast<unsigned long long>(U(d, "attaches_refused")));
-  std::printf("%-4s %-8s %-6s %-16s %-34s %10s %10s %8s %6s %10s %10s %5s\n", "ID", "PID", "UID",
-              "PROGRAM", "ENDPOINT", "HEAP", "RECV-HELD", "INFLIGHT", "CONNS", "SENT", "RECEIVED",
-              "BAD");
+  std::printf("%-4s %-8s %-6s %-14s %-9s %-32s %10s %10s %8s %6s %10s %10s %5s\n", "ID", "PID",
+              "UID", "PROGRAM", "STATE", "ENDPOINT", "HEAP", "RECV-HELD", "INFLIGHT", "CONNS",
+              "SENT", "RECEIVED", "BAD");
   for (const auto& a : doc["applications"]) {
-    std::printf("%-4llu %-8llu %-6llu %-16.16s %-34.34s %10s %10s %8llu %6llu %10s %10s %5llu\n",
+    std::printf("%-4llu %-8llu %-6llu %-14.14s %-9.9s %-32.32s %10s %10s %8llu %6llu %10s %10s %5llu\n",
                 static_cast<unsigned long long>(U(a, "id")),
                 static_cast<unsigned long long>(U(a, "pid")),
                 static_cast<unsigned long long>(U(a, "uid")),
-                a.value("program", std::string()).c_str(),
+                a.value("program", std::string()).c_str(), a.value("state", std::string()).c_str(),
                 a.value("endpoint", std::string()).c_str(), HumanBytes(U(a, "heap_bytes")).c_str(),
                 HumanBytes(U(a, "receive_bytes_in_use")).c_str(),
                 static_cast<unsigned long long>(U(a, "inflight")),
