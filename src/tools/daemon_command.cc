@@ -28,6 +28,9 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions& o) {
                  "/run/wharf/wharfd.sock)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_flag("--check-config", o.check_config,
+               "Load and check the configuration (file, --set, --socket), print the result and "
+               "exit: 0 if it is valid");
 }
 
 int RunDaemon(const DaemonOptions& o) {
@@ -47,6 +50,16 @@ int RunDaemon(const DaemonOptions& o) {
   if (!config.ok()) {
     std::fprintf(stderr, "wharfd: %s\n", config.status().ToString().c_str());
     return 2;
+  }
+  if (o.check_config) {
+    std::printf("wharfd: configuration OK: socket %s, homa %s, tcp %s, heap %llu B per "
+                "application, at most %zu applications\n",
+                config->socket_path.c_str(),
+                config->listen_homa.empty() ? "(off)" : config->listen_homa.c_str(),
+                config->listen_tcp.empty() ? "(off)" : config->listen_tcp.c_str(),
+                static_cast<unsigned long long>(config->limits.heap_bytes),
+                config->max_applications);
+    return 0;
   }
   // Signals are taken by a thread of their own, blocked everywhere else
   // (threads started later inherit the mask).

@@ -16,6 +16,7 @@ struct DaemonOptions {
   std::vector<std::string> settings;  // --set key=value
   std::string socket;                 // --socket (else WHARF_SOCKET, else the config)
   std::string log_level;              // --log-level
+  bool check_config = false;          // --check-config: load, report, exit
 };
 
 void AddDaemonFlags(CLI::App& app, DaemonOptions& options);
