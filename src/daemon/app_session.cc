@@ -109,10 +109,11 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   return OkStatus();
 }
 
-transport::PollResult AppSession::Poll(TimeNs now) {
+transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
   transport::PollResult r;
   r.next_deadline = kNever;
-  if (!closing_) HandleControl();
+  // Before the hello, the control socket is all there is.
+  if (!closing_ && (check_control || !attached_)) HandleControl();
   if (!attached_) return r;
   if (!closing_) {
     if (sleep_armed_) {

@@ -103,9 +103,11 @@ class AppSession final : public engine::EngineSink {
   // sent to the application as a refusing kWelcome.
   Status Attach(const shm::HelloMsg& hello);
 
-  // One pass: control messages, up to commands_per_pass commands, the
-  // engine, completions out (ringing the application if it sleeps).
-  transport::PollResult Poll(TimeNs now);
+  // One pass: control messages (when `check_control`: reading the socket
+  // costs a system call, so the daemon asks after a sleep and now and then),
+  // up to commands_per_pass commands, the engine, completions out (ringing
+  // the application if it sleeps).
+  transport::PollResult Poll(TimeNs now, bool check_control);
   // Before the daemon sleeps: raises our "wake me" flag on the command ring;
   // false if commands arrived meanwhile (do not sleep).
   bool PrepareToSleep();

@@ -197,10 +197,16 @@ transport::PollResult Daemon::Pass() {
   transport::PollResult all;
   all.next_deadline = kNever;
   const TimeNs now = clock_.NowNs();
-  AcceptConnections(now);
+  // The listener and the control sockets carry attaches, wake-ups and EOF:
+  // after a sleep they are what woke us; while spinning, a look every 64
+  // passes (microseconds) finds a new or departed application soon enough,
+  // without a system call per socket per pass.
+  const bool check_control = slept_ || counters_.passes % 64 == 0;
+  slept_ = false;
+  if (check_control) AcceptConnections(now);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     AppSession& s = *it->second;
-    transport::PollResult r = s.Poll(now);
+    transport::PollResult r = s.Poll(now, check_control);
     all.work += r.work;
     all.next_deadline = std::min({all.next_deadline, r.next_deadline, s.NextDeadline()});
     if (s.finished(now)) {
@@ -256,6 +262,7 @@ void Daemon::BeforeSleep() {
   if (fds_scratch_ != watched_fds_ && waiter_->Watch(fds_scratch_).ok()) {
     watched_fds_ = fds_scratch_;
   }
+  slept_ = true;
   bool sleep = true;
   for (auto& [id, s] : sessions_) sleep = s->PrepareToSleep() && sleep;
   if (!sleep) waiter_->WakeAlways();  // commands came in after the last pass

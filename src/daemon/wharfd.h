@@ -102,6 +102,8 @@ class Daemon final : public SessionHost {
   uint64_t next_session_id_ = 1;
   uint16_t next_auto_endpoint_ = 0x8000;
   std::atomic<bool> stop_{false};
+  // The loop slept since the last pass: read every control socket.
+  bool slept_ = false;
   std::vector<int> fds_scratch_;
   std::vector<int> watched_fds_;
   DaemonCounters counters_;
