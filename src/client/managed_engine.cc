@@ -59,7 +59,8 @@ void ManagedEngine::Adopt(std::unique_ptr<DaemonLink> link) {
   peer_name_order_.clear();
   conn_peers_.clear();
   waiting_flag_ = false;
-  if (keep_awake_) link_->completions().SetWaiting(true);
+  woke_token_ = 0;
+  if (keep_awake_) link_->completions().SetWaitingToken(NextSleepToken());
   // What the application set up before survives a daemon restart.
   for (uint32_t method : served_) {
     Descriptor d = Command(Opcode::kServe);
@@ -116,7 +117,10 @@ void ManagedEngine::FlushCommands() {
     if (!link_->commands().TryPush(outbox_.front())) break;
     outbox_.pop_front();
   }
-  if (link_->commands().PeerWaiting()) {
+  // Once per sleep of wharfd's (it may take a while to wake and see us).
+  const uint32_t token = link_->commands().PeerWaitingToken();
+  if (token != 0 && token != woke_token_) {
+    woke_token_ = token;
     ++counts_.doorbells_rung;
     link_->WakeDaemon();
   }
@@ -311,11 +315,13 @@ transport::PollResult ManagedEngine::Poll() {
     if (broken_.has_value()) return r;
   }
   if (keep_awake_) {
-    // wharfd sends a wake-up per batch: read them, or fd() stays readable.
+    // wharfd sends a wake-up once per token: read them (or fd() stays
+    // readable) and raise a new token, so the next batch wakes us again.
     if (std::optional<Status> gone = link_->CheckControl()) {
       Broken(*gone);
       return r;
     }
+    link_->completions().SetWaitingToken(NextSleepToken());
   } else if (waiting_flag_) {
     waiting_flag_ = false;
     link_->completions().SetWaiting(false);
@@ -367,14 +373,16 @@ bool ManagedEngine::PrepareToSleep() {
     return false;
   }
   waiting_flag_ = true;
-  link_->completions().SetWaiting(true);
+  link_->completions().SetWaitingToken(NextSleepToken());
   // Entries that arrived before wharfd could see the flag: do not sleep.
   return link_->completions().LoadPeerIndex() == link_->completions().position();
 }
 
 void ManagedEngine::KeepAwake() {
   keep_awake_ = true;
-  if (link_ != nullptr && !broken_.has_value()) link_->completions().SetWaiting(true);
+  if (link_ != nullptr && !broken_.has_value()) {
+    link_->completions().SetWaitingToken(NextSleepToken());
+  }
 }
 
 Buffer ManagedEngine::AllocateBuffer(size_t size) {

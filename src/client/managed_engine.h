@@ -124,6 +124,10 @@ class ManagedEngine final : public engine::EngineApi {
   std::vector<shm::Descriptor> batch_;
   std::vector<std::pair<uint64_t, uint64_t>> releases_;  // scratch
   bool waiting_flag_ = false;   // our "wake me" flag is up
+  uint32_t sleep_token_ = 0;    // numbers our sleeps (the flag's value)
+  uint32_t woke_token_ = 0;     // wharfd's sleep we last woke
+  // A fresh token for the next sleep (never 0).
+  uint32_t NextSleepToken() { return ++sleep_token_ == 0 ? ++sleep_token_ : sleep_token_; }
   bool keep_awake_ = false;     // an application epolls fd(): flag always up
   uint32_t idle_polls_ = 0;
 

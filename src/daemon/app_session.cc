@@ -138,7 +138,8 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
 bool AppSession::PrepareToSleep() {
   if (!attached_ || closing_) return true;
   sleep_armed_ = true;
-  commands_->SetWaiting(true);
+  if (++sleep_token_ == 0) sleep_token_ = 1;
+  commands_->SetWaitingToken(sleep_token_);
   return !commands_->HasEntries();
 }
 
@@ -291,7 +292,15 @@ void AppSession::FlushCompletions() {
   }
   backlog_.erase(backlog_.begin(), backlog_.begin() + static_cast<ptrdiff_t>(*pushed));
   counters_.completions += *pushed;
-  if (*pushed > 0 && completions_->PeerWaiting()) {
+  if (*pushed > 0) RingApplication();
+}
+
+void AppSession::RingApplication() {
+  // Once per sleep of the application: entries published while it is
+  // still waking up need no second wake-up.
+  const uint32_t token = completions_->PeerWaitingToken();
+  if (token != 0 && token != woke_token_) {
+    woke_token_ = token;
     ++counters_.doorbells_rung;
     // Non-blocking; a full socket means it has been rung already.
     (void)control_->Send(shm::EncodeRequest(shm::ControlType::kWake));

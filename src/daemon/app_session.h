@@ -183,6 +183,7 @@ class AppSession final : public engine::EngineSink {
   // rings the application if it sleeps.
   void FlushCompletions();
   void Push(shm::Descriptor entry, Buffer payload = Buffer());
+  void RingApplication();
   void Complete(uint64_t cookie, const Status& status, Buffer message = Buffer(),
                 uint64_t value = 0);
   // A kSendReleased for each send-area range the engine let go of.
@@ -233,6 +234,8 @@ class AppSession final : public engine::EngineSink {
   std::deque<Pending> backlog_;
   std::vector<shm::Descriptor> batch_;  // scratch for ring I/O
   bool sleep_armed_ = false;  // our "wake me" flag is up on the command ring
+  uint32_t sleep_token_ = 0;  // numbers our sleeps (the flag's value)
+  uint32_t woke_token_ = 0;   // the application's sleep we last woke
   SessionCounters counters_;
   std::function<std::string()> status_provider_;
 };

@@ -39,7 +39,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
   SetLogLevel(d->config_.log_level);
   WHARF_ASSIGN_OR_RETURN(d->waiter_, engine::Waiter::Open(clock));
+  // Our fds stay in the epoll set: the daemon sleeps and wakes all the
+  // time, and moving them in and out costs epoll_ctl calls each time.
+  (void)d->waiter_->Expose();
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
+  // One read of the shared socket per pass, not one per application.
+  d->transports_->SetOwnerPollsSockets();
   d->switch_ = std::make_unique<engine::LocalSwitch>(clock);
   // This host's addresses: a peer named by any of them is local.
   ifaddrs* ifs = nullptr;
@@ -204,6 +209,13 @@ transport::PollResult Daemon::Pass() {
   const bool check_control = slept_ || counters_.passes % 64 == 0;
   slept_ = false;
   if (check_control) AcceptConnections(now);
+  // The shared sockets first: what arrived goes to the endpoints' queues,
+  // which the sessions' engines then read.
+  {
+    transport::PollResult r = transports_->PollSockets();
+    all.work += r.work;
+    all.next_deadline = std::min(all.next_deadline, r.next_deadline);
+  }
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     AppSession& s = *it->second;
     transport::PollResult r = s.Poll(now, check_control);
@@ -218,6 +230,9 @@ transport::PollResult Daemon::Pass() {
     ++it;
   }
   for (auto& own : own_) {
+    // The own endpoints' traffic is not on anyone's fast path (a tcp://
+    // endpoint's poll is a system call of its own).
+    if (!check_control && own->transport->scheme() != "homa") continue;
     transport::PollResult r = own->engine->Poll();
     all.work += r.work;
     all.next_deadline = std::min(all.next_deadline, r.next_deadline);

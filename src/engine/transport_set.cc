@@ -1,6 +1,8 @@
 // TransportSet: sockets and transports by scheme.
 #include "engine/transport_set.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "homa/homa_endpoint.h"
@@ -41,6 +43,7 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     socket.datagram = std::move(datagram);
     WHARF_ASSIGN_OR_RETURN(socket.host,
                            homa::HomaHost::Create(config_.homa, socket.datagram.get(), clock_));
+    socket.host->set_polled_by_owner(owner_polls_);
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<homa::HomaEndpoint> endpoint,
                            socket.host->OpenEndpoint(endpoint_id));
     homa_sockets_.push_back(std::move(socket));
@@ -59,6 +62,23 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     return std::unique_ptr<transport::MessageTransport>(std::move(opened));
   }
   return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
+}
+
+void TransportSet::SetOwnerPollsSockets() {
+  owner_polls_ = true;
+  for (HomaSocket& socket : homa_sockets_) socket.host->set_polled_by_owner(true);
+}
+
+transport::PollResult TransportSet::PollSockets() {
+  transport::PollResult all;
+  all.next_deadline = kNever;
+  for (HomaSocket& socket : homa_sockets_) {
+    transport::PollResult r = socket.host->Poll();
+    all.work += r.work;
+    all.next_deadline = std::min(all.next_deadline, r.next_deadline);
+    all.now = std::max(all.now, r.now);
+  }
+  return all;
 }
 
 }  // namespace wharf::engine

@@ -40,6 +40,13 @@ class TransportSet {
   Result<std::unique_ptr<transport::MessageTransport>> OpenEndpoint(
       std::string_view scheme, const transport::NetAddress& bind, uint16_t endpoint_id);
 
+  // From now on the owner polls the homa sockets itself (PollSockets), once
+  // per pass, and endpoints' Poll() reads none (homa::HomaHost::
+  // set_polled_by_owner): for a host serving many endpoints on one socket.
+  void SetOwnerPollsSockets();
+  // One poll of every homa socket (after SetOwnerPollsSockets); merged.
+  transport::PollResult PollSockets();
+
  private:
   struct HomaSocket {
     std::unique_ptr<transport::Datagram> datagram;
@@ -51,6 +58,7 @@ class TransportSet {
   // The homa sockets and their protocol hosts; the endpoints on them are
   // their callers', destroyed first.
   std::vector<HomaSocket> homa_sockets_;
+  bool owner_polls_ = false;
 };
 
 }  // namespace wharf::engine

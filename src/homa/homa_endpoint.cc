@@ -68,6 +68,12 @@ PollResult HomaEndpoint::Poll() {
     idle.next_deadline = pending_events() > 0 ? idle.now : kNever;
     return idle;
   }
+  if (host_->polled_by_owner()) {
+    PollResult r;
+    r.now = clock_->NowNs();
+    r.next_deadline = pending_events() > 0 ? r.now : host_->NextDeadline();
+    return r;
+  }
   PollResult result = host_->Poll();
   if (pending_events() > 0) result.next_deadline = result.now;
   return result;

@@ -80,6 +80,12 @@ class HomaHost {
   PollResult Poll();
   // The host's own next deadline (timer, pacer); endpoints add their events.
   TimeNs NextDeadline() const;
+  // Whoever owns the host polls it itself, once per pass, and the
+  // endpoints' Poll() only reports their events and the host's deadline
+  // (no socket read). For wharfd, whose many endpoints share one socket:
+  // otherwise each pass reads the socket once per endpoint. Off by default.
+  void set_polled_by_owner(bool yes) { polled_by_owner_ = yes; }
+  bool polled_by_owner() const { return polled_by_owner_; }
 
   const HomaConfig& config() const { return config_; }
   const HomaStats& stats() const { return stats_; }
@@ -317,6 +323,7 @@ class HomaHost {
   std::vector<transport::InDatagram> rx_batch_;
 
   HomaStats stats_;
+  bool polled_by_owner_ = false;
 };
 
 }  // namespace wharf::homa

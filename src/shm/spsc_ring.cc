@@ -47,11 +47,11 @@ void SpscProducer::Publish(size_t n) {
   StoreRelease(control_->producer, producer_);
 }
 
-bool SpscProducer::PeerWaiting() const {
+uint32_t SpscProducer::PeerWaitingToken() const {
   // Orders our producer-index store (Publish) before the load below; pairs
   // with the fence in SpscConsumer::SetWaiting.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed) != 0;
+  return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed);
 }
 
 size_t SpscProducer::TryPush(std::span<const Descriptor> entries) {
@@ -89,12 +89,11 @@ void SpscConsumer::Release(size_t n) {
   StoreRelease(control_->consumer, consumer_);
 }
 
-void SpscConsumer::SetWaiting(bool waiting) {
-  std::atomic_ref<uint32_t>(control_->consumer.waiting)
-      .store(waiting ? 1 : 0, std::memory_order_relaxed);
+void SpscConsumer::SetWaitingToken(uint32_t token) {
+  std::atomic_ref<uint32_t>(control_->consumer.waiting).store(token, std::memory_order_relaxed);
   // Orders the store above before the caller's next load of the producer
   // index; pairs with the fence in SpscProducer::PeerWaiting.
-  if (waiting) std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (token != 0) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 size_t SpscConsumer::TryPop(std::span<Descriptor> out) {

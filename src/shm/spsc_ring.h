@@ -113,7 +113,11 @@ class SpscProducer {
   // After Publish (or TryPush): whether the consumer said it is going to
   // sleep, so the caller must ring its doorbell. seq_cst fence, then a load
   // of the consumer's `waiting` word (see the protocol above). Untrusted.
-  bool PeerWaiting() const;
+  bool PeerWaiting() const { return PeerWaitingToken() != 0; }
+  // The same, with the consumer's token: a consumer that numbers its sleeps
+  // (SetWaitingToken) lets the producer ring once per sleep, not once per
+  // batch it publishes while the consumer is still waking up.
+  uint32_t PeerWaitingToken() const;
 
  private:
   RingControl* const control_;
@@ -158,7 +162,10 @@ class SpscConsumer {
   // the caller must then look for entries once more (TryPop) and sleep only
   // if there are none. Clearing it is a plain store: a producer that still
   // sees the old value rings once too often, which is harmless.
-  void SetWaiting(bool waiting);
+  void SetWaiting(bool waiting) { SetWaitingToken(waiting ? 1 : 0); }
+  // The same with a token naming this sleep (nonzero: waiting), so that a
+  // producer remembering the last token it rang for rings once per sleep.
+  void SetWaitingToken(uint32_t token);
 
  private:
   RingControl* const control_;

@@ -105,6 +105,7 @@ class ValidatingConsumer {
   uint64_t position() const { return ring_.position(); }
   // The sleep/wake protocol of spsc_ring.h, on the wrapped end.
   void SetWaiting(bool waiting) { ring_.SetWaiting(waiting); }
+  void SetWaitingToken(uint32_t token) { ring_.SetWaitingToken(token); }
   // Whether the producer index moved past ours: a hint (unvalidated; TryPop
   // checks it), for deciding not to sleep.
   bool HasEntries() const { return ring_.LoadPeerIndex() != ring_.position(); }
@@ -134,6 +135,7 @@ class ValidatingProducer {
   // The sleep/wake protocol of spsc_ring.h; the application's flag is a hint
   // that only decides whether it gets a doorbell.
   bool PeerWaiting() const { return ring_.PeerWaiting(); }
+  uint32_t PeerWaitingToken() const { return ring_.PeerWaitingToken(); }
   uint32_t capacity() const { return ring_.capacity(); }
 
  private:
