@@ -7,10 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "base/clock.h"
 #include "tools/bench/iperf3_runner.h"
+#include "tools/bench/managed_pingpong.h"
 #include "tools/bench/report.h"
 #include "tools/bench/shm_pingpong.h"
 #include "tools/bench/wharf_pingpong.h"
@@ -59,39 +61,110 @@ class ProgressLine {
 DurationNs SecondsToNs(double seconds) { return static_cast<DurationNs>(seconds * kNsPerSec); }
 
 bool IsWharf(const std::string& proto) { return proto.rfind("wharf", 0) == 0; }
+bool IsManaged(const std::string& proto) { return proto.find("-managed") != std::string::npos; }
+bool IsRemote(const std::string& proto) {
+  return proto.size() > 7 && proto.compare(proto.size() - 7, 7, "-remote") == 0;
+}
 
-// The transport a wharf row uses: "wharf" is homa://, "wharf-tcp" tcp://.
-std::string WharfScheme(const std::string& proto) { return proto == "wharf-tcp" ? "tcp" : "homa"; }
+// The transport a wharf row uses: "wharf*" is homa://, "wharf-tcp*" tcp://.
+std::string WharfScheme(const std::string& proto) {
+  return proto.rfind("wharf-tcp", 0) == 0 ? "tcp" : "homa";
+}
+
+// The embedded proto a managed one is compared with.
+std::string EmbeddedOf(const std::string& proto) {
+  return WharfScheme(proto) == "tcp" ? "wharf-tcp" : "wharf";
+}
+
+// "server", "client", "free" or a CPU number -> the CPU (-1: unpinned).
+Result<int> DaemonCpu(const std::string& spec, const BenchBaselineOptions& o) {
+  if (spec == "server") return o.server_cpu;
+  if (spec == "client") return o.client_cpu;
+  if (spec == "free") return -1;
+  char* end = nullptr;
+  const long cpu = std::strtol(spec.c_str(), &end, 10);
+  if (spec.empty() || *end != '\0' || cpu < 0 || cpu > 1023) {
+    return InvalidArgumentError("'" + spec + "': expected server, client, free or a CPU number");
+  }
+  return static_cast<int>(cpu);
+}
 
 // One wharf goodput run: which proto it was for, and its result.
 using WharfGoodputs = std::vector<std::pair<std::string, bench::GoodputResult>>;
 
-// "wharf / udp poll 64 B: p50 1.08x, p99 1.21x" for every wharf row and
-// kernel row of the same mode and size, and each wharf goodput over iperf3's:
-// the claims, as ratios from this one run.
+// "ratio a / b poll 64 B: p50 1.08x, p99 1.21x", and when the claim has a
+// target, whether this run met it.
+std::string RatioLine(const bench::PingPongRow& w, const bench::PingPongRow& b,
+                      double target_p50 = 0, const char* target_op = "") {
+  const auto& wl = w.result.latency;
+  const auto& bl = b.result.latency;
+  if (bl.p50_ns == 0 || bl.p99_ns == 0) return "";
+  const double p50 = static_cast<double>(wl.p50_ns) / bl.p50_ns;
+  char line[256];
+  std::snprintf(line, sizeof(line), "ratio %s / %s: p50 %.2fx, p99 %.2fx", w.proto.c_str(),
+                b.Name().c_str(), p50, static_cast<double>(wl.p99_ns) / bl.p99_ns);
+  std::string out = line;
+  if (target_p50 > 0) {
+    const bool strict = std::string(target_op) == "<";
+    const bool met = strict ? p50 < target_p50 : p50 <= target_p50;
+    std::snprintf(line, sizeof(line), "; target p50 %s %.2fx: %s", target_op, target_p50,
+                  met ? "met" : "missed");
+    out += line;
+  }
+  return out + "\n";
+}
+
+// For every wharf row: ratios against each kernel/shm row of the same mode
+// and size; managed rows also against the embedded row of their transport
+// (the claims: same-host managed below UDP, remote managed within 1.5x of
+// embedded). Then each wharf goodput over iperf3's and managed over
+// embedded: the claims, as ratios from this one run.
 std::string RatioLines(const bench::BaselineReport& report, const WharfGoodputs& goodputs) {
   std::string out;
-  char line[256];
   for (const auto& w : report.pingpong) {
     if (!IsWharf(w.proto)) continue;
+    const bool same_host_managed = IsManaged(w.proto) && !IsRemote(w.proto);
+    // Remote rows compare with embedded wharf only (their claim).
     for (const auto& b : report.pingpong) {
+      if (IsRemote(w.proto)) break;
       if (IsWharf(b.proto) || b.mode != w.mode || b.size_bytes != w.size_bytes) continue;
-      const auto& wl = w.result.latency;
-      const auto& bl = b.result.latency;
-      if (bl.p50_ns == 0 || bl.p99_ns == 0) continue;
-      std::snprintf(line, sizeof(line), "ratio %s / %s: p50 %.2fx, p99 %.2fx\n", w.proto.c_str(),
-                    b.Name().c_str(), static_cast<double>(wl.p50_ns) / bl.p50_ns,
-                    static_cast<double>(wl.p99_ns) / bl.p99_ns);
+      out += same_host_managed && b.proto == "udp" ? RatioLine(w, b, 1.0, "<") : RatioLine(w, b);
+    }
+    if (!IsManaged(w.proto)) continue;
+    for (const auto& e : report.pingpong) {
+      if (e.proto != EmbeddedOf(w.proto) || e.mode != w.mode || e.size_bytes != w.size_bytes) {
+        continue;
+      }
+      out += IsRemote(w.proto) ? RatioLine(w, e, 1.5, "<=") : RatioLine(w, e);
+    }
+  }
+  char line[256];
+  for (const auto& [proto, goodput] : goodputs) {
+    if (report.goodput && report.goodput->received_bits_per_second > 0) {
+      std::snprintf(line, sizeof(line), "ratio %s / iperf3 goodput: %.2fx\n", proto.c_str(),
+                    goodput.bits_per_second / report.goodput->received_bits_per_second);
+      out += line;
+    }
+    if (!IsManaged(proto)) continue;
+    for (const auto& [other, embedded] : goodputs) {
+      if (other != EmbeddedOf(proto) || embedded.bits_per_second <= 0) continue;
+      std::snprintf(line, sizeof(line), "ratio %s / %s goodput: %.2fx\n", proto.c_str(),
+                    other.c_str(), goodput.bits_per_second / embedded.bits_per_second);
       out += line;
     }
   }
-  for (const auto& [proto, goodput] : goodputs) {
-    if (!report.goodput || report.goodput->received_bits_per_second <= 0) break;
-    std::snprintf(line, sizeof(line), "ratio %s / iperf3 goodput: %.2fx\n", proto.c_str(),
-                  goodput.bits_per_second / report.goodput->received_bits_per_second);
-    out += line;
-  }
   return out;
+}
+
+// The rows to run: each --proto, and after each managed one its remote
+// variant when --managed-remote.
+std::vector<std::string> RowProtos(const BenchBaselineOptions& o) {
+  std::vector<std::string> protos;
+  for (const std::string& proto : o.protos) {
+    protos.push_back(proto);
+    if (o.managed_remote && IsManaged(proto)) protos.push_back(proto + "-remote");
+  }
+  return protos;
 }
 
 int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
@@ -102,7 +175,30 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   ProgressLine progress_line(!o.no_progress);
   int failures = 0;
 
-  for (const std::string& proto : o.protos) {
+  const auto daemon_cpu = DaemonCpu(o.daemon_cpu, o);
+  const auto client_daemon_cpu = DaemonCpu(o.client_daemon_cpu, o);
+  if (!daemon_cpu.ok() || !client_daemon_cpu.ok()) {
+    std::fprintf(stderr, "wharf bench: --daemon-cpu/--client-daemon-cpu %s\n",
+                 (daemon_cpu.ok() ? client_daemon_cpu.status() : daemon_cpu.status())
+                     .ToString()
+                     .c_str());
+    return 2;
+  }
+  if (o.managed_remote &&
+      std::none_of(o.protos.begin(), o.protos.end(), [](const auto& p) { return IsManaged(p); })) {
+    std::fprintf(stderr,
+                 "wharf bench: --managed-remote needs --proto wharf-managed or wharf-tcp-managed\n");
+    return 2;
+  }
+  auto managed_plan = [&](const std::string& proto) {
+    return bench::ManagedPlan{.remote = IsRemote(proto),
+                              .daemon_cpu = *daemon_cpu,
+                              .client_daemon_cpu = *client_daemon_cpu,
+                              .daemon_command = {}};
+  };
+  const std::vector<std::string> row_protos = RowProtos(o);
+
+  for (const std::string& proto : row_protos) {
     for (const std::string& mode : o.modes) {
       bench::PingPongOptions p;
       p.address = o.address;
@@ -119,11 +215,14 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
       const std::string name = row.Name();
       auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
-      auto result = proto == "tcp"   ? bench::RunTcpPingPong(p, clock, on_progress)
-                    : proto == "shm" ? bench::RunShmPingPong(p, clock, on_progress)
-                    : IsWharf(proto)
-                        ? bench::RunWharfPingPong(p, WharfScheme(proto), clock, on_progress)
-                        : bench::RunUdpPingPong(p, clock, on_progress);
+      auto result =
+          proto == "tcp"   ? bench::RunTcpPingPong(p, clock, on_progress)
+          : proto == "shm" ? bench::RunShmPingPong(p, clock, on_progress)
+          : IsManaged(proto)
+              ? bench::RunManagedPingPong(p, WharfScheme(proto), managed_plan(proto), clock,
+                                          on_progress)
+          : IsWharf(proto) ? bench::RunWharfPingPong(p, WharfScheme(proto), clock, on_progress)
+                           : bench::RunUdpPingPong(p, clock, on_progress);
       progress_line.Done();
       if (!result.ok()) {
         std::fprintf(stderr, "wharf bench: %s: %s\n", name.c_str(),
@@ -160,7 +259,7 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   }
 
   WharfGoodputs wharf_goodputs;
-  for (const std::string& proto : o.protos) {
+  for (const std::string& proto : row_protos) {
     if (!o.goodput || !IsWharf(proto)) continue;
     bench::GoodputOptions g;
     g.scheme = WharfScheme(proto);
@@ -173,7 +272,8 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       std::fprintf(stderr, "%s: 1 MiB RPC requests, 4 in flight, for %d s...\n", proto.c_str(),
                    o.goodput_seconds);
     }
-    auto result = bench::RunWharfGoodput(g, clock);
+    auto result = IsManaged(proto) ? bench::RunManagedGoodput(g, managed_plan(proto), clock)
+                                   : bench::RunWharfGoodput(g, clock);
     if (result.ok()) {
       wharf_goodputs.emplace_back(proto, *result);
     } else {
@@ -185,9 +285,18 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
 
   std::fputs(bench::FormatTable(report).c_str(), stdout);
   for (const auto& [proto, goodput] : wharf_goodputs) {
-    std::printf("%-9s goodput       %.2f Gbit/s (1 MiB RPC requests, 4 in flight, %.0f s, %llu messages)\n",
+    const std::string cpu =
+        goodput.cpu_ns < 0 || goodput.messages == 0
+            ? ""
+            : ", CPU " + std::to_string(static_cast<long long>(
+                             static_cast<double>(goodput.cpu_ns) / kNsPerUs / goodput.messages)) +
+                  " us/message";
+    std::printf("%-24s goodput %.2f Gbit/s (1 MiB RPC requests, 4 in flight, %.0f s, %llu messages%s)\n",
                 proto.c_str(), goodput.bits_per_second / 1e9, goodput.seconds,
-                static_cast<unsigned long long>(goodput.messages));
+                static_cast<unsigned long long>(goodput.messages), cpu.c_str());
+    if (!goodput.hosting_note.empty()) {
+      std::printf("  note: %s goodput: %s\n", proto.c_str(), goodput.hosting_note.c_str());
+    }
   }
   std::fputs(RatioLines(report, wharf_goodputs).c_str(), stdout);
   std::fflush(stdout);
@@ -209,11 +318,15 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
   CLI::App* baseline = bench->add_subcommand(
       "baseline",
       "Round trips with the echo server in a separate process: kernel UDP/TCP ping-pong, "
-      "raw shared memory (--proto shm), and wharf with --proto wharf (homa://) or wharf-tcp (tcp://) (with --goodput: one "
-      "iperf3 TCP stream, and wharf 1 MiB RPC goodput for each wharf proto listed). Examples "
-      "comparing wharf with its baselines:\n"
+      "raw shared memory (--proto shm), wharf embedded (--proto wharf: homa://, wharf-tcp: "
+      "tcp://) and managed through a private wharfd this command starts (wharf-managed, "
+      "wharf-tcp-managed; --managed-remote adds rows through two daemons). With --goodput: "
+      "one iperf3 TCP stream, and wharf 1 MiB RPC goodput for each wharf proto listed. Every "
+      "row reports the CPU time of all its processes per round trip. Examples:\n"
       "  wharf bench baseline --proto udp,wharf --mode poll --goodput\n"
-      "  wharf bench baseline --proto tcp,wharf-tcp --mode poll --goodput");
+      "  wharf bench baseline --proto tcp,wharf-tcp --mode poll --goodput\n"
+      "  wharf bench baseline --proto udp,shm,wharf,wharf-managed --mode poll,block "
+      "--managed-remote --goodput");
   options.baseline_command = baseline;
   BenchBaselineOptions& o = options.baseline;
   baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
@@ -237,12 +350,30 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       ->add_option("--proto", o.protos,
                    "Ping-pong over 'udp', 'tcp' (TCP_NODELAY), 'shm' (two processes, one shared "
                    "memory region: its two rings, payload in its heap, eventfd doorbells in "
-                   "block mode), 'wharf' (RPCs through the public API, embedded mode, homa://) "
-                   "or 'wharf-tcp' (the same over tcp://); a comma-separated list runs each in "
-                   "this one invocation, and wharf rows get ratio lines against the others")
+                   "block mode), 'wharf' (RPCs through the public API, embedded mode, homa://), "
+                   "'wharf-tcp' (the same over tcp://), 'wharf-managed' / 'wharf-tcp-managed' "
+                   "(both applications attached to one private wharfd, which this command "
+                   "starts and stops); a comma-separated list runs each in this one "
+                   "invocation, and wharf rows get ratio lines against the others")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"udp", "tcp", "shm", "wharf", "wharf-tcp"}));
+      ->check(CLI::IsMember(
+          {"udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-managed", "wharf-tcp-managed"}));
+  baseline->add_flag("--managed-remote", o.managed_remote,
+                     "After each managed proto, also run it through two wharfds (one per "
+                     "application, on two loopback ports), so that traffic crosses the network "
+                     "stack between them: the '-remote' rows");
+  baseline
+      ->add_option("--daemon-cpu", o.daemon_cpu,
+                   "Managed rows: where wharfd (with --managed-remote: the server's wharfd) "
+                   "runs: 'server' (the server's CPU), 'client', 'free' (unpinned) or a CPU "
+                   "number. In --mode poll a process spins only on a CPU it has to itself; "
+                   "processes that share one sleep and are woken")
+      ->capture_default_str();
+  baseline
+      ->add_option("--client-daemon-cpu", o.client_daemon_cpu,
+                   "With --managed-remote: where the client's wharfd runs (as --daemon-cpu)")
+      ->capture_default_str();
   baseline
       ->add_option("--address", o.address,
                    "Numeric IPv4/IPv6 address the servers bind and the clients connect to "

@@ -1,7 +1,7 @@
 // `wharf bench`: benchmarks. For now one subcommand, `wharf bench baseline`,
-// which measures the kernel baselines wharf is compared against (UDP and TCP
-// ping-pong, iperf3 goodput) and prints them as a table and, optionally,
-// JSON. The measuring code is in tools/bench/ (wharf_bench_lib); this file
+// which measures wharf (embedded and managed) beside the baselines it is
+// compared against (UDP, TCP and shared-memory ping-pong, iperf3 goodput)
+// and prints them as a table, ratio lines and, optionally, JSON. The measuring code is in tools/bench/ (wharf_bench_lib); this file
 // holds the flags and the printing.
 #pragma once
 
@@ -21,7 +21,8 @@ struct BenchBaselineOptions {
   uint64_t iterations = 100'000;              // measured round trips per row
   uint64_t warmup = 1'000;                    // unmeasured round trips before them
   std::vector<std::string> modes = {"poll"};  // "poll" and/or "block"
-  std::vector<std::string> protos = {"udp"};  // "udp" and/or "tcp"
+  // "udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-managed", "wharf-tcp-managed"
+  std::vector<std::string> protos = {"udp"};
   std::string address = "127.0.0.1";          // server address (numeric)
   uint16_t port = 0;                          // ping-pong server port; 0: any free
   bool goodput = false;                       // also run iperf3
@@ -31,7 +32,12 @@ struct BenchBaselineOptions {
   bool no_pin = false;
   int client_cpu = 0;
   int server_cpu = 1;
-  double time_limit_s = 60;  // per ping-pong row
+  // Managed rows: where wharfd runs ("server", "client", "free" or a CPU
+  // number), and with --managed-remote also the client's own wharfd.
+  std::string daemon_cpu = "server";
+  std::string client_daemon_cpu = "client";
+  bool managed_remote = false;  // also managed rows through two daemons
+  double time_limit_s = 60;     // per ping-pong row
   double reply_timeout_s = 1;
   std::string json_path;  // "" = no JSON
   bool no_progress = false;

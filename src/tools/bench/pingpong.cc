@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tools/bench/cpu_usage.h"
+
 namespace wharf::tools::bench {
 
 std::string_view WaitModeName(WaitMode mode) {
@@ -36,13 +38,17 @@ bool HasSequence(uint64_t seq, const std::byte* payload, size_t size) {
 Result<PingPongResult> RunPingPongLoop(const PingPongOptions& options, const PinPlan& pinning,
                                        const Clock& clock, const ProgressFn& progress,
                                        std::string_view what, ChildProcess& server,
-                                       PingPongClient& client) {
+                                       PingPongClient& client,
+                                       const std::vector<pid_t>& other_pids) {
   const std::string prefix = std::string(what) + ": ";
   PingPongResult result;
   result.pinning = pinning;
   WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin,
                          ScopedCpuPin::Pin(pinning.pin ? pinning.client_cpu : -1));
 
+  std::vector<pid_t> cpu_pids = {0, server.pid()};
+  cpu_pids.insert(cpu_pids.end(), other_pids.begin(), other_pids.end());
+  CpuMeter cpu(cpu_pids);
   LatencyStats stats;
   stats.Reserve(options.iterations);
   const uint64_t total = options.warmup + options.iterations;
@@ -54,12 +60,16 @@ Result<PingPongResult> RunPingPongLoop(const PingPongOptions& options, const Pin
   uint64_t done = 0;
   uint64_t seq = 0;
   while (done < total) {
-    const TimeNs t0 = clock.NowNs();
+    TimeNs t0 = clock.NowNs();
     if (t0 >= stop_ns) {
       result.hit_time_limit = true;
       break;
     }
-    if (done == options.warmup && measure_start_ns < 0) measure_start_ns = t0;
+    if (done == options.warmup && measure_start_ns < 0) {
+      cpu.Start();  // a few system calls, kept out of the first timed round trip
+      t0 = clock.NowNs();
+      measure_start_ns = t0;
+    }
     auto outcome = client.RoundTrip(++seq, t0 + options.reply_timeout_ns);
     const TimeNs t1 = clock.NowNs();
     if (!outcome.ok()) {
@@ -91,6 +101,8 @@ Result<PingPongResult> RunPingPongLoop(const PingPongOptions& options, const Pin
     }
   }
 
+  result.cpu_ns = cpu.Stop();  // before the server is told to go
+  result.cpu_processes = static_cast<int>(cpu_pids.size());
   client.Finish();
   auto exit = server.Wait(2 * kNsPerSec);
   result.server_exit = exit.ok() ? exit->ToString() : server.KillAndReap().ToString() + " (killed)";

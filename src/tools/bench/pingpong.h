@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 #include "tools/bench/affinity.h"
@@ -72,6 +73,13 @@ struct PingPongResult {
   PinPlan pinning;              // where the two sides ran
   uint16_t port = 0;            // the server's port
   std::string server_exit;      // how the echo server ended ("exit code 0")
+  // User + system CPU time of every process of the run (client, server and,
+  // managed, wharfd) during the measured round trips; -1 if unknown.
+  DurationNs cpu_ns = -1;
+  int cpu_processes = 0;  // how many processes cpu_ns covers
+  // Where the processes ran and which of them spun, when more than the
+  // pinning says (managed rows); "" otherwise.
+  std::string hosting_note;
 };
 
 // The protocol-specific client half of a run. Owned by the Run* function;
@@ -97,10 +105,13 @@ TimeNs ServerDeadline(const PingPongOptions& options, const Clock& clock);
 // Runs the client side against an already forked `server`: pins the caller
 // (restored afterwards), does warmup + iterations round trips, tells the
 // server to finish and reaps it. `what` ("udp poll 64 B") prefixes errors.
+// The CPU time of this process, the server and `other_pids` (wharfd) during
+// the measured round trips goes into cpu_ns.
 Result<PingPongResult> RunPingPongLoop(const PingPongOptions& options, const PinPlan& pinning,
                                        const Clock& clock, const ProgressFn& progress,
                                        std::string_view what, ChildProcess& server,
-                                       PingPongClient& client);
+                                       PingPongClient& client,
+                                       const std::vector<pid_t>& other_pids = {});
 
 // Writes `seq` into the first min(8, size) bytes of `payload` and checks it,
 // so a UDP client can tell the echo of a resent request from a stale one.

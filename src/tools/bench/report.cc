@@ -37,6 +37,11 @@ Json PinningJson(const PinPlan& plan) {
 
 }  // namespace
 
+double CpuUsPerRoundTrip(const PingPongResult& result) {
+  if (result.cpu_ns < 0 || result.latency.count == 0) return -1;
+  return static_cast<double>(result.cpu_ns) / kNsPerUs / static_cast<double>(result.latency.count);
+}
+
 std::string PingPongRow::Name() const {
   return proto + " " + std::string(WaitModeName(mode)) + " " + std::to_string(size_bytes) + " B";
 }
@@ -55,14 +60,16 @@ std::string FormatTable(const BaselineReport& report) {
   std::string out;
   std::vector<std::string> notes;
   if (!report.pingpong.empty()) {
-    out += Printf("%-20s %8s %8s %8s %9s %9s %8s %9s\n", "baseline", "p50 us", "p90 us", "p99 us",
-                  "p99.9 us", "max us", "mean us", "RTT/s");
+    out += Printf("%-36s %8s %8s %8s %9s %9s %8s %9s %9s\n", "baseline", "p50 us", "p90 us",
+                  "p99 us", "p99.9 us", "max us", "mean us", "RTT/s", "CPU us/RT");
     for (const PingPongRow& row : report.pingpong) {
       const LatencySummary& l = row.result.latency;
-      out += Printf("%-20s %8.1f %8.1f %8.1f %9.1f %9.1f %8.1f %9s\n", row.Name().c_str(),
+      const double cpu_us = CpuUsPerRoundTrip(row.result);
+      out += Printf("%-36s %8.1f %8.1f %8.1f %9.1f %9.1f %8.1f %9s %9s\n", row.Name().c_str(),
                     Us(l.p50_ns), Us(l.p90_ns), Us(l.p99_ns), Us(l.p999_ns), Us(l.max_ns),
                     l.mean_ns / kNsPerUs,
-                    WithThousands(static_cast<uint64_t>(std::llround(l.rate_per_sec))).c_str());
+                    WithThousands(static_cast<uint64_t>(std::llround(l.rate_per_sec))).c_str(),
+                    cpu_us < 0 ? "-" : Printf("%.1f", cpu_us).c_str());
       std::string what = row.Name() + ": " + WithThousands(l.count) + " round trips";
       if (row.result.hit_time_limit) {
         notes.push_back(what + " (stopped by the time limit before " +
@@ -74,6 +81,8 @@ std::string FormatTable(const BaselineReport& report) {
       }
       if (!row.result.pinning.note.empty())
         notes.push_back(row.Name() + ": " + row.result.pinning.note);
+      if (!row.result.hosting_note.empty())
+        notes.push_back(row.Name() + ": " + row.result.hosting_note);
     }
   }
   if (report.goodput) {
@@ -84,6 +93,11 @@ std::string FormatTable(const BaselineReport& report) {
                   g.received_bits_per_second / 1e9, report.goodput_seconds, retransmits.c_str());
     if (!g.note.empty()) notes.push_back("iperf3: " + g.note);
     if (!g.pinning.note.empty()) notes.push_back("iperf3: " + g.pinning.note);
+  }
+  if (!report.pingpong.empty()) {
+    notes.push_back(
+        "CPU us/RT: user + system CPU time of every process of the row (client, server and, "
+        "managed, wharfd) per measured round trip");
   }
   const PinPlan* pinning = nullptr;
   if (!report.pingpong.empty()) pinning = &report.pingpong.front().result.pinning;
@@ -129,6 +143,12 @@ std::string FormatJson(const BaselineReport& report) {
         {"pinning", PinningJson(row.result.pinning)},
         {"server_exit", row.result.server_exit},
     });
+    if (row.result.cpu_ns >= 0) {
+      rows.back()["cpu_ns"] = row.result.cpu_ns;
+      rows.back()["cpu_ns_per_round_trip"] = CpuUsPerRoundTrip(row.result) * kNsPerUs;
+      rows.back()["cpu_processes"] = row.result.cpu_processes;
+    }
+    if (!row.result.hosting_note.empty()) rows.back()["hosting"] = row.result.hosting_note;
   }
   doc["pingpong"] = std::move(rows);
   if (report.goodput) {

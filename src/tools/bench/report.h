@@ -16,7 +16,7 @@ namespace wharf::tools::bench {
 
 // One ping-pong row: which baseline, and what it measured.
 struct PingPongRow {
-  std::string proto;  // "udp" / "tcp"
+  std::string proto;  // "udp", "tcp", "shm", "wharf", "wharf-managed", ...
   WaitMode mode = WaitMode::kBusyPoll;
   size_t size_bytes = 0;
   std::string address;
@@ -34,12 +34,16 @@ struct BaselineReport {
   uint64_t warmup = 0;
 };
 
+// CPU time per measured round trip in us, or -1 when unknown.
+double CpuUsPerRoundTrip(const PingPongResult& result);
+
 // "140,000"
 std::string WithThousands(uint64_t value);
 
 // The table (one line per row, a goodput line, then notes), e.g.
-//   baseline            p50 us   p90 us   p99 us  p99.9 us   max us  mean us    RTT/s
-//   udp poll 64 B          6.7      7.4      9.8      48.1    210.3      7.0  140,000
+//   baseline     p50 us   p90 us   p99 us  p99.9 us   max us  mean us    RTT/s CPU us/RT
+//   udp poll 64 B   6.7      7.4      9.8      48.1    210.3      7.0  140,000      14.1
+// (the name column is 36 wide), then notes: pinning, hosting, time limits.
 std::string FormatTable(const BaselineReport& report);
 
 // The same as a JSON document (all durations in ns, rates per second).

@@ -95,5 +95,28 @@ TEST(ReportTest, WriteTextFileNamesThePathOnError) {
   EXPECT_NE(s.message().find("/nonexistent-dir/x.json"), std::string::npos);
 }
 
+TEST(ReportTest, CpuPerRoundTripAndHostingNote) {
+  BaselineReport report = Sample();
+  report.pingpong[0].result.cpu_ns = 1'410'000'000;  // 14.1 us per round trip
+  report.pingpong[0].result.cpu_processes = 2;
+  PingPongRow managed = report.pingpong[0];
+  managed.proto = "wharf-managed";
+  managed.result.cpu_ns = -1;  // unknown: shown as "-", left out of the JSON
+  managed.result.hosting_note = "wharfd on CPU 1 (sleeps: shares a CPU)";
+  report.pingpong.push_back(managed);
+  const std::string table = FormatTable(report);
+  EXPECT_NE(table.find("CPU us/RT"), std::string::npos) << table;
+  EXPECT_NE(table.find("140,000      14.1\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("140,000         -\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("note: wharf-managed poll 64 B: wharfd on CPU 1"), std::string::npos)
+      << table;
+  auto doc = nlohmann::json::parse(FormatJson(report));
+  EXPECT_EQ(doc["pingpong"][0]["cpu_ns"], 1'410'000'000);
+  EXPECT_DOUBLE_EQ(doc["pingpong"][0]["cpu_ns_per_round_trip"].get<double>(), 14'100);
+  EXPECT_EQ(doc["pingpong"][0]["cpu_processes"], 2);
+  EXPECT_FALSE(doc["pingpong"][1].contains("cpu_ns"));
+  EXPECT_EQ(doc["pingpong"][1]["hosting"], "wharfd on CPU 1 (sleeps: shares a CPU)");
+}
+
 }  // namespace
 }  // namespace wharf::tools::bench
