@@ -111,12 +111,13 @@ void ManagedEngine::Push(const Descriptor& d) {
   outbox_.push_back(d);
 }
 
-void ManagedEngine::FlushCommands() {
+void ManagedEngine::FlushCommands(bool urgent) {
   if (broken_.has_value() || link_ == nullptr) return;
   while (!outbox_.empty()) {
     if (!link_->commands().TryPush(outbox_.front())) break;
     outbox_.pop_front();
   }
+  if (!urgent) return;
   // Once per sleep of wharfd's (it may take a while to wake and see us).
   const uint32_t token = link_->commands().PeerWaitingToken();
   if (token != 0 && token != woke_token_) {
@@ -251,7 +252,7 @@ void ManagedEngine::Release(uint64_t conn) {
   conn_peers_.erase(conn);
   if (broken_.has_value()) return;
   Push(Command(Opcode::kReleaseConn, 0, conn));
-  FlushCommands();
+  FlushCommands(/*urgent=*/false);
 }
 
 Result<std::string> ManagedEngine::PeerOf(uint64_t conn) const {
@@ -340,7 +341,7 @@ transport::PollResult ManagedEngine::Poll() {
     d.length = length;
     Push(d);
   }
-  if (!releases_.empty() || !outbox_.empty()) FlushCommands();
+  if (!releases_.empty() || !outbox_.empty()) FlushCommands(/*urgent=*/!outbox_.empty());
   batch_.resize(64);
   const size_t n = link_->completions().TryPop(batch_);
   for (size_t i = 0; i < n && !broken_.has_value(); ++i) Dispatch(batch_[i]);

@@ -95,8 +95,9 @@ class ManagedEngine final : public engine::EngineApi {
   bool Usable(uint64_t op_id);
   // Queues a command (in order, after any that did not fit in the ring).
   void Push(const shm::Descriptor& d);
-  // Moves queued commands into the ring; rings wharfd if it sleeps.
-  void FlushCommands();
+  // Moves queued commands into the ring; rings wharfd if it sleeps and
+  // `urgent` (buffer and connection releases are not: nobody waits on them).
+  void FlushCommands(bool urgent = true);
   // The peer handle for `uri`, naming it to wharfd first if new.
   uint64_t PeerHandle(const engine::Uri& uri);
   // Puts `payload` in the send area (no copy if it is there already) and

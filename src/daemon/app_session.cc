@@ -290,9 +290,15 @@ void AppSession::FlushCompletions() {
     Close(pushed.status());
     return;
   }
+  // Nobody waits for a kSendReleased alone (the application reuses the
+  // range when it next looks): only other entries are worth a wake-up.
+  bool urgent = false;
+  for (size_t i = 0; i < *pushed; ++i) {
+    urgent = urgent || batch_[i].opcode != static_cast<uint16_t>(Opcode::kSendReleased);
+  }
   backlog_.erase(backlog_.begin(), backlog_.begin() + static_cast<ptrdiff_t>(*pushed));
   counters_.completions += *pushed;
-  if (*pushed > 0) RingApplication();
+  if (urgent) RingApplication();
 }
 
 void AppSession::RingApplication() {

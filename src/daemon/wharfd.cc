@@ -41,7 +41,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   WHARF_ASSIGN_OR_RETURN(d->waiter_, engine::Waiter::Open(clock));
   // Our fds stay in the epoll set: the daemon sleeps and wakes all the
   // time, and moving them in and out costs epoll_ctl calls each time.
-  (void)d->waiter_->Expose();
+  d->waiter_->KeepFdsWatched();
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
   // One read of the shared socket per pass, not one per application.
   d->transports_->SetOwnerPollsSockets();

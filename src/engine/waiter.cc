@@ -148,7 +148,7 @@ void Waiter::Sleep(TimeNs until_ns) {
   int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
   {
     std::lock_guard<std::mutex> lock(fds_mu_);
-    if (--sleeping_in_epoll_ == 0 && !exposed_) SetFdsInEpoll(false);
+    if (--sleeping_in_epoll_ == 0 && !exposed_ && !keep_fds_) SetFdsInEpoll(false);
   }
   for (int i = 0; i < n; ++i) {
     int fd = events[i].data.fd;

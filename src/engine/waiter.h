@@ -36,6 +36,14 @@ class Waiter {
   // The epoll fd for applications; from the first call on the transports'
   // fds stay in the set and the timer is always armed.
   int Expose();
+  // The fds stay in the epoll set from now on (no timer: for a host whose
+  // only sleeper is its own loop, which sleeps often; moving them in and
+  // out of the set costs two epoll_ctl calls per fd per sleep).
+  void KeepFdsWatched() {
+    std::lock_guard<std::mutex> lock(fds_mu_);
+    keep_fds_ = true;
+    SetFdsInEpoll(true);
+  }
 
   // Makes the fd readable and sleepers wake at `deadline_ns` when it is
   // earlier than what is armed. A syscall only when someone sleeps or the fd
@@ -121,6 +129,7 @@ class Waiter {
   std::mutex fds_mu_;
   std::vector<int> fds_;
   bool fds_in_epoll_ = false;
+  bool keep_fds_ = false;  // KeepFdsWatched
   int sleeping_in_epoll_ = 0;
 };
 
