@@ -42,6 +42,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   // Our fds stay in the epoll set: the daemon sleeps and wakes all the
   // time, and moving them in and out costs epoll_ctl calls each time.
   d->waiter_->KeepFdsWatched();
+  d->waiter_->set_yield_while_spinning(true);
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
   // One read of the shared socket per pass, not one per application.
   d->transports_->SetOwnerPollsSockets();
@@ -220,7 +221,6 @@ transport::PollResult Daemon::Pass() {
     AppSession& s = *it->second;
     transport::PollResult r = s.Poll(now, check_control);
     all.work += r.work;
-    all.next_deadline = std::min({all.next_deadline, r.next_deadline, s.NextDeadline()});
     if (s.finished(now)) {
       if (!s.address().empty()) ++counters_.applications_detached;
       it = sessions_.erase(it);  // frees its region, fds and endpoint
@@ -228,6 +228,11 @@ transport::PollResult Daemon::Pass() {
       continue;
     }
     ++it;
+  }
+  // Deadlines after every session ran: a session's pass may hand another
+  // one work (same-host delivery queues the message at its endpoint).
+  for (auto& [id, session] : sessions_) {
+    all.next_deadline = std::min(all.next_deadline, session->NextDeadline());
   }
   for (auto& own : own_) {
     // The own endpoints' traffic is not on anyone's fast path (a tcp://

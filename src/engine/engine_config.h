@@ -40,6 +40,10 @@ struct EngineConfig {
   // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
   // this class of machine, so the default is about a few RTTs.
   DurationNs spin_ns = 50 * kNsPerUs;
+  // Spin by yielding the CPU (sched_yield) instead of pausing
+  // (endpoint.spin_yield): for a process that shares its CPU with the
+  // processes it waits for, so they run at once. wharfd always does.
+  bool spin_yield = false;
   // How long a handler may run before a keeper thread starts driving the
   // engine beside it (endpoint.keeper_after), answering peers' probes and
   // protocol packets until the handler returns. Far below any peer timeout,

@@ -9,6 +9,8 @@
 // each round trip.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -36,6 +38,12 @@ class Waiter {
   // The epoll fd for applications; from the first call on the transports'
   // fds stay in the set and the timer is always armed.
   int Expose();
+  // Spins by giving the CPU to any other runnable thread (sched_yield)
+  // rather than by pausing: for a loop that shares its CPU with the very
+  // processes it waits for (wharfd beside an application on a 2-CPU host),
+  // so that they run at once instead of after its spin, while it stays
+  // awake for their answer without paying a wake-up.
+  void set_yield_while_spinning(bool yes) { yield_while_spinning_ = yes; }
   // The fds stay in the epoll set from now on (no timer: for a host whose
   // only sleeper is its own loop, which sleeps often; moving them in and
   // out of the set costs two epoll_ctl calls per fd per sleep).
@@ -80,7 +88,11 @@ class Waiter {
       if (r.work > 0) spin_until = now + spin_ns;
       if (now >= deadline_ns || stop()) return done();
       if (now < spin_until) {
-        CpuRelax();
+        if (yield_while_spinning_) {
+          sched_yield();
+        } else {
+          CpuRelax();
+        }
         continue;
       }
       // Nothing for a while: sleep until a packet, a wake-up or a deadline.
@@ -130,6 +142,7 @@ class Waiter {
   std::vector<int> fds_;
   bool fds_in_epoll_ = false;
   bool keep_fds_ = false;  // KeepFdsWatched
+  bool yield_while_spinning_ = false;
   int sleeping_in_epoll_ = 0;
 };
 

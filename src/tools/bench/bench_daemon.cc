@@ -57,8 +57,7 @@ std::vector<std::string> BenchDaemon::Argv(const BenchDaemonOptions& o,
   std::vector<std::string> argv = o.command;
   argv.insert(argv.end(), {"--socket", socket_path, "--log-level", "warn",
                            "--set", "listen.homa=" + HomaListen(o.address),
-                           "--set", "listen.tcp=",
-                           "--set", std::string("endpoint.spin=") + (o.spin ? "1s" : "0ns")});
+                           "--set", "listen.tcp="});
   return argv;
 }
 

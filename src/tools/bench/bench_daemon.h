@@ -26,7 +26,6 @@ struct BenchDaemonOptions {
   std::vector<std::string> command;
   std::string address = "127.0.0.1";  // numeric address listen.homa binds (port 0)
   int cpu = -1;                       // pinned there when >= 0
-  bool spin = false;                  // endpoint.spin: 1 s when true, else 0 (sleep at once)
   DurationNs start_timeout_ns = 10 * kNsPerSec;
 };
 

@@ -84,7 +84,7 @@ TEST(BenchDaemonTest, MissingBinaryIsAnError) {
 }
 
 TEST(BenchDaemonTest, ArgvCarriesTheSettings) {
-  auto argv = BenchDaemon::Argv({.command = {"wharf", "daemon"}, .address = "::1", .spin = true},
+  auto argv = BenchDaemon::Argv({.command = {"wharf", "daemon"}, .address = "::1"},
                                 "/tmp/x/wharfd.sock");
   auto has = [&](const std::string& s) {
     return std::find(argv.begin(), argv.end(), s) != argv.end();
@@ -94,7 +94,6 @@ TEST(BenchDaemonTest, ArgvCarriesTheSettings) {
   EXPECT_TRUE(has("/tmp/x/wharfd.sock"));
   EXPECT_TRUE(has("listen.homa=[::1]:0"));
   EXPECT_TRUE(has("listen.tcp="));
-  EXPECT_TRUE(has("endpoint.spin=1s"));
 }
 
 }  // namespace

@@ -29,14 +29,12 @@ Result<ManagedRun> StartManagedRun(const std::string& scheme, const std::string&
   ManagedRun run;
   BenchDaemonOptions d{.command = plan.daemon_command,
                        .address = address,
-                       .cpu = daemon_cpu,
-                       .spin = spin.server_daemon};
+                       .cpu = daemon_cpu};
   WHARF_ASSIGN_OR_RETURN(run.server_daemon, BenchDaemon::Start(d, clock));
   run.sides.other_pids.push_back(run.server_daemon->pid());
   const BenchDaemon* client_daemon = run.server_daemon.get();
   if (plan.remote) {
     d.cpu = client_daemon_cpu;
-    d.spin = spin.client_daemon;
     WHARF_ASSIGN_OR_RETURN(run.client_daemon, BenchDaemon::Start(d, clock));
     run.sides.other_pids.push_back(run.client_daemon->pid());
     client_daemon = run.client_daemon.get();
@@ -51,6 +49,8 @@ Result<ManagedRun> StartManagedRun(const std::string& scheme, const std::string&
                       .daemon_socket = client_daemon->socket_path()};
   run.sides.server_spin = spin.server;
   run.sides.client_spin = spin.client;
+  run.sides.server_spin_yield = spin.server_yields;
+  run.sides.client_spin_yield = spin.client_yields;
   run.sides.pinning = apps;
   run.sides.hosting_note = spin.note;
   return run;
@@ -63,26 +63,35 @@ SpinPlan PlanManagedSpin(bool poll, const PinPlan& apps, bool remote, int daemon
   struct Process {
     const char* name;
     int cpu;
-    bool* spins;
+    bool* spins;   // null: a wharfd (its own policy)
+    bool* yields;
   };
   SpinPlan plan;
   const int client_cpu = apps.pin ? apps.client_cpu : -1;
   const int server_cpu = apps.pin ? apps.server_cpu : -1;
-  std::vector<Process> all = {{"client app", client_cpu, &plan.client},
-                              {"server app", server_cpu, &plan.server}};
-  all.push_back({remote ? "server's wharfd" : "wharfd", daemon_cpu, &plan.server_daemon});
-  if (remote) all.push_back({"client's wharfd", client_daemon_cpu, &plan.client_daemon});
-  bool all_pinned = true;
-  for (const Process& p : all) all_pinned = all_pinned && p.cpu >= 0;
+  std::vector<Process> all = {{"client app", client_cpu, &plan.client, &plan.client_yields},
+                              {"server app", server_cpu, &plan.server, &plan.server_yields}};
+  all.push_back({remote ? "server's wharfd" : "wharfd", daemon_cpu, nullptr, nullptr});
+  if (remote) all.push_back({"client's wharfd", client_daemon_cpu, nullptr, nullptr});
+  // Poll mode: the applications spin; one that shares its CPU (or is not
+  // pinned) spins by yielding, so that the process it waits for runs at
+  // once: a plain spin there would hold that process off for a time slice.
+  // wharfd spins (endpoint.spin after its last work) always by yielding.
   for (const Process& p : all) {
+    if (p.spins == nullptr) continue;
     bool alone = p.cpu >= 0;
     for (const Process& q : all) alone = alone && (&p == &q || q.cpu != p.cpu);
-    *p.spins = poll && all_pinned && alone;
+    *p.spins = poll;
+    *p.yields = poll && !alone;
   }
   for (const Process& p : all) {
     if (!plan.note.empty()) plan.note += ", ";
-    plan.note += std::string(p.name) + " on " + CpuName(p.cpu) +
-                 (*p.spins ? " (spins)" : poll ? " (sleeps: shares a CPU)" : " (sleeps)");
+    plan.note += std::string(p.name) + " on " + CpuName(p.cpu);
+    if (p.spins == nullptr) {
+      plan.note += " (spins yielding for endpoint.spin after work, then sleeps)";
+    } else {
+      plan.note += !*p.spins ? " (sleeps)" : *p.yields ? " (spins, yielding its CPU)" : " (spins)";
+    }
   }
   return plan;
 }

@@ -8,11 +8,13 @@
 // two hosts.
 //
 // CPU placement: two applications and one or two daemons on (typically) two
-// CPUs. The rule here is that a process spins (--mode poll) only on a CPU
-// it has to itself: a spinning process that shares its CPU would keep the
-// one it waits for off that CPU until the scheduler's time slice ends
-// (milliseconds). Everything else sleeps at once (endpoint.spin = 0) and is
-// woken by its doorbell. PlanManagedSpin makes that decision.
+// CPUs. In --mode poll the applications spin; one that shares its CPU with
+// another process of the run spins by yielding it (endpoint.spin_yield): a
+// plain spin would keep the process it waits for off that CPU until the
+// scheduler's time slice ends (milliseconds). wharfd keeps its own policy:
+// it spins, always yielding, for endpoint.spin (50 us) after its last work,
+// then sleeps. In --mode block the applications sleep at once
+// (endpoint.spin = 0) and are woken by wharfd. PlanManagedSpin decides.
 #pragma once
 
 #include <string>
@@ -39,18 +41,20 @@ struct ManagedPlan {
 
 // Who spins in a managed run.
 struct SpinPlan {
+  // Whether each application spins (poll mode), and whether it spins by
+  // yielding its CPU (it shares that CPU with another process of the run).
   bool client = false;
   bool server = false;
-  bool server_daemon = false;
-  bool client_daemon = false;  // remote only
-  // "client app on CPU 0 (spins); server app and wharfd on CPU 1 (sleep)".
+  bool client_yields = false;
+  bool server_yields = false;
+  // "client app on CPU 0 (spins), server app on CPU 1 (spins, yielding ...".
   std::string note;
 };
 
 // `poll`: the mode asks for spinning; `apps`: where the applications run;
-// the daemon CPUs (-1 unpinned; client_daemon_cpu only when `remote`). A
-// process spins only when poll, every process is pinned, and no other
-// process of the run is pinned to its CPU.
+// the daemon CPUs (-1 unpinned; client_daemon_cpu only when `remote`). In
+// poll mode both applications spin, yielding unless pinned to a CPU no other
+// process of the run is pinned to.
 SpinPlan PlanManagedSpin(bool poll, const PinPlan& apps, bool remote, int daemon_cpu,
                          int client_daemon_cpu);
 

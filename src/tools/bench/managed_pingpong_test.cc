@@ -13,41 +13,41 @@ PinPlan Pinned(int client, int server) { return {.pin = true, .client_cpu = clie
 
 TEST(PlanManagedSpinTest, DaemonWithTheServer) {
   SpinPlan p = PlanManagedSpin(/*poll=*/true, Pinned(0, 1), false, 1, -1);
-  EXPECT_TRUE(p.client);
-  EXPECT_FALSE(p.server);
-  EXPECT_FALSE(p.server_daemon);
+  EXPECT_TRUE(p.client && p.server);
+  EXPECT_FALSE(p.client_yields);
+  EXPECT_TRUE(p.server_yields);  // wharfd is on its CPU
   EXPECT_NE(p.note.find("client app on CPU 0 (spins)"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("wharfd on CPU 1 (sleeps: shares a CPU)"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("server app on CPU 1 (spins, yielding its CPU)"), std::string::npos)
+      << p.note;
+  EXPECT_NE(p.note.find("wharfd on CPU 1 (spins yielding"), std::string::npos) << p.note;
 }
 
-TEST(PlanManagedSpinTest, EveryoneAloneSpins) {
+TEST(PlanManagedSpinTest, EveryoneAloneSpinsWithoutYielding) {
   SpinPlan p = PlanManagedSpin(true, Pinned(0, 1), false, 2, -1);
-  EXPECT_TRUE(p.client);
-  EXPECT_TRUE(p.server);
-  EXPECT_TRUE(p.server_daemon);
+  EXPECT_TRUE(p.client && p.server);
+  EXPECT_FALSE(p.client_yields || p.server_yields);
 }
 
 TEST(PlanManagedSpinTest, BlockModeNeverSpins) {
   SpinPlan p = PlanManagedSpin(false, Pinned(0, 1), false, 2, -1);
-  EXPECT_FALSE(p.client || p.server || p.server_daemon);
+  EXPECT_FALSE(p.client || p.server);
+  EXPECT_NE(p.note.find("client app on CPU 0 (sleeps)"), std::string::npos) << p.note;
 }
 
-TEST(PlanManagedSpinTest, AnUnpinnedProcessStopsAllSpinning) {
+TEST(PlanManagedSpinTest, UnpinnedApplicationsYield) {
   // It could land on anyone's CPU.
-  SpinPlan p = PlanManagedSpin(true, Pinned(0, 1), false, -1, -1);
-  EXPECT_FALSE(p.client || p.server || p.server_daemon);
-  EXPECT_NE(p.note.find("wharfd on any CPU"), std::string::npos) << p.note;
   PinPlan none;
-  p = PlanManagedSpin(true, none, false, 2, -1);
-  EXPECT_FALSE(p.client || p.server || p.server_daemon);
+  SpinPlan p = PlanManagedSpin(true, none, false, -1, -1);
+  EXPECT_TRUE(p.client && p.server && p.client_yields && p.server_yields);
+  EXPECT_NE(p.note.find("wharfd on any CPU"), std::string::npos) << p.note;
 }
 
 TEST(PlanManagedSpinTest, RemoteDaemonsWithTheirApplications) {
   SpinPlan p = PlanManagedSpin(true, Pinned(0, 1), true, 1, 0);
-  EXPECT_FALSE(p.client || p.server || p.server_daemon || p.client_daemon);
+  EXPECT_TRUE(p.client_yields && p.server_yields);
   EXPECT_NE(p.note.find("client's wharfd on CPU 0"), std::string::npos) << p.note;
   p = PlanManagedSpin(true, Pinned(0, 1), true, 2, 3);
-  EXPECT_TRUE(p.client && p.server && p.server_daemon && p.client_daemon);
+  EXPECT_FALSE(p.client_yields || p.server_yields);
 }
 
 ManagedPlan Plan(bool remote) {

@@ -24,8 +24,9 @@ constexpr uint32_t kStop = 3;
 constexpr uint32_t kSink = 4;  // takes a request, answers empty (goodput)
 constexpr int kServerOpenFailed = 4;
 
-EndpointOptions WithSpin(EndpointOptions o, bool spin) {
+EndpointOptions WithSpin(EndpointOptions o, bool spin, bool yield = false) {
   o.settings.emplace_back("endpoint.spin", spin ? "1s" : "0ns");
+  if (spin && yield) o.settings.emplace_back("endpoint.spin_yield", "true");
   return o;
 }
 
@@ -163,7 +164,7 @@ Result<StartedServer> StartServer(const WharfSides& sides, TimeNs deadline_ns,
   if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe2");
   UniqueFd read_end(report[0]);
   UniqueFd write_end(report[1]);
-  const EndpointOptions server_options = WithSpin(sides.server, sides.server_spin);
+  const EndpointOptions server_options = WithSpin(sides.server, sides.server_spin, sides.server_spin_yield);
   const int cpu = sides.pinning.pin ? sides.pinning.server_cpu : -1;
   WHARF_ASSIGN_OR_RETURN(ChildProcess server, ChildProcess::Fork(cpu, [&]() {
                            read_end.Reset();
@@ -199,7 +200,7 @@ Result<PingPongResult> RunWharfPingPongOn(const PingPongOptions& options, const 
   const std::string prefix = std::string(what) + ": ";
   auto server = StartServer(sides, ServerDeadline(options, clock), clock);
   if (!server.ok()) return server.status().WithContext(prefix);
-  auto ep = Endpoint::Open(WithSpin(sides.client, sides.client_spin));
+  auto ep = Endpoint::Open(WithSpin(sides.client, sides.client_spin, sides.client_spin_yield));
   if (!ep.ok()) return ep.status().WithContext(prefix + "client endpoint");
   WHARF_RETURN_IF_ERROR(WaitForServer(**ep, server->address, options.size_bytes, clock));
   WharfClient client(std::move(*ep), server->address, options.size_bytes, clock);
@@ -228,7 +229,7 @@ Result<GoodputResult> RunWharfGoodputOn(const GoodputOptions& options, const Wha
   WHARF_ASSIGN_OR_RETURN(StartedServer server, StartServer(sides, server_deadline_ns, clock));
   const std::string& target = server.address;
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                         Endpoint::Open(WithSpin(sides.client, sides.client_spin)));
+                         Endpoint::Open(WithSpin(sides.client, sides.client_spin, sides.client_spin_yield)));
   WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin_client,
                          ScopedCpuPin::Pin(sides.pinning.pin ? sides.pinning.client_cpu : -1));
   // Warm up: one message end to end (also waits out the server's start).

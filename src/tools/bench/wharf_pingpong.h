@@ -61,6 +61,10 @@ struct WharfSides {
   // endpoint.spin of each side: 1 s (spin through the whole run) or 0.
   bool server_spin = true;
   bool client_spin = true;
+  // While spinning, give the CPU to other runnable processes (a side that
+  // shares its CPU with a process it waits for: endpoint.spin_yield).
+  bool server_spin_yield = false;
+  bool client_spin_yield = false;
   PinPlan pinning;                // where the two sides run
   std::vector<pid_t> other_pids;  // more processes the run costs CPU in (wharfd)
   std::string hosting_note;       // copied into the result
