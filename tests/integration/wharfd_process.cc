@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -139,6 +140,38 @@ Result<int> CountOpenFds(pid_t pid) {
     if (e->d_name[0] != '.') ++count;
   }
   ::closedir(d);
+  return count;
+}
+
+Result<int> CountConnectedUdpSockets(pid_t pid) {
+  // The inodes of connected UDP sockets (remote address not all zero) in the
+  // process's namespace, then which of them the process holds.
+  std::vector<std::string> connected;
+  for (const char* table : {"udp", "udp6"}) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/net/" + table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      std::istringstream fields(line);
+      std::string sl, local, remote, st, queues, timer, retransmits, uid, timeout, inode;
+      if (!(fields >> sl >> local >> remote >> st >> queues >> timer >> retransmits >> uid >>
+            timeout >> inode)) {
+        continue;
+      }
+      const std::string port = remote.substr(remote.find(':') + 1);
+      if (port != "0000") connected.push_back("socket:[" + inode + "]");
+    }
+  }
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code rec;
+    const std::string target = std::filesystem::read_symlink(e.path(), rec).string();
+    if (std::find(connected.begin(), connected.end(), target) != connected.end()) ++count;
+  }
+  if (ec) return ErrnoToStatus(ec.value(), "listing " + dir);
   return count;
 }
 

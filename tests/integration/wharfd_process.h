@@ -83,6 +83,11 @@ const nlohmann::json* FindApplication(const nlohmann::json& status, pid_t pid);
 Result<bool> ListensOn(pid_t pid, const std::string& path);
 // How many file descriptors process `pid` has open.
 Result<int> CountOpenFds(pid_t pid);
+// How many of them are connected UDP sockets. wharfd's homa:// socket keeps
+// one such "hot peer" socket (transport/udp/udp_hot_peer.h) for the peer it
+// sends to most, whichever application that is for: the socket's, at most
+// one, not any application's.
+Result<int> CountConnectedUdpSockets(pid_t pid);
 // The lines of /proc/<pid>/maps that contain `needle`.
 Result<std::vector<std::string>> MapsMatching(pid_t pid, const std::string& needle);
 
