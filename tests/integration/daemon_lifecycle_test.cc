@@ -229,6 +229,13 @@ TEST_P(KilledServerTest, ItsClientsCallsFailAndItIsFreedWithinOneSecond) {
   auto server = StartServer({"--handler-delay", "20000"});
   ASSERT_NE(server, nullptr);
   const pid_t server_pid = server->process().pid();
+  // And a connection, echoing (so the server has accepted it).
+  auto conn = client->Connect(server->address());
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  ASSERT_TRUE((*conn)->Send(Buffer::Copy("hello")).ok());
+  Result<Buffer> echo = (*conn)->Recv(10s);
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(echo->AsStringView(), "hello");
   std::vector<Completion> calls;
   for (int i = 0; i < kCallsInFlight; ++i) {
     calls.push_back(client->ICall(server->address(), kEchoMethod, PatternBuffer(kLargeBytes, i),
@@ -236,8 +243,11 @@ TEST_P(KilledServerTest, ItsClientsCallsFailAndItIsFreedWithinOneSecond) {
   }
   nlohmann::json before = StatusWhen(
       [&](const nlohmann::json& s) {
+        // Every request delivered, and held (its inflight also counts the
+        // receive its echo loop keeps posted on the connection).
         const nlohmann::json* app = FindApplication(s, server_pid);
-        return app != nullptr && U(*app, "inflight") == kCallsInFlight;
+        return app != nullptr && U(*app, "bytes_received") >= kCallsInFlight * kLargeBytes &&
+               U(*app, "inflight") >= kCallsInFlight;
       },
       10 * kNsPerSec, "the server holding every call");
   const nlohmann::json* app = FindApplication(before, server_pid);
@@ -253,6 +263,8 @@ TEST_P(KilledServerTest, ItsClientsCallsFailAndItIsFreedWithinOneSecond) {
     Status s = calls[i].Wait(5s);
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << "call " << i << ": " << s;
   }
+  Result<Buffer> closed = (*conn)->Recv(5s);
+  EXPECT_EQ(closed.status().code(), StatusCode::kUnavailable) << closed.status();
   const auto told = SteadyClock::now() - killed;
   EXPECT_LT(told, kCleanupBound) << "the client heard after " << Ms(told) << " ms";
   ExpectFreedWithin(daemon->pid(), baseline, id, killed);
