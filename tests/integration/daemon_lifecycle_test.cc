@@ -178,7 +178,8 @@ class DaemonLifecycleTest : public ::testing::Test {
 
   // Waits (bounded by kCleanupBound from `since`) until wharfd holds exactly
   // `fds` descriptors and maps nothing of application `id`.
-  void ExpectFreedWithin(pid_t daemon, int fds, uint64_t id, SteadyClock::time_point since) {
+  void ExpectFreedWithin(pid_t daemon, int fds, uint64_t id, SteadyClock::time_point since,
+                         const std::string& fds_before = "") {
     int now_fds = -1;
     std::vector<std::string> maps;
     const bool freed = PollUntil(
@@ -191,7 +192,7 @@ class DaemonLifecycleTest : public ::testing::Test {
     EXPECT_TRUE(freed) << "within " << Ms(kCleanupBound) << " ms wharfd still had " << now_fds
                        << " fds, the hot-peer socket not counted (before the application: "
                        << fds << ")\n"
-                       << FdListing(daemon) << "and mapped:\n"
+                       << FdListing(daemon) << "before:\n" << fds_before << "and mapped:\n"
                        << ::testing::PrintToString(maps);
   }
 
@@ -221,16 +222,25 @@ TEST_P(KilledServerTest, ItsClientsCallsFailAndItIsFreedWithinOneSecond) {
   ASSERT_NE(client, nullptr);
   // Its transfers go on while this thread looks at wharfd.
   testing::ServerThread driving(*client);
+  ASSERT_TRUE(WaitUntilIdle(daemon->pid()));
   const int baseline = DaemonFds(daemon->pid());
   ASSERT_GT(baseline, 0);
+  const std::string baseline_fds = FdListing(daemon->pid());
 
   // A server that holds every request for 20 s, then the client's large
   // calls, all delivered and held when the server dies.
   auto server = StartServer({"--handler-delay", "20000"});
   ASSERT_NE(server, nullptr);
   const pid_t server_pid = server->process().pid();
-  // And a connection, echoing (so the server has accepted it).
-  auto conn = client->Connect(server->address());
+  // And a connection, echoing (so the server has accepted it). In managed
+  // mode Listen() only queues its command: wharfd may take it a moment after
+  // `wharf serve` says it listens, so a refusal for "no Listen" is retried.
+  Result<std::unique_ptr<Connection>> conn = client->Connect(server->address());
+  const auto listen_deadline = SteadyClock::now() + 5s;
+  while (!conn.ok() && conn.status().message().find("no Listen") != std::string_view::npos &&
+         SteadyClock::now() < listen_deadline) {
+    conn = client->Connect(server->address());
+  }
   ASSERT_TRUE(conn.ok()) << conn.status();
   ASSERT_TRUE((*conn)->Send(Buffer::Copy("hello")).ok());
   Result<Buffer> echo = (*conn)->Recv(10s);
@@ -267,7 +277,7 @@ TEST_P(KilledServerTest, ItsClientsCallsFailAndItIsFreedWithinOneSecond) {
   EXPECT_EQ(closed.status().code(), StatusCode::kUnavailable) << closed.status();
   const auto told = SteadyClock::now() - killed;
   EXPECT_LT(told, kCleanupBound) << "the client heard after " << Ms(told) << " ms";
-  ExpectFreedWithin(daemon->pid(), baseline, id, killed);
+  ExpectFreedWithin(daemon->pid(), baseline, id, killed, baseline_fds);
 
   nlohmann::json after = *QueryStatus(options_.socket);
   EXPECT_EQ(FindApplication(after, server_pid), nullptr) << after.dump();
@@ -326,8 +336,10 @@ TEST_P(KilledClientTest, ItsCallsAreWithdrawnAndItIsFreedWithinOneSecond) {
     return held.size();
   };
   testing::ServerThread running(*server);
+  ASSERT_TRUE(WaitUntilIdle(daemon->pid()));
   const int baseline = DaemonFds(daemon->pid());
   ASSERT_GT(baseline, 0);
+  const std::string baseline_fds = FdListing(daemon->pid());
 
   std::vector<std::string> argv = {WharfCliPath(), "ping", server->address(), "--size",
                                    std::to_string(kLargeBytes), "--concurrency",
@@ -364,7 +376,7 @@ TEST_P(KilledClientTest, ItsCallsAreWithdrawnAndItIsFreedWithinOneSecond) {
       Left(killed + kCleanupBound), kNsPerMs);
   EXPECT_TRUE(withdrawn) << "the server still had calls of the dead client after "
                          << Ms(kCleanupBound) << " ms";
-  ExpectFreedWithin(daemon->pid(), baseline, id, killed);
+  ExpectFreedWithin(daemon->pid(), baseline, id, killed, baseline_fds);
 
   nlohmann::json after = *QueryStatus(options_.socket);
   EXPECT_EQ(FindApplication(after, client_pid), nullptr) << after.dump();

@@ -52,9 +52,8 @@ Result<std::unique_ptr<WharfdProcess>> WharfdProcess::Start(const WharfdOptions&
   if (options.socket.empty()) return InvalidArgumentError("WharfdOptions.socket is empty");
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<netns::Subprocess> process,
                          netns::Subprocess::Start(Argv(options), {.label = "wharfd"}));
-  // Ready once its control socket listens: everything else (listen
-  // sockets, the loop's fds) is opened before. Looking at /proc makes no
-  // connection, so the daemon's fd count is untouched.
+  // Its control socket listening, then its loop asleep (below). Looking at
+  // /proc makes no connection, so the daemon's fd count is untouched.
   const pid_t pid = process->pid();
   Status failed;
   const bool ready = PollUntil(
@@ -72,6 +71,12 @@ Result<std::unique_ptr<WharfdProcess>> WharfdProcess::Start(const WharfdOptions&
       },
       kStartTimeoutNs);
   if (!failed.ok()) return failed;
+  // It opens the control socket first, its listen sockets after: ready
+  // once its loop sleeps.
+  if (ready && !WaitUntilIdle(pid, kStartTimeoutNs)) {
+    return DeadlineExceededError("wharfd listens on " + options.socket +
+                                 " but its loop never went to sleep; stderr: " + process->Stderr());
+  }
   if (!ready) {
     return DeadlineExceededError("wharfd did not listen on " + options.socket + " within " +
                                  std::to_string(kStartTimeoutNs / kNsPerSec) +
@@ -185,6 +190,23 @@ Result<std::vector<std::string>> MapsMatching(pid_t pid, const std::string& need
     if (line.find(needle) != std::string::npos) found.push_back(line);
   }
   return found;
+}
+
+bool WaitUntilIdle(pid_t pid, DurationNs timeout_ns) {
+  const std::string file = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/wchan";
+  // A thread on a CPU shows "0", as does every thread where the kernel
+  // hides wchan: only "0" throughout means we cannot tell.
+  bool shown = false;
+  const bool idle = PollUntil(
+      [&] {
+        std::ifstream in(file);
+        std::string wchan;
+        if (!(in >> wchan)) return false;
+        if (wchan != "0") shown = true;
+        return wchan.find("epoll") != std::string::npos;
+      },
+      timeout_ns, 100 * kNsPerUs);
+  return idle || !shown;
 }
 
 bool PollUntil(const std::function<bool()>& done, DurationNs timeout_ns, DurationNs poll_ns) {

@@ -91,6 +91,12 @@ Result<int> CountConnectedUdpSockets(pid_t pid);
 // The lines of /proc/<pid>/maps that contain `needle`.
 Result<std::vector<std::string>> MapsMatching(pid_t pid, const std::string& needle);
 
+// Waits (bounded) until process `pid`'s main thread, wharfd's loop, sleeps
+// in epoll_wait (from /proc/<pid>/task/<pid>/wchan): it has finished
+// starting and the pass before; nothing is opening or closing fds. Where
+// the kernel does not show wchan, true after the timeout.
+bool WaitUntilIdle(pid_t pid, DurationNs timeout_ns = 5 * kNsPerSec);
+
 // Calls `done` every `poll_ns` until it returns true or `timeout_ns` passed;
 // returns whether it did. The conditions polled are other processes'
 // states, which give no event to wait on.
