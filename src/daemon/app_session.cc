@@ -382,9 +382,19 @@ void AppSession::OnRequest(engine::IncomingCall call) {
 void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
   auto it = call_handles_.find(ref);
   if (it == call_handles_.end() || closing_) return;
+  // The client withdrew the call (or died): we forget it now, so it no
+  // longer counts against limits.max_inflight, and the application's answer,
+  // if one still comes, is dropped (ExecuteRespond). Answering the engine
+  // at once frees what the transport holds for it (a remote client's homa
+  // RPC stays in service until answered); nobody reads the answer.
+  const engine::ServerCallRef withdrawn = ref;
+  const uint64_t handle = it->second;
+  calls_.erase(handle);
+  call_handles_.erase(it);
+  engine_->Respond(withdrawn, CancelledError("the client withdrew the call"));
   Descriptor d{};
   d.opcode = static_cast<uint16_t>(Opcode::kCallCancelled);
-  d.handle = it->second;
+  d.handle = handle;
   Push(d);
 }
 
@@ -393,7 +403,10 @@ void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
 void AppSession::Close(const Status& why) {
   if (closing_) return;
   closing_ = true;
-  linger_until_ns_ = clock_.NowNs() + kLinger;
+  // Only an engine has answers to let leave; a session without one (a
+  // status query, a refused attach) is freed on the next pass, so those
+  // do not hold slots of the daemon's accept limit or fds for kLinger.
+  linger_until_ns_ = clock_.NowNs() + (engine_ != nullptr ? kLinger : 0);
   if (attached_) {
     WHARF_LOG(kInfo, "wharfd: application {} (pid {}) detached: {}", id_, peer().pid,
               why.ToString());

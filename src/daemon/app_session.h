@@ -84,13 +84,15 @@ struct SessionCounters {
   uint64_t bytes_received = 0;    // payload copied into the receive area
   uint64_t backpressure_passes = 0;  // passes its commands waited for room
   uint64_t requests_refused = 0;  // served requests answered kResourceExhausted
+  uint64_t late_answers = 0;      // answers to requests already withdrawn, dropped
   uint64_t doorbells_rung = 0;
 };
 
 class AppSession final : public engine::EngineSink {
  public:
   // How long a closed session keeps driving its engine so the answers and
-  // disconnects it sent on the application's behalf leave.
+  // disconnects it sent on the application's behalf leave (a session that
+  // never got an engine goes at once).
   static constexpr DurationNs kLinger = 200 * kNsPerMs;
 
   AppSession(SessionHost& host, uint64_t id, std::unique_ptr<shm::ControlConnection> control);

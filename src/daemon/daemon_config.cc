@@ -18,6 +18,32 @@ Status Layered(const ConfigDoc& file, const ConfigDoc& over, T* field, Get get) 
   return OkStatus();
 }
 
+// daemon.allowed_uids: a YAML list ([1000, 1001]) or, as `--set` can only
+// give a scalar, a comma-separated one ("1000,1001" or "[1000,1001]"; ""
+// for none).
+Result<std::vector<std::string>> UidList(const ConfigDoc& d, std::vector<std::string> def) {
+  constexpr std::string_view kKey = "daemon.allowed_uids";
+  Result<std::vector<std::string>> list = d.GetStringList(kKey, def);
+  if (list.ok()) return list;
+  Result<std::string> text = d.GetString(kKey, "");
+  if (!text.ok()) return list.status();
+  if (text->size() >= 2 && text->front() == '[' && text->back() == ']') {
+    *text = text->substr(1, text->size() - 2);
+  }
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text->size()) {
+    size_t comma = text->find(',', start);
+    if (comma == std::string::npos) comma = text->size();
+    std::string item = text->substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(std::move(item));
+    start = comma + 1;
+  }
+  return out;
+}
+
 Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
   auto str = [&](std::string_view key, std::string* field) {
     return Layered(f, o, field, [key](const ConfigDoc& d, std::string def) {
@@ -40,9 +66,7 @@ Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
   if (c->socket_path.empty()) return InvalidArgumentError("daemon.socket: expected a path");
   WHARF_RETURN_IF_ERROR(str("daemon.socket_group", &c->socket_group));
   std::vector<std::string> uids;
-  WHARF_RETURN_IF_ERROR(Layered(f, o, &uids, [](const ConfigDoc& d, std::vector<std::string> def) {
-    return d.GetStringList("daemon.allowed_uids", std::move(def));
-  }));
+  WHARF_RETURN_IF_ERROR(Layered(f, o, &uids, UidList));
   for (const std::string& text : uids) {
     uint32_t uid = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);

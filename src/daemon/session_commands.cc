@@ -187,8 +187,25 @@ void AppSession::ExecuteCall(const Descriptor& d) {
 }
 
 void AppSession::ExecuteRespond(const Descriptor& d) {
+  // The payload's range is the application's again once we are done with
+  // it: at once, unless the engine sends from it (an OK answer).
+  auto release_payload = [&] {
+    if (d.length == 0 || d.cookie == 0) return;
+    Descriptor released{};
+    released.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
+    released.cookie = d.cookie;
+    Push(released);
+  };
   auto it = calls_.find(d.handle);
   if (it == calls_.end()) {
+    if (d.handle != 0 && d.handle < next_call_handle_) {
+      // A request we handed out and forgot since: its client withdrew it or
+      // died (OnCallCancelled), or this is a second answer. Dropped, as the
+      // engine drops an answer nobody waits for.
+      ++counters_.late_answers;
+      release_payload();
+      return;
+    }
     Fault(d, NotFoundError("request " + std::to_string(d.handle) + " is not awaiting an answer"));
     return;
   }
@@ -208,12 +225,7 @@ void AppSession::ExecuteRespond(const Descriptor& d) {
   if (d.length > 0) {
     std::span<std::byte> bytes = *region_->HeapRange(d.heap_offset, std::min<uint64_t>(d.length, shm::kMaxErrorText));
     text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    if (d.cookie != 0) {
-      Descriptor released{};
-      released.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
-      released.cookie = d.cookie;
-      Push(released);
-    }
+    release_payload();
   }
   engine_->Respond(ref, Status(static_cast<StatusCode>(d.status), std::move(text)));
 }

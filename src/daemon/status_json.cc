@@ -32,6 +32,7 @@ std::string Daemon::StatusJson() const {
         {"bytes_sent", c.bytes_sent},
         {"bytes_received", c.bytes_received},
         {"requests_refused", c.requests_refused},
+        {"late_answers", c.late_answers},
     });
   }
   // Per transport: the counters of the daemon's own endpoint on each

@@ -61,12 +61,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
     ::freeifaddrs(ifs);
   }
   d->refusing_sink_ = std::make_unique<RefusingSink>();
-  if (!d->config_.listen_homa.empty()) {
-    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("homa", d->config_.listen_homa));
-  }
-  if (!d->config_.listen_tcp.empty()) {
-    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("tcp", d->config_.listen_tcp));
-  }
+  // The control socket first: a second wharfd started with the same
+  // configuration then says a daemon is already listening there, rather
+  // than that listen.homa's port is taken. Applications that connect before
+  // Run wait in the socket's backlog; if a listen socket fails below, the
+  // listener removes the file it created.
   shm::ListenerOptions options;
   options.group = d->config_.socket_group;
   // What applications send is small: hellos, requests, wake-ups.
@@ -74,6 +73,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   options.limits.max_message_bytes = 4096;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
+  if (!d->config_.listen_homa.empty()) {
+    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("homa", d->config_.listen_homa));
+  }
+  if (!d->config_.listen_tcp.empty()) {
+    WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("tcp", d->config_.listen_tcp));
+  }
   WHARF_LOG(kInfo, "wharfd: listening on {} (control), {}{}{}", d->config_.socket_path,
             d->homa_address().empty() ? "" : d->homa_address(),
             d->config_.listen_tcp.empty() ? "" : ", tcp://",

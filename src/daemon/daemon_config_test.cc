@@ -1,0 +1,48 @@
+// daemon/daemon_config_test.cc: LoadDaemonConfig's daemon keys from
+// overrides (`--set`), the form wharfd's command line and the tests use.
+#include "daemon/daemon_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace wharf::daemon {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(DaemonConfigTest, AllowedUidsFromASetAreACommaSeparatedList) {
+  auto c = LoadDaemonConfig("", {{"daemon.allowed_uids", "1000, 1001,0"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->allowed_uids, ElementsAre(1000u, 1001u, 0u));
+  c = LoadDaemonConfig("", {{"daemon.allowed_uids", "[7]"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->allowed_uids, ElementsAre(7u));
+  c = LoadDaemonConfig("", {{"daemon.allowed_uids", ""}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->allowed_uids.empty());
+}
+
+TEST(DaemonConfigTest, AllowedUidsMustBeNumbers) {
+  auto c = LoadDaemonConfig("", {{"daemon.allowed_uids", "1000,root"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("'root'"));
+}
+
+TEST(DaemonConfigTest, LimitsFromSets) {
+  auto c = LoadDaemonConfig("", {{"limits.max_inflight", "8"},
+                                 {"limits.max_connections", "3"},
+                                 {"limits.heap_bytes", "1MiB"},
+                                 {"limits.max_applications", "2"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->limits.max_inflight, 8u);
+  EXPECT_EQ(c->limits.max_connections, 3u);
+  EXPECT_EQ(c->limits.heap_bytes, 1u << 20);
+  EXPECT_EQ(c->max_applications, 2u);
+  // The engines wharfd runs for applications take the tighter connection cap.
+  EXPECT_EQ(c->engine.limits.max_connections, 3u);
+}
+
+}  // namespace
+}  // namespace wharf::daemon
