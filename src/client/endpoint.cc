@@ -49,7 +49,7 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
 Status Endpoint::Listen() {
   if (core_->closed()) return Closed(*core_);
   core_->WithEngine([](engine::EngineApi& e) { e.Listen(); });
-  return OkStatus();
+  return core_->SyncEngine();
 }
 
 Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds timeout) {
@@ -88,7 +88,8 @@ Status Endpoint::Serve(uint32_t method, RpcHandler handler) {
                                 " is reserved for wharf (ids from 0xFFFF0000)");
   }
   if (!handler) return InvalidArgumentError("empty handler");
-  return core_->SetHandler(method, std::move(handler), nullptr);
+  WHARF_RETURN_IF_ERROR(core_->SetHandler(method, std::move(handler), nullptr));
+  return core_->SyncEngine();
 }
 
 Status Endpoint::ServeAsync(uint32_t method, AsyncRpcHandler handler) {
@@ -97,7 +98,8 @@ Status Endpoint::ServeAsync(uint32_t method, AsyncRpcHandler handler) {
                                 " is reserved for wharf (ids from 0xFFFF0000)");
   }
   if (!handler) return InvalidArgumentError("empty handler");
-  return core_->SetHandler(method, nullptr, std::move(handler));
+  WHARF_RETURN_IF_ERROR(core_->SetHandler(method, nullptr, std::move(handler)));
+  return core_->SyncEngine();
 }
 
 int Endpoint::Poll() { return core_->PollOnce(); }

@@ -258,6 +258,12 @@ Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandle
   return OkStatus();
 }
 
+Status EndpointCore::SyncEngine() {
+  if (!managed_) return OkStatus();  // in process, it took effect already
+  StatePtr state = Start([](engine::EngineApi& e, uint64_t op) { e.Sync(op); });
+  return Await(*state, DeadlineAfter(std::chrono::seconds(5)));
+}
+
 void EndpointCore::OnRequest(engine::IncomingCall call) {
   auto it = handlers_.find(call.method);
   Handler* handler = it == handlers_.end() ? nullptr : it->second;

@@ -71,6 +71,10 @@ class EndpointCore final : public engine::ProgressDriver,
 
   // Handlers (Endpoint::Serve / ServeAsync).
   Status SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async);
+  // Returns once what was asked of the engine so far has taken effect
+  // (managed: wharfd executed it), so Listen and Serve are in force when
+  // they return, as in process.
+  Status SyncEngine();
   // Answers a call an AsyncRpcHandler holds (Responder::Respond).
   void Respond(ResponderState& responder, Status status, Buffer payload);
   bool closed() const { return closed_.load(); }

@@ -294,6 +294,12 @@ void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Bu
   FlushCommands();
 }
 
+void ManagedEngine::Sync(uint64_t op_id) {
+  // wharfd executes commands in order: its answer to a kNop comes after
+  // everything before it took effect.
+  StartOp(op_id, Command(Opcode::kNop, op_id));
+}
+
 void ManagedEngine::Cancel(uint64_t op_id) {
   if (!pending_.contains(op_id) || broken_.has_value()) return;
   Push(Command(Opcode::kCancel, 0, op_id));

@@ -74,6 +74,7 @@ class ManagedEngine final : public engine::EngineApi {
   void SetServed(uint32_t method, bool served) override;
   void Respond(const engine::ServerCallRef& call, Status status, Buffer payload) override;
   void Cancel(uint64_t op_id) override;
+  void Sync(uint64_t op_id) override;
   void Shutdown(const Status& why) override;
   transport::PollResult Poll() override;
   TimeNs NextDeadline() const override;

@@ -120,6 +120,7 @@ class Engine final : public EngineApi {
   // Completes operation `op_id` with kCancelled if still pending; a call's
   // server is told (best effort), so it can stop working on it.
   void Cancel(uint64_t op_id) override;
+  void Sync(uint64_t op_id) override { Complete(op_id, OkStatus()); }
   // Fails everything pending with `why` (the host is closing).
   void Shutdown(const Status& why) override;
 

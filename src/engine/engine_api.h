@@ -56,6 +56,10 @@ class EngineApi {
   virtual void SetServed(uint32_t method, bool served) = 0;
   virtual void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer()) = 0;
 
+  // Completes `op_id` once every operation before it has taken effect
+  // (Listen, SetServed): at once in process; managed, when wharfd has
+  // executed the commands before it, so that a peer acting next finds them.
+  virtual void Sync(uint64_t op_id) = 0;
   // Completes `op_id` with kCancelled if still pending.
   virtual void Cancel(uint64_t op_id) = 0;
   // Fails everything pending with `why` (the host is closing).
