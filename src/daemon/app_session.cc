@@ -136,6 +136,10 @@ transport::PollResult AppSession::Poll(TimeNs now) {
 
 bool AppSession::PrepareToSleep() {
   if (!attached_ || closing_) return true;
+  // Backpressured: its commands wait until it reads its completions, which
+  // NextDeadline looks at again soon; entries in its command ring are no
+  // reason to stay awake (that would spin the daemon for a stuck client).
+  if (backlog_.size() >= limits_.max_backlog) return true;
   sleep_armed_ = true;
   commands_->SetWaiting(true);
   return !commands_->HasEntries();
@@ -176,14 +180,25 @@ void AppSession::HandleControl() {
       if (got.status().code() == StatusCode::kUnavailable) {
         Close(UnavailableError("application closed its control socket"));
       } else {
+        if (got.status().code() != StatusCode::kDeadlineExceeded) ++counters_.control_refused;
         Close(got.status().WithContext("control socket"));
       }
       return;
     }
     if (!got->has_value()) return;
+    if (control_->counters().extra_fds_closed != extra_fds_seen_) {
+      // Applications send no fds; the connection closed the ones that came.
+      ++counters_.control_refused;
+      Close(InvalidArgumentError("control socket: a message carried file descriptors (" +
+                                 std::to_string(control_->counters().extra_fds_closed -
+                                                extra_fds_seen_) +
+                                 "); applications send none"));
+      return;
+    }
     Result<shm::AttachMessage> m = shm::DecodeAttach((*got)->bytes);
     if (!m.ok()) {
-      Close(m.status());
+      ++counters_.control_refused;
+      Close(m.status().WithContext("control socket"));
       return;
     }
     switch (m->type) {
@@ -213,11 +228,14 @@ void AppSession::HandleControl() {
         stats.push_back({"session.commands", counters_.commands});
         stats.push_back({"session.completions", counters_.completions});
         stats.push_back({"session.bad_commands", counters_.bad_commands});
+        stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
+        stats.push_back({"session.requests_refused", counters_.requests_refused});
         (void)control_->Send(shm::EncodeStatsReply(stats));
         break;
       }
       default:
-        Close(InvalidArgumentError("unexpected control message type " +
+        ++counters_.control_refused;
+        Close(InvalidArgumentError("control socket: unexpected message type " +
                                    std::to_string(static_cast<int>(m->type))));
         return;
     }
@@ -234,6 +252,7 @@ void AppSession::TakeCommands(TimeNs now) {
   batch_.resize(std::min<size_t>(limits_.commands_per_pass, commands_->capacity()));
   Result<size_t> n = commands_->TryPop(batch_);
   if (!n.ok()) {
+    ++counters_.bad_commands;
     Close(n.status());
     return;
   }
@@ -377,6 +396,7 @@ void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
 void AppSession::Close(const Status& why) {
   if (closing_) return;
   closing_ = true;
+  close_reason_ = why.ok() ? UnknownError("closed") : why;
   linger_until_ns_ = clock_.NowNs() + kLinger;
   if (attached_) {
     WHARF_LOG(kInfo, "wharfd: application {} (pid {}) detached: {}", id_, peer().pid,

@@ -205,6 +205,15 @@ transport::PollResult Daemon::Pass() {
     all.next_deadline = std::min({all.next_deadline, r.next_deadline, s.NextDeadline()});
     if (s.finished(now)) {
       if (!s.address().empty()) ++counters_.applications_detached;
+      // Refused attaches are counted as such; a status query that timed
+      // out or left is nobody's fault.
+      const StatusCode why = s.close_reason().code();
+      if ((s.attached() || s.counters().control_refused > 0) && why != StatusCode::kUnavailable &&
+          why != StatusCode::kDeadlineExceeded) {
+        ++counters_.applications_faulted;
+        last_fault_ = "application " + std::to_string(s.id()) + " (pid " +
+                      std::to_string(s.peer().pid) + "): " + s.close_reason().ToString();
+      }
       it = sessions_.erase(it);  // frees its region, fds and endpoint
       ++all.work;
       continue;
