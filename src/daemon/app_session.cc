@@ -217,7 +217,10 @@ void AppSession::HandleControl() {
       case shm::ControlType::kStatusRequest: {
         control_->set_receive_deadline(kNever);
         std::string json = status_provider_ ? status_provider_() : "{}";
-        (void)control_->Send(shm::EncodeStatusReply(json));
+        if (Status sent = control_->Send(shm::EncodeStatusReply(json)); !sent.ok()) {
+          WHARF_LOG(kWarn, "wharfd: status reply of {} bytes not sent: {}", json.size(),
+                    sent.ToString());
+        }
         break;
       }
       case shm::ControlType::kWake:

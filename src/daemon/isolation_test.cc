@@ -484,6 +484,19 @@ TEST_F(IsolationTest, MoreFdsThanTheControlMessageHasRoomFor) {
   ExpectSessionClosed(StatusCode::kDataLoss, {"control socket"});
 }
 
+// Found by the isolation fuzzer: the status JSON outgrew the control
+// socket's 4 KiB message limit with a handful of applications attached, and
+// status queries went unanswered.
+TEST_F(IsolationTest, StatusAnswersWithManyApplicationsAttached) {
+  std::vector<std::unique_ptr<RogueApp>> more;
+  for (int i = 0; i < 16; ++i) {
+    auto r = RogueApp::Attach(daemon_->socket());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    more.push_back(std::move(*r));
+  }
+  EXPECT_EQ(DaemonJson()["applications"].size(), 2u + 1 + 16);
+}
+
 TEST_F(IsolationTest, DaemonServesNewApplicationsAfterwards) {
   ASSERT_TRUE(rogue_->Push(RogueApp::Command(static_cast<Opcode>(0), 1)));
   ExpectSessionClosed(StatusCode::kInvalidArgument, {"opcode INVALID (0) is not accepted"});

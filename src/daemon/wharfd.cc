@@ -66,6 +66,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   // What applications send is small: hellos, requests, wake-ups.
   options.limits.max_fds = 0;
   options.limits.max_message_bytes = 4096;
+  // What wharfd sends may be larger: the status JSON grows with every
+  // attached application (a few hundred bytes each). A SOCK_SEQPACKET
+  // message must also fit the socket's send buffer (net.core.wmem_default,
+  // ~208 KiB), so this is the ceiling, some 300 applications' worth.
+  options.limits.max_send_bytes = 192 * 1024;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
   WHARF_LOG(kInfo, "wharfd: listening on {} (control), {}{}{}", d->config_.socket_path,

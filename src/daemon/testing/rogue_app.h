@@ -116,6 +116,11 @@ class RogueApp {
       std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Whether wharfd closed the session (a kFault or EOF was seen) and why.
   const std::optional<Status>& closed() const { return closed_; }
+  // Reads what waits on the control socket without blocking; closed().
+  const std::optional<Status>& CheckClosed() {
+    PumpControl(0);
+    return closed_;
+  }
 
  private:
   RogueApp() = default;
