@@ -137,6 +137,10 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
 
 bool AppSession::PrepareToSleep() {
   if (!attached_ || closing_) return true;
+  // Backpressured: its commands wait until it reads its completions, which
+  // NextDeadline looks at again soon; entries in its command ring are no
+  // reason to stay awake (that would spin the daemon for a stuck client).
+  if (backlog_.size() >= limits_.max_backlog) return true;
   sleep_armed_ = true;
   if (++sleep_token_ == 0) sleep_token_ = 1;
   commands_->SetWaitingToken(sleep_token_);
@@ -178,14 +182,25 @@ void AppSession::HandleControl() {
       if (got.status().code() == StatusCode::kUnavailable) {
         Close(UnavailableError("application closed its control socket"));
       } else {
+        if (got.status().code() != StatusCode::kDeadlineExceeded) ++counters_.control_refused;
         Close(got.status().WithContext("control socket"));
       }
       return;
     }
     if (!got->has_value()) return;
+    if (control_->counters().extra_fds_closed != extra_fds_seen_) {
+      // Applications send no fds; the connection closed the ones that came.
+      ++counters_.control_refused;
+      Close(InvalidArgumentError("control socket: a message carried file descriptors (" +
+                                 std::to_string(control_->counters().extra_fds_closed -
+                                                extra_fds_seen_) +
+                                 "); applications send none"));
+      return;
+    }
     Result<shm::AttachMessage> m = shm::DecodeAttach((*got)->bytes);
     if (!m.ok()) {
-      Close(m.status());
+      ++counters_.control_refused;
+      Close(m.status().WithContext("control socket"));
       return;
     }
     switch (m->type) {
@@ -204,7 +219,10 @@ void AppSession::HandleControl() {
       case shm::ControlType::kStatusRequest: {
         control_->set_receive_deadline(kNever);
         std::string json = status_provider_ ? status_provider_() : "{}";
-        (void)control_->Send(shm::EncodeStatusReply(json));
+        if (Status sent = control_->Send(shm::EncodeStatusReply(json)); !sent.ok()) {
+          WHARF_LOG(kWarn, "wharfd: status reply of {} bytes not sent: {}", json.size(),
+                    sent.ToString());
+        }
         break;
       }
       case shm::ControlType::kWake:
@@ -215,11 +233,14 @@ void AppSession::HandleControl() {
         stats.push_back({"session.commands", counters_.commands});
         stats.push_back({"session.completions", counters_.completions});
         stats.push_back({"session.bad_commands", counters_.bad_commands});
+        stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
+        stats.push_back({"session.requests_refused", counters_.requests_refused});
         (void)control_->Send(shm::EncodeStatsReply(stats));
         break;
       }
       default:
-        Close(InvalidArgumentError("unexpected control message type " +
+        ++counters_.control_refused;
+        Close(InvalidArgumentError("control socket: unexpected message type " +
                                    std::to_string(static_cast<int>(m->type))));
         return;
     }
@@ -236,6 +257,7 @@ void AppSession::TakeCommands(TimeNs now) {
   batch_.resize(std::min<size_t>(limits_.commands_per_pass, commands_->capacity()));
   Result<size_t> n = commands_->TryPop(batch_);
   if (!n.ok()) {
+    ++counters_.bad_commands;
     Close(n.status());
     return;
   }
@@ -403,6 +425,7 @@ void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
 void AppSession::Close(const Status& why) {
   if (closing_) return;
   closing_ = true;
+  close_reason_ = why.ok() ? UnknownError("closed") : why;
   // Only an engine has answers to let leave; a session without one (a
   // status query, a refused attach) is freed on the next pass, so those
   // do not hold slots of the daemon's accept limit or fds for kLinger.

@@ -83,6 +83,7 @@ struct SessionCounters {
   uint64_t bytes_sent = 0;        // payload handed to the engine
   uint64_t bytes_received = 0;    // payload copied into the receive area
   uint64_t backpressure_passes = 0;  // passes its commands waited for room
+  uint64_t control_refused = 0;   // control messages that closed it (garbage, fds)
   uint64_t requests_refused = 0;  // served requests answered kResourceExhausted
   uint64_t late_answers = 0;      // answers to requests already withdrawn, dropped
   uint64_t doorbells_rung = 0;
@@ -94,6 +95,9 @@ class AppSession final : public engine::EngineSink {
   // disconnects it sent on the application's behalf leave (a session that
   // never got an engine goes at once).
   static constexpr DurationNs kLinger = 200 * kNsPerMs;
+  // Methods one application may serve at once: the engine keeps a table of
+  // them, and every table fed by an application has a cap.
+  static constexpr size_t kMaxServedMethods = 1024;
 
   AppSession(SessionHost& host, uint64_t id, std::unique_ptr<shm::ControlConnection> control);
   ~AppSession() override;
@@ -120,10 +124,15 @@ class AppSession final : public engine::EngineSink {
   // is still up, to the application as kFault.
   void Close(const Status& why);
   bool closing() const { return closing_; }
+  // Why it closed (ok while open). kUnavailable: the application went;
+  // anything else: wharfd gave up on it (a broken ring, garbage on the
+  // control socket) and told it so with kFault.
+  const Status& close_reason() const { return close_reason_; }
   // Closed and lingered long enough: the daemon may destroy it.
   bool finished(TimeNs now) const { return closing_ && now >= linger_until_ns_; }
 
   uint64_t id() const { return id_; }
+  bool attached() const { return attached_; }
   const shm::PeerCredentials& peer() const { return control_->peer(); }
   const std::string& program() const { return program_; }
   const std::string& address() const { return address_; }
@@ -173,6 +182,12 @@ class AppSession final : public engine::EngineSink {
   void ExecuteAddPeer(const shm::Descriptor& d);
   // Checks a command's cookie; on failure reports it (kFault) and returns false.
   bool StartOp(const shm::Descriptor& d);
+  // Ends an operation StartOp began with a failure the session decided on
+  // (the command named something this application does not have).
+  void Refuse(uint64_t cookie, const Status& why);
+  // Whether `handle` is one of this application's connections; if not, the
+  // operation `d` (already started) is refused and false returned.
+  bool OwnConnection(const shm::Descriptor& d);
   // The payload of a command as a Buffer over the send area (no copy); the
   // engine may prepend its frame in the 64 bytes before it.
   Buffer Payload(const shm::Descriptor& d);
@@ -201,6 +216,7 @@ class AppSession final : public engine::EngineSink {
   std::string address_;
   bool attached_ = false;
   bool closing_ = false;
+  Status close_reason_;
   TimeNs linger_until_ns_ = kNever;
 
   std::shared_ptr<shm::Region> region_;
@@ -223,6 +239,8 @@ class AppSession final : public engine::EngineSink {
   // Sends whose payload the engine still holds: heap offset -> cookies.
   std::unordered_multimap<uint64_t, uint64_t> lent_;
   std::unordered_set<uint64_t> conns_;
+  // Methods it serves (kServe), capped at kMaxServedMethods.
+  std::unordered_set<uint32_t> served_;
   // Served requests awaiting the application's answer.
   std::unordered_map<uint64_t, engine::ServerCallRef> calls_;
   std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash> call_handles_;
@@ -238,6 +256,8 @@ class AppSession final : public engine::EngineSink {
   bool sleep_armed_ = false;  // our "wake me" flag is up on the command ring
   uint32_t sleep_token_ = 0;  // numbers our sleeps (the flag's value)
   uint32_t woke_token_ = 0;   // the application's sleep we last woke
+  // control_->counters().extra_fds_closed when last looked at.
+  uint64_t extra_fds_seen_ = 0;
   SessionCounters counters_;
   std::function<std::string()> status_provider_;
 };

@@ -59,6 +59,22 @@ bool AppSession::StartOp(const Descriptor& d) {
   return true;
 }
 
+void AppSession::Refuse(uint64_t cookie, const Status& why) {
+  live_ops_.erase(cookie);
+  ++counters_.bad_commands;
+  Complete(cookie, why);
+}
+
+bool AppSession::OwnConnection(const Descriptor& d) {
+  if (conns_.contains(d.handle)) return true;
+  // Connection ids are per application (each has its own engine), so an id
+  // another application holds names nothing here; saying so beats the
+  // engine's bare "unknown connection".
+  Refuse(d.cookie, NotFoundError(OpName(d) + ": connection " + std::to_string(d.handle) +
+                                 " is not one of this application's open connections"));
+  return false;
+}
+
 Buffer AppSession::Payload(const Descriptor& d) {
   if (d.length == 0) return Buffer();
   // The validator checked the range lies in the heap. The engine puts its
@@ -83,10 +99,10 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
       Complete(d.cookie, OkStatus());
       return;
     case Opcode::kSend:
-      if (StartOp(d)) engine_->Send(d.cookie, d.handle, Payload(d));
+      if (StartOp(d) && OwnConnection(d)) engine_->Send(d.cookie, d.handle, Payload(d));
       return;
     case Opcode::kRecv:
-      if (StartOp(d)) engine_->Recv(d.cookie, d.handle);
+      if (StartOp(d) && OwnConnection(d)) engine_->Recv(d.cookie, d.handle);
       return;
     case Opcode::kCancel:
       // An operation that already finished is no error: the two crossed.
@@ -99,16 +115,14 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
       if (!StartOp(d)) return;
       const engine::Uri* peer = PeerHandle(d.handle);
       if (peer == nullptr) {
-        live_ops_.erase(d.cookie);
-        Complete(d.cookie, InvalidArgumentError("connect: unknown peer handle " +
-                                                std::to_string(d.handle)));
+        Refuse(d.cookie, InvalidArgumentError("CONNECT: unknown peer handle " +
+                                              std::to_string(d.handle) + " (no ADD_PEER for it)"));
         return;
       }
       if (conns_.size() + opening_ops_.size() >= limits_.max_connections) {
-        live_ops_.erase(d.cookie);
-        Complete(d.cookie, ResourceExhaustedError("wharfd limits.max_connections (" +
-                                                  std::to_string(limits_.max_connections) +
-                                                  ") reached"));
+        Refuse(d.cookie, ResourceExhaustedError("wharfd limits.max_connections (" +
+                                                std::to_string(limits_.max_connections) +
+                                                ") reached"));
         return;
       }
       opening_ops_.insert(d.cookie);
@@ -126,7 +140,7 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
       engine_->Accept(d.cookie, DeadlineOf(d.aux[0]));
       return;
     case Opcode::kDisconnect:
-      if (StartOp(d)) engine_->Disconnect(d.cookie, d.handle);
+      if (StartOp(d) && OwnConnection(d)) engine_->Disconnect(d.cookie, d.handle);
       return;
     case Opcode::kReleaseConn:
       if (conns_.erase(d.handle) == 0) {
@@ -139,8 +153,8 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
       if (!StartOp(d)) return;
       const engine::Uri* coordinator = PeerHandle(d.handle);
       if (coordinator == nullptr || d.status == 0) {
-        live_ops_.erase(d.cookie);
-        Complete(d.cookie, InvalidArgumentError("barrier: unknown coordinator handle or no members"));
+        Refuse(d.cookie, InvalidArgumentError("BARRIER: unknown coordinator handle " +
+                                              std::to_string(d.handle) + " or no members"));
         return;
       }
       engine_->BarrierArrive(d.cookie, *coordinator, (d.flags & shm::kFlagCoordinator) != 0,
@@ -152,7 +166,19 @@ void AppSession::Execute(const Descriptor& d, TimeNs /*now*/) {
         Fault(d, InvalidArgumentError("method " + std::to_string(d.status) + " is reserved"));
         return;
       }
-      engine_->SetServed(d.status, (d.flags & shm::kFlagServed) != 0);
+      if ((d.flags & shm::kFlagServed) == 0) {
+        served_.erase(d.status);
+        engine_->SetServed(d.status, false);
+        return;
+      }
+      if (!served_.contains(d.status) && served_.size() >= kMaxServedMethods) {
+        Fault(d, ResourceExhaustedError("serves " + std::to_string(served_.size()) +
+                                        " methods already (at most " +
+                                        std::to_string(kMaxServedMethods) + ")"));
+        return;
+      }
+      served_.insert(d.status);
+      engine_->SetServed(d.status, true);
       return;
     case Opcode::kRespond:
       ExecuteRespond(d);
@@ -174,13 +200,14 @@ void AppSession::ExecuteCall(const Descriptor& d) {
   if (!StartOp(d)) return;
   const TimeNs deadline = DeadlineOf(d.aux[0]);
   if ((d.flags & shm::kFlagToPeer) == 0) {
+    if (!OwnConnection(d)) return;
     engine_->CallOnConnection(d.cookie, d.handle, d.status, Payload(d), deadline);
     return;
   }
   const engine::Uri* peer = PeerHandle(d.handle);
   if (peer == nullptr) {
-    live_ops_.erase(d.cookie);
-    Complete(d.cookie, InvalidArgumentError("call: unknown peer handle " + std::to_string(d.handle)));
+    Refuse(d.cookie, InvalidArgumentError("CALL: unknown peer handle " + std::to_string(d.handle) +
+                                          " (no ADD_PEER for it)"));
     return;
   }
   engine_->Call(d.cookie, *peer, d.status, Payload(d), deadline);

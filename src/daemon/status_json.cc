@@ -33,6 +33,9 @@ std::string Daemon::StatusJson() const {
         {"bytes_received", c.bytes_received},
         {"requests_refused", c.requests_refused},
         {"late_answers", c.late_answers},
+        {"backpressure_passes", c.backpressure_passes},
+        {"control_refused", c.control_refused},
+        {"close_reason", s->closing() ? s->close_reason().ToString() : ""},
     });
   }
   // Per transport: the counters of the daemon's own endpoint on each
@@ -52,7 +55,11 @@ std::string Daemon::StatusJson() const {
         {"applications_attached", counters_.applications_attached},
         {"applications_detached", counters_.applications_detached},
         {"attaches_refused", counters_.attaches_refused},
-        {"connections_refused", counters_.connections_refused}}},
+        {"connections_refused", counters_.connections_refused},
+        {"applications_faulted", counters_.applications_faulted},
+        {"passes", counters_.passes},
+        {"sleeps", counters_.sleeps},
+        {"last_fault", last_fault_}}},
       {"applications", apps},
       {"transports", transports},
   };

@@ -71,6 +71,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   // What applications send is small: hellos, requests, wake-ups.
   options.limits.max_fds = 0;
   options.limits.max_message_bytes = 4096;
+  // What wharfd sends may be larger: the status JSON grows with every
+  // attached application (a few hundred bytes each). A SOCK_SEQPACKET
+  // message must also fit the socket's send buffer (net.core.wmem_default,
+  // ~208 KiB), so this is the ceiling, some 300 applications' worth.
+  options.limits.max_send_bytes = 192 * 1024;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
   if (!d->config_.listen_homa.empty()) {
@@ -228,6 +233,15 @@ transport::PollResult Daemon::Pass() {
     all.work += r.work;
     if (s.finished(now)) {
       if (!s.address().empty()) ++counters_.applications_detached;
+      // Refused attaches are counted as such; a status query that timed
+      // out or left is nobody's fault.
+      const StatusCode why = s.close_reason().code();
+      if ((s.attached() || s.counters().control_refused > 0) && why != StatusCode::kUnavailable &&
+          why != StatusCode::kDeadlineExceeded) {
+        ++counters_.applications_faulted;
+        last_fault_ = "application " + std::to_string(s.id()) + " (pid " +
+                      std::to_string(s.peer().pid) + "): " + s.close_reason().ToString();
+      }
       it = sessions_.erase(it);  // frees its region, fds and endpoint
       ++all.work;
       continue;

@@ -33,6 +33,9 @@ struct DaemonCounters {
   uint64_t applications_detached = 0;  // sessions torn down and freed
   uint64_t attaches_refused = 0;       // uid not allowed, too many, bad hello
   uint64_t connections_refused = 0;    // control connections closed at accept
+  // Sessions wharfd closed because of what the application did (a broken
+  // ring, garbage on the control socket), not because it left.
+  uint64_t applications_faulted = 0;
   uint64_t passes = 0;
   uint64_t sleeps = 0;
 };
@@ -107,6 +110,9 @@ class Daemon final : public SessionHost {
   std::vector<int> fds_scratch_;
   std::vector<int> watched_fds_;
   DaemonCounters counters_;
+  // The reason of the last session counted in applications_faulted, with
+  // who it was ("" until one is).
+  std::string last_fault_;
 };
 
 }  // namespace wharf::daemon

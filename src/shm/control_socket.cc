@@ -169,10 +169,11 @@ ControlConnection::Pair(const Clock& clock, const ConnectionLimits& limits) {
 }
 
 Status ControlConnection::Send(std::span<const std::byte> bytes, std::span<const int> fds) {
-  if (bytes.empty() || bytes.size() > limits_.max_message_bytes) {
+  const size_t limit =
+      limits_.max_send_bytes != 0 ? limits_.max_send_bytes : limits_.max_message_bytes;
+  if (bytes.empty() || bytes.size() > limit) {
     return InvalidArgumentError("control message of " + std::to_string(bytes.size()) +
-                                " bytes; must be 1 to " +
-                                std::to_string(limits_.max_message_bytes));
+                                " bytes; must be 1 to " + std::to_string(limit));
   }
   if (fds.size() > kMaxFdsPerMessage) {
     return InvalidArgumentError("control message with " + std::to_string(fds.size()) +

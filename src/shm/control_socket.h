@@ -51,6 +51,10 @@ struct ConnectionLimits {
   // Largest message Receive() accepts; a longer one is consumed, dropped and
   // reported as kResourceExhausted.
   size_t max_message_bytes = 64 * 1024;
+  // Largest message Send() accepts; 0: max_message_bytes. For a side that
+  // receives only small messages but may answer with a large one (wharfd's
+  // status JSON), without a receive buffer that large.
+  size_t max_send_bytes = 0;
   // Fds the caller expects per message. Up to kSpareFdSlots more are
   // received, closed and counted; beyond that the control message is
   // truncated (MSG_CTRUNC), which is an error.

@@ -309,6 +309,19 @@ TEST_F(ControlConnectionTest, OversizedMessageIsAnErrorAndLeaksNoFd) {
   EXPECT_EQ((*next)->bytes.size(), 16u);
 }
 
+TEST_F(ControlConnectionTest, SendLimitMayExceedTheReceiveLimit) {
+  // The receiver takes 16-byte messages but may answer with 1000 bytes.
+  MakePair({.max_message_bytes = 16, .max_send_bytes = 1000});
+  EXPECT_TRUE(receiver_->Send(Bytes(std::string(1000, 'r'))).ok());
+  EXPECT_EQ(receiver_->Send(Bytes(std::string(1001, 'r'))).code(), StatusCode::kInvalidArgument);
+  auto answer = sender_->Receive();
+  ASSERT_TRUE(answer.ok() && answer->has_value()) << answer.status();
+  EXPECT_EQ((*answer)->bytes.size(), 1000u);
+  // Without max_send_bytes the receive limit bounds sends too.
+  MakePair({.max_message_bytes = 16});
+  EXPECT_EQ(receiver_->Send(Bytes(std::string(17, 'r'))).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(ControlConnectionTest, SilentPeerNeverBlocksAndMissesItsDeadline) {
   MakePair({});
   receiver_->set_receive_deadline(clock_.NowNs() + 5 * kNsPerSec);
