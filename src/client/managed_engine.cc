@@ -348,9 +348,19 @@ transport::PollResult ManagedEngine::Poll() {
     Push(d);
   }
   if (!releases_.empty() || !outbox_.empty()) FlushCommands(/*urgent=*/!outbox_.empty());
+  // Everything that is there, in batches (bounded: a ring's worth): a
+  // thread that sleeps after this pass, or an application that waits for
+  // fd() to be readable, is not woken for entries already published.
   batch_.resize(64);
-  const size_t n = link_->completions().TryPop(batch_);
-  for (size_t i = 0; i < n && !broken_.has_value(); ++i) Dispatch(batch_[i]);
+  size_t n = 0;
+  for (uint32_t round = 0; round * 64 < link_->completions().capacity(); ++round) {
+    const size_t got = link_->completions().TryPop(batch_);
+    for (size_t i = 0; i < got && !broken_.has_value(); ++i) Dispatch(batch_[i]);
+    n += got;
+    if (got < batch_.size() || broken_.has_value()) break;
+  }
+  more_completions_ = !broken_.has_value() && n > 0 &&
+                      link_->completions().LoadPeerIndex() != link_->completions().position();
   counts_.completions += n;
   r.work = static_cast<int>(n + releases_.size());
   // The control socket only matters when wharfd goes: look now and then,
@@ -365,6 +375,7 @@ transport::PollResult ManagedEngine::Poll() {
 TimeNs ManagedEngine::NextDeadline() const {
   // Deadlines are wharfd's; a broken link retries attaching.
   if (broken_.has_value()) return next_attach_ns_;
+  if (more_completions_) return clock_.NowNs();  // a full ring's worth was not all
   return outbox_.empty() ? kNever : clock_.NowNs() + kNsPerMs;
 }
 

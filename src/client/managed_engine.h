@@ -132,6 +132,7 @@ class ManagedEngine final : public engine::EngineApi {
   uint32_t NextSleepToken() { return ++sleep_token_ == 0 ? ++sleep_token_ : sleep_token_; }
   bool keep_awake_ = false;     // an application epolls fd(): flag always up
   uint32_t idle_polls_ = 0;
+  bool more_completions_ = false;  // the last Poll left entries in the ring
 
   std::unordered_set<uint64_t> pending_;          // op ids wharfd owes an answer
   std::unordered_map<uint64_t, std::string> opening_;  // connect op -> peer text

@@ -121,7 +121,8 @@ Status Daemon::Admit(const shm::PeerCredentials& peer) {
                                  " is not in wharfd's daemon.allowed_uids");
   }
   size_t attached = 0;
-  for (const auto& [id, s] : sessions_) attached += s->address().empty() ? 0 : 1;
+  // Sessions closing (lingering so their answers leave) no longer count.
+  for (const auto& [id, s] : sessions_) attached += !s->address().empty() && !s->closing();
   if (attached >= config_.max_applications) {
     ++counters_.attaches_refused;
     return ResourceExhaustedError("wharfd limits.max_applications (" +
@@ -277,8 +278,13 @@ void Daemon::AcceptConnections(TimeNs now) {
     if (*c == nullptr) return;
     // Room for status queries beyond the attached applications, not more:
     // a client that connects and says nothing holds a slot only until its
-    // first message's deadline.
-    if (sessions_.size() >= config_.max_applications + 16) {
+    // first message's deadline. Sessions closing (lingering at most
+    // kLinger so their answers leave) have a larger allowance of their own,
+    // so that applications coming and going quickly are not refused.
+    size_t open = 0;
+    for (const auto& [id, s] : sessions_) open += !s->closing();
+    if (open >= config_.max_applications + 16 ||
+        sessions_.size() >= 4 * config_.max_applications + 16) {
       ++counters_.connections_refused;
       continue;  // closed by the unique_ptr
     }

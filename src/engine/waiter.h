@@ -100,7 +100,9 @@ class Waiter {
       before_sleep();
       if (!done()) Sleep(std::min({deadline_ns, r.next_deadline, now + 100 * kNsPerMs}));
       EndSleep();
-      spin_until = clock_.NowNs() + spin_ns;
+      // Spin again only once a turn finds work: a timer that woke us for
+      // nothing (a look-again deadline) must not cost a spin each time.
+      spin_until = 0;
     }
   }
 

@@ -274,9 +274,12 @@ PollResult HomaHost::Poll() {
   if (grants_dirty_) RunGrantPass();
   if (now >= next_tick_ns_) {
     ReleaseFinished();  // the timer must not probe an RPC already acked
+    const uint64_t sent_before = stats_.packets_sent;
     Tick();
     next_tick_ns_ = now + config_.tick_ns;
-    ++result.work;
+    // A tick that sent nothing (the common, idle one) is not progress: a
+    // host that spins after work must not spin after every tick.
+    if (stats_.packets_sent != sent_before) ++result.work;
   }
   result.work += PumpSends(/*clock_fresh=*/true);
   FlushTx();
