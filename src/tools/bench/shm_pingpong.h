@@ -23,10 +23,11 @@ namespace wharf::tools::bench {
 inline constexpr size_t kMaxShmRequestBytes = 16 << 20;
 
 // --mode block: empty polls of the ring before a side announces it will
-// sleep and sleeps on its doorbell (about a microsecond: short, like
-// wharf's own spin-then-sleep with endpoint.spin near zero, so that a
-// round trip really pays for two wake-ups).
-inline constexpr uint32_t kShmBlockSpinPolls = 1000;
+// sleep and sleeps on its doorbell: one, as wharf's block rows run with
+// endpoint.spin = 0, so that a round trip pays for two wake-ups. (With a
+// thousand polls, about a microsecond, the answer of a peer on the other
+// CPU usually arrived before the sleep and "block" measured spinning.)
+inline constexpr uint32_t kShmBlockSpinPolls = 1;
 
 // Runs one ping-pong. options.address and options.port are not used.
 Result<PingPongResult> RunShmPingPong(const PingPongOptions& options, const Clock& clock,
