@@ -97,7 +97,7 @@ Buffer ReceiveArea::Wrap(uint64_t heap_offset, uint64_t length) {
   // does not fit is refused rather than mapped.
   Result<std::span<std::byte>> range = region_->HeapRange(heap_offset, length);
   if (!range.ok()) return Buffer();
-  return Buffer::Wrap(*range, std::shared_ptr<BufferOwner>(region_, this));
+  return Buffer::Wrap(*range, shared_from_this());
 }
 
 void ReceiveArea::Release(std::span<std::byte> whole) noexcept {

@@ -59,7 +59,9 @@ class SendArea final : public BufferOwner, public std::enable_shared_from_this<S
 
 // The receive area's Buffers: wharfd lent them; dropping one queues a
 // kReleaseBuffer for the link's owner to send (any thread may drop it).
-class ReceiveArea final : public BufferOwner {
+// Each Buffer holds the area (and so the region) alive: an application may
+// keep a received message after its link is gone.
+class ReceiveArea final : public BufferOwner, public std::enable_shared_from_this<ReceiveArea> {
  public:
   explicit ReceiveArea(std::shared_ptr<shm::Region> region) : region_(std::move(region)) {}
   Buffer Wrap(uint64_t heap_offset, uint64_t length);

@@ -100,8 +100,12 @@ class EndpointCore final : public engine::ProgressDriver,
   transport::PollResult PollEngineLocked();
   TimeNs NextDeadline() const { return engine_->NextDeadline(); }
   bool PrepareToSleep() { return engine_->PrepareToSleep(); }
-  // A Buffer to send from: in the shared heap when managed. Any thread.
-  Buffer AllocateBuffer(size_t size) { return engine_->AllocateBuffer(size); }
+  // A Buffer to send from: in the shared heap when managed. Any thread
+  // (under the lock: a re-attach replaces the heap).
+  Buffer AllocateBuffer(size_t size) {
+    std::lock_guard<HostMutex> lock(host_->mu());
+    return engine_->AllocateBuffer(size);
+  }
   bool managed() const { return managed_; }
   void AppendReadableFds(std::vector<int>* fds) const;
   bool has_calls_pending() const { return calls_pending_.load(std::memory_order_acquire); }

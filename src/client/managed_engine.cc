@@ -404,8 +404,8 @@ void ManagedEngine::KeepAwake() {
 }
 
 Buffer ManagedEngine::AllocateBuffer(size_t size) {
-  // The link (and its area) may be replaced under us by another thread
-  // only through calls under the host's lock; a Buffer keeps its area.
+  // Called under the host's lock like everything else here (the link is
+  // replaced on re-attach); a Buffer keeps its own area alive.
   std::shared_ptr<SendArea> area = link_ != nullptr ? link_->send_area() : nullptr;
   if (area != nullptr) {
     if (std::optional<Buffer> b = area->Allocate(size)) return std::move(*b);

@@ -17,8 +17,8 @@
 // once the daemon is back: the served methods and Listen are restored;
 // connections are gone.
 //
-// Single-threaded like Engine (the host's lock), except AllocateBuffer and
-// the Buffers' releases, which any thread may do.
+// Single-threaded like Engine (the host's lock), except the Buffers'
+// releases, which any thread may do (their owners lock).
 #pragma once
 
 #include <chrono>

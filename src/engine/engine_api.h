@@ -78,7 +78,7 @@ class EngineApi {
   // the endpoint's fd), without PrepareToSleep: keep them signalling.
   virtual void KeepAwake() {}
   // A Buffer for a message to send. Managed mode places it in the shared
-  // heap, so sending it copies nothing; any thread may call this.
+  // heap, so sending it copies nothing. Under the host's lock like the rest.
   virtual Buffer AllocateBuffer(size_t size) { return Buffer::Allocate(size); }
   // Counters: "engine.*" then the transports'.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
