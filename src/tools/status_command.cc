@@ -58,7 +58,11 @@ void PrintTable(const nlohmann::json& doc) {
   if (doc["applications"].empty()) std::printf("(no applications attached)\n");
   std::printf("\n%-32s %14s %14s %14s %14s\n", "TRANSPORT", "PKTS-SENT", "PKTS-RECV",
               "BYTES-SENT", "BYTES-RECV");
-  for (const auto& [name, c] : doc["transports"].items()) {
+  for (const auto& item : doc["transports"].items()) {
+    // Named, not a structured binding: lambdas cannot capture those (C++20
+    // with clang 14).
+    const std::string name = item.key();
+    const nlohmann::json& c = item.value();
     // The socket's own counters (shared by every application on it).
     std::string scheme = name.substr(0, name.find(':'));
     auto get = [&](const std::string& suffix) {
