@@ -24,8 +24,7 @@ struct Unit {
 };
 // Longest names first so that "kbit" is not read as "bit" after a 'k'.
 constexpr Unit kUnits[] = {
-    {"tbit", 1e12}, {"gbit", 1e9},  {"mbit", 1e6},  {"kbit", 1e3},  {"tbps", 8e12},
-    {"gbps", 8e9},  {"mbps", 8e6},  {"kbps", 8e3},  {"bit", 1},     {"bps", 8},
+    {"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
 };
 
 std::string Lower(std::string_view text) {
@@ -102,7 +101,7 @@ Result<int64_t> ParseRateBitsPerSecond(std::string_view text) {
   const std::string unit = lower.substr(digits);
   const auto bad = [&] {
     return InvalidArgumentError("rate '" + std::string(text) +
-                                "': expected a number and a unit such as 1gbit, 200mbit, 10kbps");
+                                "': expected a number and a unit such as 1gbit, 200mbit, 64kbit");
   };
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") {
     return bad();
@@ -113,7 +112,14 @@ Result<int64_t> ParseRateBitsPerSecond(std::string_view text) {
   } else {
     const auto* found = std::find_if(std::begin(kUnits), std::end(kUnits),
                                      [&](const Unit& u) { return u.name == unit; });
-    if (found == std::end(kUnits)) return bad();
+    if (found == std::end(kUnits)) {
+      if (unit.ends_with("bps")) {
+        return InvalidArgumentError("rate '" + std::string(text) +
+                                    "' is ambiguous: tc reads 'bps' as bytes per second, wharf's "
+                                    "config as bits; write it in bit, kbit, mbit or gbit");
+      }
+      return bad();
+    }
     bits = found->bits;
   }
   const double value = std::strtod(number.c_str(), nullptr) * bits;

@@ -35,10 +35,11 @@ namespace wharf::netns {
 inline constexpr int64_t kMinBottleneckBitsPerSecond = 1'000'000;
 inline constexpr int64_t kMaxBottleneckBitsPerSecond = 100'000'000'000;
 
-// Parses a tc rate: a non-negative decimal number (fractions allowed) and a
-// unit: bit, kbit, mbit, gbit, tbit (powers of 1000, bits) or bps, kbps,
-// mbps, gbps, tbps (bytes per second, as tc reads them); case-insensitive;
-// a bare number is bits per second. kInvalidArgument names the text.
+// Parses a rate in tc's bit units: a non-negative decimal number (fractions
+// allowed) and bit, kbit, mbit, gbit or tbit (powers of 1000),
+// case-insensitive; a bare number is bits per second. "bps" units are
+// refused: tc reads them as bytes per second and wharf's config as bits, so
+// either reading would surprise someone. kInvalidArgument names the text.
 Result<int64_t> ParseRateBitsPerSecond(std::string_view text);
 
 // The shortest exact tc spelling: 1000000000 -> "1gbit", 250000 -> "250kbit",
