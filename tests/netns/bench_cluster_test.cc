@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -151,6 +152,9 @@ double MeasuredFraction(NetnsCluster& cluster, int64_t rate_bps) {
          (static_cast<double>(rate_bps) * TcpGoodputPerWireBit(cluster.mtu()));
 }
 
+// Load on the machine can only slow the sender (goodput below the rate),
+// never push more through the tbf than its rate: so every attempt must stay
+// under rate + 10%, and the best of up to three must reach rate - 10%.
 TEST_F(BenchClusterTest, TbfBottleneckHoldsItsRateWithinTenPercent) {
   if (!netns::RunCommand({"iperf3", "--version"}, {}, kWaitNs).ok()) {
     GTEST_SKIP() << "iperf3 is not installed (scripts/setup installs it)";
@@ -158,8 +162,13 @@ TEST_F(BenchClusterTest, TbfBottleneckHoldsItsRateWithinTenPercent) {
   auto created = NetnsCluster::Create({.hosts = 2, .prefix = std::string(kBenchClusterPrefix)});
   ASSERT_TRUE(created.ok()) << created.status();
   for (const int64_t rate : {int64_t{200'000'000}, int64_t{500'000'000}}) {
-    const double fraction = MeasuredFraction(**created, rate);
-    EXPECT_NEAR(fraction, 1.0, 0.10) << netns::FormatRate(rate);
+    double best = 0;
+    for (int attempt = 0; attempt < 3 && best < 0.90; ++attempt) {
+      const double fraction = MeasuredFraction(**created, rate);
+      EXPECT_LE(fraction, 1.10) << netns::FormatRate(rate) << " let more through than its rate";
+      best = std::max(best, fraction);
+    }
+    EXPECT_NEAR(best, 1.0, 0.10) << netns::FormatRate(rate) << ": best of up to 3 attempts";
   }
 }
 
