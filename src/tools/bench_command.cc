@@ -328,6 +328,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       "  wharf bench baseline --proto udp,shm,wharf,wharf-managed --mode poll,block "
       "--managed-remote --goodput");
   options.baseline_command = baseline;
+  options.cluster_command = AddBenchClusterCommand(*bench, options.cluster);
   BenchBaselineOptions& o = options.baseline;
   baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
       ->capture_default_str()
@@ -421,6 +422,9 @@ int RunBench(const BenchOptions& options) {
   if (options.baseline_command != nullptr && options.baseline_command->parsed()) {
     return RunBaseline(options.baseline, options.iperf3_port_flag != nullptr &&
                                              options.iperf3_port_flag->count() > 0);
+  }
+  if (options.cluster_command != nullptr && options.cluster_command->parsed()) {
+    return RunBenchCluster(options.cluster);
   }
   return 2;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/cluster_command.h"
+
 namespace CLI {
 class App;
 class Option;
@@ -48,6 +50,9 @@ struct BenchOptions {
   // Set by AddBenchCommand; tell RunBench which subcommand ran.
   CLI::App* baseline_command = nullptr;
   CLI::Option* iperf3_port_flag = nullptr;  // given explicitly: no fallback port
+  // `wharf bench cluster` (tools/cluster_command.h).
+  BenchClusterOptions cluster;
+  CLI::App* cluster_command = nullptr;
 };
 
 // Adds `bench` (with its subcommands) to `app`; returns the `bench` command.

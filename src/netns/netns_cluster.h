@@ -1,6 +1,7 @@
 // netns/netns_cluster.h: a small network of "hosts" built from Linux network
-// namespaces for the multi-host tests, plus the faults tests inject into it
-// (random UDP loss with nftables, rate limits with tc tbf, a cut cable).
+// namespaces, for the multi-host tests and `wharf bench cluster`, plus the
+// faults tests inject into it (random UDP loss with nftables, rate limits
+// with tc tbf, a cut cable).
 //
 //   switch namespace <tag>-sw:  br0 ── p0 ── p1 ── ... (a Linux bridge)
 //                                      │     │
@@ -14,7 +15,9 @@
 // Clusters are separate layer-2 segments with no route between them; the
 // per-cluster subnet X only keeps logs of parallel runs readable.
 //
-// Does not hold process management (subprocess.h, netns_process.h).
+// Does not hold process management (subprocess.h, netns_process.h), the
+// bench's bottleneck policy (bottleneck.h) or signal handling (a program's
+// business: tools/bench/cluster_guard.h).
 #pragma once
 
 #include <cstdint>
@@ -74,8 +77,17 @@ class NetnsCluster {
   // namespace was made (a recycled pid), or it is this process and no live
   // cluster of it has counter <n>. Kills any process still inside first.
   // Safe to run while other processes build clusters under the same prefix.
-  // Returns the first failure, if any.
-  static Status CleanupStale(std::string_view prefix);
+  // Returns the first failure, if any; appends the deleted names to
+  // `removed` when given.
+  static Status CleanupStale(std::string_view prefix,
+                             std::vector<std::string>* removed = nullptr);
+
+  // Deletes every namespace of the cluster tagged `tag` ("<prefix>-<pid>-<n>",
+  // see tag()), killing processes inside first, without a NetnsCluster
+  // object: for a signal-handling thread that must not touch the object the
+  // main thread is using, and for tearing down a cluster another process
+  // left. Namespaces already gone are fine. Returns the first failure.
+  static Status RemoveCluster(std::string_view tag);
 
   ~NetnsCluster();
   NetnsCluster(const NetnsCluster&) = delete;

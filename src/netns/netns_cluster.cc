@@ -155,6 +155,20 @@ void KillProcessesIn(const std::string& name) {
   }
 }
 
+// Kills the processes inside each named namespace and deletes it. A name
+// already gone (another cleaner was first) is fine; returns the first other
+// failure.
+Status DeleteNamespaces(const std::vector<std::string>& names) {
+  Status first_error;
+  for (const std::string& name : names) {
+    KillProcessesIn(name);
+    Result<CommandOutput> deleted =
+        RunChecked({"ip", "netns", "delete", name}, {}, kProbeTimeoutNs);
+    if (!deleted.ok() && NetnsExists(name) && first_error.ok()) first_error = deleted.status();
+  }
+  return first_error;
+}
+
 // Options for a cluster command: inside `netns` (empty: the caller's), with
 // `stdin_data` as its input if given.
 SubprocessOptions CommandOptions(std::string netns,
@@ -259,7 +273,7 @@ Status NetnsCluster::CheckSupported() {
   return OkStatus();
 }
 
-Status NetnsCluster::CleanupStale(std::string_view prefix) {
+Status NetnsCluster::CleanupStale(std::string_view prefix, std::vector<std::string>* removed) {
   std::vector<std::string> stale;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(kNetnsRunDir, ec)) {
@@ -273,15 +287,37 @@ Status NetnsCluster::CleanupStale(std::string_view prefix) {
     }
     stale.push_back(name);
   }
-  Status first_error;
-  for (const std::string& name : stale) {
-    KillProcessesIn(name);
-    Result<CommandOutput> deleted =
-        RunChecked({"ip", "netns", "delete", name}, {}, kProbeTimeoutNs);
-    // Another process cleaning the same prefix may have deleted it first.
-    if (!deleted.ok() && NetnsExists(name) && first_error.ok()) first_error = deleted.status();
+  Status first_error = DeleteNamespaces(stale);
+  if (removed != nullptr) {
+    for (const std::string& name : stale) {
+      if (!NetnsExists(name)) removed->push_back(name);
+    }
   }
   return first_error;
+}
+
+Status NetnsCluster::RemoveCluster(std::string_view tag) {
+  // The tag's own prefix is everything before "-<pid>-<n>".
+  const size_t counter_dash = tag.rfind('-');
+  const size_t pid_dash =
+      counter_dash == std::string_view::npos || counter_dash == 0 ? std::string_view::npos
+                                                                  : tag.rfind('-', counter_dash - 1);
+  if (pid_dash == std::string_view::npos) {
+    return InvalidArgumentError("'" + std::string(tag) + "' is not a cluster tag");
+  }
+  const std::string_view prefix = tag.substr(0, pid_dash);
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(kNetnsRunDir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // Parsing (not just a starts_with) keeps "wbc-1-1" from matching "wbc-1-10-h0".
+    if (ParseNetnsName(name, prefix).has_value() && name.starts_with(tag) &&
+        name.size() > tag.size() && name[tag.size()] == '-' &&
+        name.find('-', tag.size() + 1) == std::string::npos) {
+      names.push_back(name);
+    }
+  }
+  return DeleteNamespaces(names);
 }
 
 NetnsCluster::~NetnsCluster() {

@@ -12,7 +12,6 @@
 
 #include <string>
 
-#include "netns/status_testing.h"
 
 namespace wharf::netns {
 namespace {
@@ -114,7 +113,10 @@ TEST(SubprocessTest, WaitForTimeoutKillsAndQuotesStderr) {
       MustStart(Sh("echo about to hang >&2; echo hanging; exec tail -f /dev/null"), options);
   ASSERT_NE(process, nullptr);
   const pid_t pid = process->pid();
-  ASSERT_OK(process->WaitForStdoutLine("hanging", kWaitNs).status());
+  {
+    Result<std::string> line = process->WaitForStdoutLine("hanging", kWaitNs);
+    ASSERT_TRUE(line.ok()) << line.status();
+  }
   Result<int> waited = process->WaitFor(200 * kNsPerMs);
   ASSERT_FALSE(waited.ok());
   EXPECT_EQ(waited.status().code(), StatusCode::kDeadlineExceeded);
@@ -162,7 +164,10 @@ TEST(SubprocessTest, LastLineWithoutNewlineCounts) {
 TEST(SubprocessTest, SignalDeliversAndExitCodeReflectsIt) {
   auto process = MustStart({"tail", "-f", "/dev/null"});
   ASSERT_NE(process, nullptr);
-  ASSERT_OK(process->Signal(SIGTERM));
+  {
+    const Status signalled = process->Signal(SIGTERM);
+    ASSERT_TRUE(signalled.ok()) << signalled;
+  }
   EXPECT_EQ(process->WaitFor(kWaitNs).value_or(-1), 128 + SIGTERM);
   EXPECT_EQ(process->Signal(SIGTERM).code(), StatusCode::kFailedPrecondition);
 }

@@ -1,0 +1,43 @@
+// `wharf bench cluster`: the multi-host benchmark (issue 11). Brings up
+// --hosts network namespaces on a bridge (198.18.0.0/15) with a tbf
+// bottleneck of --link-rate on every host's links, checks connectivity and
+// the rate the bottleneck lets through, writes DIR/cluster.json and takes
+// everything down, also on Ctrl-C (tools/bench/cluster_guard.h); a cluster
+// left by a killed run is swept at the next start. The workload runs
+// (--workload/--load/--proto/--mode) are not implemented yet: the command
+// says so. The cluster code is in src/netns/; this file holds the flags,
+// the sequence and the printing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace wharf::tools {
+
+struct BenchClusterOptions {
+  int hosts = 4;                     // 2 to 16 network namespaces
+  std::string workload = "w4";       // w1..w5 (../shared/workloads) or a fixed size in bytes
+  double load = 0.8;                 // offered load as a fraction of --link-rate
+  std::string link_rate = "1gbit";   // tc rate of every host's bottleneck
+  std::string duration = "30s";      // per protocol and mode
+  std::vector<std::string> protos = {"homa", "tcp", "udp", "grpc"};
+  std::vector<std::string> modes = {"embedded", "managed"};
+  std::string out_dir = "wharf-bench-cluster";
+  bool keep = false;                 // leave the cluster up (debugging)
+  std::string iperf3_binary = "iperf3";
+  bool no_progress = false;
+};
+
+// Adds `cluster` under `bench`; returns it.
+CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& options);
+
+// The exit code: 0 when the cluster came up, every host answered and the
+// cluster was taken down (or kept); 1 on a failure; 77 when this machine
+// cannot build network namespaces (not root), so that test runners skip.
+int RunBenchCluster(const BenchClusterOptions& options);
+
+}  // namespace wharf::tools
