@@ -276,6 +276,7 @@ PollResult HomaHost::Poll() {
     ReleaseFinished();  // the timer must not probe an RPC already acked
     const uint64_t sent_before = stats_.packets_sent;
     Tick();
+    last_tick_ns_ = now;
     next_tick_ns_ = now + config_.tick_ns;
     // A tick that sent nothing (the common, idle one) is not progress: a
     // host that spins after work must not spin after every tick.
@@ -284,15 +285,21 @@ PollResult HomaHost::Poll() {
   result.work += PumpSends(/*clock_fresh=*/true);
   FlushTx();
 
-  result.next_deadline = next_tick_ns_;
-  if (!send_queue_.empty()) {
-    result.next_deadline = std::min(result.next_deadline, std::max(now, pacer_.NextSendTime()));
-  }
+  result.next_deadline = NextDeadline();
+  if (!send_queue_.empty()) result.next_deadline = std::max(now, result.next_deadline);
   return result;
 }
 
+bool HomaHost::Idle() const {
+  return send_queue_.empty() && deferred_releases_.empty() && num_server_rpcs_ == 0 &&
+         num_client_rpcs() == 0;
+}
+
 TimeNs HomaHost::NextDeadline() const {
-  TimeNs next = next_tick_ns_;
+  // With no RPC anywhere the timer has only housekeeping to do (idle peers,
+  // paths), so a host that sleeps wakes every kIdleTickNs rather than every
+  // tick: an idle wharfd or endpoint costs no CPU to speak of.
+  TimeNs next = Idle() ? std::max(next_tick_ns_, last_tick_ns_ + kIdleTickNs) : next_tick_ns_;
   if (!send_queue_.empty()) next = std::min(next, pacer_.NextSendTime());
   return next;
 }

@@ -245,6 +245,11 @@ class HomaHost {
   // How often the timer asks the transport to re-read its path caches (the
   // host's interface addresses): rarely, and never on the receive path.
   static constexpr DurationNs kPathRefreshNs = 10 * kNsPerSec;
+  // How often the timer runs while the host has no RPC at all.
+  static constexpr DurationNs kIdleTickNs = 50 * kNsPerMs;
+  // No RPC, send, or release pending: the timer has only housekeeping.
+  bool Idle() const;
+  TimeNs last_tick_ns_ = 0;
   // Sends the acks our endpoint `client_port` owes `peer`'s `server_port`
   // (those its floor does not already cover): at least one ACK packet
   // carrying the floor.

@@ -114,12 +114,15 @@ void EchoLoop(std::shared_ptr<Connection> conn) {
   });
 }
 
-void AcceptLoop(Endpoint& ep) {
-  // Accept without blocking the runner: poll for queued connections.
-  while (true) {
-    auto conn = ep.Accept(std::chrono::nanoseconds(0));
-    if (!conn.ok()) return;
-    EchoLoop(std::shared_ptr<Connection>(std::move(conn).value()));
+// Accepts connections on a thread of its own (the endpoint is thread-safe)
+// and starts each one's echo loop, until `stop`. A blocking Accept rather
+// than polling: in managed mode every Accept is a command to wharfd, and
+// polling would wake wharfd and this process hundreds of times a second
+// while idle.
+void AcceptLoop(Endpoint& ep, const std::atomic<bool>& stop) {
+  while (!stop) {
+    auto conn = ep.Accept(std::chrono::milliseconds(250));
+    if (conn.ok()) EchoLoop(std::shared_ptr<Connection>(std::move(conn).value()));
   }
 }
 
@@ -188,12 +191,14 @@ int RunServe(const ServeOptions& options) {
                  ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(options.duration_s))
                  : Clock::time_point::max();
-  // Run in short slices so new connections get their echo loop promptly
-  // (their first messages wait in the connection's queue meanwhile).
+  std::atomic<bool> stop_accepting{false};
+  std::thread acceptor([&] { AcceptLoop(endpoint, stop_accepting); });
+  // Slices only to notice --duration and signals.
   while (!g_stop && Clock::now() < end) {
-    if (!endpoint.Run(std::chrono::milliseconds(5)).ok()) break;
-    AcceptLoop(endpoint);
+    if (!endpoint.Run(std::chrono::milliseconds(200)).ok()) break;
   }
+  stop_accepting = true;
+  acceptor.join();
   g_endpoint = nullptr;
   std::printf("%s\n", log.Summary().c_str());
   return 0;
