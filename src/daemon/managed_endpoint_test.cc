@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
+#include "client/daemon_link.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
 #include "wharf/endpoint.h"
@@ -118,6 +120,40 @@ TEST_F(ManagedEndpointTest, AutoModeAttachesWhenTheSocketExists) {
                                   .daemon_socket = "/nonexistent/wharfd.sock"});
   ASSERT_TRUE(embedded.ok());
   EXPECT_FALSE((*embedded)->managed());
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// wharfd and an attached application that have nothing to do sleep: the
+// daemon's loop runs a handful of passes a second (its idle timer), not
+// thousands (a spin, or a wake-up ping-pong with the application).
+TEST(ManagedIdleTest, AnIdleDaemonAndApplicationSleep) {
+  auto d = daemon::testing::DaemonThread::Start();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto server = Endpoint::Open({.address = "homa://0.0.0.0:0/idle",
+                                .hosting = Hosting::kManaged,
+                                .daemon_socket = (*d)->socket()});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_TRUE((*server)->Serve(1, [](const RpcContext&, Buffer b) { return Result<Buffer>(std::move(b)); }).ok());
+  ASSERT_TRUE((*server)->Listen().ok());
+  testing::ServerThread running(**server);
+  auto passes = [&] {
+    Result<std::string> json = internal::QueryDaemonStatus((*d)->socket(), std::chrono::seconds(2));
+    EXPECT_TRUE(json.ok());
+    const std::string& text = *json;
+    const size_t at = text.find("\"passes\":");
+    return std::stoull(text.substr(at + 9));
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // attach settles
+  const uint64_t before = passes();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const uint64_t after = passes();
+  // 500 ms: about 10 idle timer passes, plus the two status queries'.
+  EXPECT_LT(after - before, 200u);
 }
 
 }  // namespace
