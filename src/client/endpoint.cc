@@ -147,8 +147,13 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
   Completion c = IRecv();
   Status s = c.Wait(timeout);
   if (s.code() == StatusCode::kDeadlineExceeded && !c.done()) {
-    c.Cancel();  // do not let the late message vanish into a dead handle
-    if (c.done() && c.status().ok()) return c.TakeMessage();
+    // Do not let a late message vanish into a dead handle: withdraw the
+    // receive and wait for its outcome, which is at once in process and a
+    // round trip through wharfd when managed (a message that arrived before
+    // the cancel comes back with it).
+    c.Cancel();
+    (void)c.Wait();
+    if (c.status().ok()) return c.TakeMessage();
     return s;
   }
   WHARF_RETURN_IF_ERROR(s);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "client/daemon_link.h"
@@ -154,6 +155,51 @@ TEST(ManagedIdleTest, AnIdleDaemonAndApplicationSleep) {
   const uint64_t after = passes();
   // 500 ms: about 10 idle timer passes, plus the two status queries'.
   EXPECT_LT(after - before, 200u);
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// A receive that times out is withdrawn without losing what comes next:
+// in managed mode the withdrawal is a round trip through wharfd.
+TEST(ManagedRecvTest, TimedOutReceivesLoseNoMessage) {
+  auto d = daemon::testing::DaemonThread::Start();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EndpointOptions o{.address = "homa://0.0.0.0:0", .hosting = Hosting::kManaged,
+                    .daemon_socket = (*d)->socket()};
+  auto server = Endpoint::Open(o);
+  auto client = Endpoint::Open(o);
+  ASSERT_TRUE(server.ok() && client.ok());
+  ASSERT_TRUE((*server)->Listen().ok());
+  std::unique_ptr<Connection> accepted;
+  std::thread acceptor([&] { accepted = std::move((*server)->Accept(std::chrono::seconds(5))).value(); });
+  auto conn = (*client)->Connect((*server)->address());
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  acceptor.join();
+  ASSERT_NE(accepted, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    for (int i = 0; i < 400 && !stop; ++i) {
+      ASSERT_TRUE((*conn)->Send(Buffer::Copy(std::to_string(i))).ok());
+      std::this_thread::sleep_for(std::chrono::microseconds(50 + (i % 7) * 40));
+    }
+  });
+  // Short timeouts race the arrivals; every message must still be read, in
+  // some order, exactly once.
+  std::set<std::string> got;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.size() < 400 && std::chrono::steady_clock::now() < give_up) {
+    Result<Buffer> m = accepted->Recv(std::chrono::microseconds(20 + got.size() % 5 * 20));
+    if (m.ok()) {
+      EXPECT_TRUE(got.insert(std::string(m->AsStringView())).second);
+    }
+  }
+  stop = true;
+  sender.join();
+  EXPECT_EQ(got.size(), 400u);
 }
 
 }  // namespace
