@@ -268,6 +268,31 @@ void AppSession::TakeCommands(TimeNs now) {
 }
 
 void AppSession::Push(Descriptor entry, Buffer payload) {
+  // A payload that can never fit the receive area would wait there for
+  // good: the operation fails instead, and a request is refused to its
+  // client.
+  if (receive_area_ && payload.size() > receive_area_->capacity()) {
+    const Status too_big = ResourceExhaustedError(
+        "a message of " + std::to_string(payload.size()) +
+        " bytes does not fit the application's receive area (" +
+        std::to_string(receive_area_->capacity()) + " bytes: wharfd limits.heap_bytes / 2)");
+    ++counters_.bad_commands;
+    if (entry.opcode == static_cast<uint16_t>(Opcode::kRequest)) {
+      auto it = calls_.find(entry.handle);
+      if (it != calls_.end()) {
+        const engine::ServerCallRef ref = it->second;
+        call_handles_.erase(ref);
+        calls_.erase(it);
+        engine_->Respond(ref, too_big);
+      }
+      return;
+    }
+    if (entry.opcode == static_cast<uint16_t>(Opcode::kCompletion)) {
+      entry.status = static_cast<uint32_t>(too_big.code());
+      entry.handle = 0;
+      payload = Buffer::Copy(std::string_view(too_big.message()).substr(0, shm::kMaxErrorText));
+    }
+  }
   backlog_.push_back(Pending{entry, std::move(payload)});
 }
 

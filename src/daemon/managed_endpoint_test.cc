@@ -204,3 +204,43 @@ TEST(ManagedRecvTest, TimedOutReceivesLoseNoMessage) {
 
 }  // namespace
 }  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// A message larger than an application's receive area can never be
+// delivered to it: the operation fails (or the request is refused to its
+// client) with kResourceExhausted instead of waiting for room for good.
+TEST(ManagedLimitsTest, MessagesLargerThanTheReceiveAreaFailClearly) {
+  auto d = daemon::testing::DaemonThread::Start({{"limits.heap_bytes", "256KiB"}});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EndpointOptions managed{.address = "homa://0.0.0.0:0", .hosting = Hosting::kManaged,
+                          .daemon_socket = (*d)->socket()};
+  auto small = Endpoint::Open(managed);
+  ASSERT_TRUE(small.ok());
+  ASSERT_TRUE((*small)->Serve(1, [](const RpcContext&, Buffer b) { return Result<Buffer>(std::move(b)); }).ok());
+  testing::ServerThread running(**small);
+  auto big = Endpoint::Open({.address = "homa://127.0.0.1:0", .hosting = Hosting::kEmbedded});
+  ASSERT_TRUE(big.ok());
+  ASSERT_TRUE((*big)->Serve(2, [](const RpcContext&, Buffer) {
+    return Result<Buffer>(Buffer::Allocate(200'000));
+  }).ok());
+  testing::ServerThread running_big(**big);
+  // A 200 kB request to the managed server: refused, not left hanging.
+  Result<Buffer> r = (*big)->Call((*small)->address(), 1, Buffer::Allocate(200'000),
+                                  {.deadline = std::chrono::seconds(10)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("receive area"), std::string::npos) << r.status().ToString();
+  // A 200 kB response to a managed caller: its call fails the same way.
+  auto caller = Endpoint::Open(managed);
+  ASSERT_TRUE(caller.ok());
+  r = (*caller)->Call((*big)->address(), 2, Buffer::Copy("x"), {.deadline = std::chrono::seconds(10)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  // Small messages still flow.
+  EXPECT_TRUE((*caller)->Call((*small)->address(), 1, Buffer::Copy("ok")).ok());
+}
+
+}  // namespace
+}  // namespace wharf
