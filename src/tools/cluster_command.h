@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/cluster_node.h"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -30,6 +32,18 @@ struct BenchClusterOptions {
   bool keep = false;                 // leave the cluster up (debugging)
   std::string iperf3_binary = "iperf3";
   bool no_progress = false;
+  // Client threads per host and the in-flight bound per thread (defaults
+  // that leave the 2-CPU machine's CPUs below the network's limit).
+  int threads = 2;
+  int max_outstanding = 64;
+  uint64_t seed = 1;
+  int unloaded_per_size = 20;
+  std::string workload_dir;  // empty: the source tree's data/workloads
+
+  // The hidden `wharf bench cluster-node` (tools/bench/cluster_node.h),
+  // registered beside `cluster`.
+  bench::ClusterNodeOptions node;
+  CLI::App* node_command = nullptr;
 };
 
 // Adds `cluster` under `bench`; returns it.
