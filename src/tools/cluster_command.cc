@@ -174,9 +174,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       "198.18.0.0/15), a tc tbf bottleneck of --link-rate on every host's links, each --proto "
       "and --mode in turn, results in --out DIR. Needs root. Everything is taken down at the "
       "end, on Ctrl-C, SIGTERM or a failed step; a cluster left by a killed run is removed at "
-      "the next start. For now it brings the cluster up, checks connectivity and the "
-      "bottleneck rate, writes DIR/cluster.json and takes it down: the workload runs are not "
-      "implemented yet. Example:\n"
+      "the next start. Each series gets an unloaded pass and a loaded run; results in "
+      "DIR/results.json and DIR/slowdown.png/.svg, a table on stdout. Example:\n"
       "  wharf bench cluster --hosts 4 --workload w4 --load 0.8 --link-rate 1gbit "
       "--duration 30s --proto homa,tcp,udp,grpc --mode embedded,managed --out results");
   cluster->add_option("--hosts", o.hosts, "Hosts (network namespaces), 2 to 16")

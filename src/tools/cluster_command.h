@@ -3,10 +3,10 @@
 // bottleneck of --link-rate on every host's links, checks connectivity and
 // the rate the bottleneck lets through, writes DIR/cluster.json and takes
 // everything down, also on Ctrl-C (tools/bench/cluster_guard.h); a cluster
-// left by a killed run is swept at the next start. The workload runs
-// (--workload/--load/--proto/--mode) are not implemented yet: the command
-// says so. The cluster code is in src/netns/; this file holds the flags,
-// the sequence and the printing.
+// left by a killed run is swept at the next start. The workload runs are in
+// tools/bench/cluster_runner.h (results.json, slowdown.png). The cluster
+// code is in src/netns/; this file holds the flags, the sequence and the
+// printing.
 #pragma once
 
 #include <string>
