@@ -426,6 +426,9 @@ int RunBench(const BenchOptions& options) {
   if (options.cluster_command != nullptr && options.cluster_command->parsed()) {
     return RunBenchCluster(options.cluster);
   }
+  if (options.cluster.node_command != nullptr && options.cluster.node_command->parsed()) {
+    return bench::RunBenchClusterNode(options.cluster.node);
+  }
   return 2;
 }
 

@@ -18,6 +18,7 @@
 #include "netns/netns_cluster.h"
 #include "tools/bench/cluster_check.h"
 #include "tools/bench/cluster_guard.h"
+#include "tools/bench/cluster_runner.h"
 
 namespace wharf::tools {
 namespace {
@@ -173,9 +174,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       "198.18.0.0/15), a tc tbf bottleneck of --link-rate on every host's links, each --proto "
       "and --mode in turn, results in --out DIR. Needs root. Everything is taken down at the "
       "end, on Ctrl-C, SIGTERM or a failed step; a cluster left by a killed run is removed at "
-      "the next start. For now it brings the cluster up, checks connectivity and the "
-      "bottleneck rate, writes DIR/cluster.json and takes it down: the workload runs are not "
-      "implemented yet. Example:\n"
+      "the next start. Each series gets an unloaded pass and a loaded run; results in "
+      "DIR/results.json and DIR/slowdown.png/.svg, a table on stdout. Example:\n"
       "  wharf bench cluster --hosts 4 --workload w4 --load 0.8 --link-rate 1gbit "
       "--duration 30s --proto homa,tcp,udp,grpc --mode embedded,managed --out results");
   cluster->add_option("--hosts", o.hosts, "Hosts (network namespaces), 2 to 16")
@@ -216,6 +216,23 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
   cluster->add_option("--iperf3", o.iperf3_binary, "The iperf3 binary for the rate check")
       ->capture_default_str();
   cluster->add_flag("--no-progress", o.no_progress, "No progress lines on stderr");
+  cluster->add_option("--threads", o.threads, "Client threads per host")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cluster
+      ->add_option("--max-outstanding", o.max_outstanding,
+                   "RPCs in flight per client thread; more are dropped (and counted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  cluster->add_option("--seed", o.seed, "Seed of the arrival schedules")->capture_default_str();
+  cluster
+      ->add_option("--unloaded-per-size", o.unloaded_per_size,
+                   "RPCs per size in the unloaded pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cluster->add_option("--workload-dir", o.workload_dir,
+                      "Directory of w1.csv..w5.csv (default: the source tree's data/workloads)");
+  o.node_command = bench::AddBenchClusterNodeCommand(bench, o.node);
   return cluster;
 }
 
@@ -289,10 +306,32 @@ int RunBenchCluster(const BenchClusterOptions& o) {
       exit_code = Fail(UnavailableError("a host did not answer the ping"));
     }
   }
-  doc["workload_runs"] = "not implemented yet";
-  std::printf("workload runs (%s, load %.2f, %s each; proto %zu x mode %zu): not implemented "
-              "yet\n",
-              o.workload.c_str(), o.load, o.duration.c_str(), o.protos.size(), o.modes.size());
+  if (exit_code == 0) {
+    bench::ClusterRunConfig run{.workload = o.workload,
+                                .workload_dir = o.workload_dir,
+                                .load = o.load,
+                                .link_rate = o.link_rate,
+                                .link_bps = static_cast<uint64_t>(plan->link_rate_bps),
+                                .duration_ns = plan->duration_ns,
+                                .duration = o.duration,
+                                .threads = o.threads,
+                                .max_outstanding = o.max_outstanding,
+                                .seed = o.seed,
+                                .unloaded_per_size = o.unloaded_per_size,
+                                .modes = o.modes,
+                                .out_dir = o.out_dir,
+                                .progress = [&o](const std::string& line) { Progress(o, line); }};
+    for (const std::string& p : o.protos) {
+      if (p == "grpc") {
+        std::printf("grpc: not run by this binary (the gRPC node is separate), skipped\n");
+      } else {
+        run.protos.push_back(p);
+      }
+    }
+    if (Status ran = bench::RunClusterWorkloads(*cluster, run); !ran.ok()) {
+      exit_code = Fail(ran);
+    }
+  }
   if (Status written = WriteJson(o.out_dir, doc); !written.ok()) {
     exit_code = Fail(written);
   } else {

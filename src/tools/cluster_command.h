@@ -3,14 +3,16 @@
 // bottleneck of --link-rate on every host's links, checks connectivity and
 // the rate the bottleneck lets through, writes DIR/cluster.json and takes
 // everything down, also on Ctrl-C (tools/bench/cluster_guard.h); a cluster
-// left by a killed run is swept at the next start. The workload runs
-// (--workload/--load/--proto/--mode) are not implemented yet: the command
-// says so. The cluster code is in src/netns/; this file holds the flags,
-// the sequence and the printing.
+// left by a killed run is swept at the next start. The workload runs are in
+// tools/bench/cluster_runner.h (results.json, slowdown.png). The cluster
+// code is in src/netns/; this file holds the flags, the sequence and the
+// printing.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "tools/bench/cluster_node.h"
 
 namespace CLI {
 class App;
@@ -30,6 +32,18 @@ struct BenchClusterOptions {
   bool keep = false;                 // leave the cluster up (debugging)
   std::string iperf3_binary = "iperf3";
   bool no_progress = false;
+  // Client threads per host and the in-flight bound per thread (defaults
+  // that leave the 2-CPU machine's CPUs below the network's limit).
+  int threads = 2;
+  int max_outstanding = 64;
+  uint64_t seed = 1;
+  int unloaded_per_size = 20;
+  std::string workload_dir;  // empty: the source tree's data/workloads
+
+  // The hidden `wharf bench cluster-node` (tools/bench/cluster_node.h),
+  // registered beside `cluster`.
+  bench::ClusterNodeOptions node;
+  CLI::App* node_command = nullptr;
 };
 
 // Adds `cluster` under `bench`; returns it.

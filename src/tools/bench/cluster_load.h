@@ -1,0 +1,93 @@
+// tools/bench/cluster_load.h: the client side of a `wharf bench cluster`
+// node, transport-neutral: the open-loop driver that issues each RPC at the
+// time its ArrivalGenerator says (never waiting for earlier answers), keeps
+// at most `max_outstanding` in flight per thread (dropping and counting
+// beyond that), times the answers and counts everything; and the unloaded
+// pass (one RPC at a time over a size ladder).
+//
+// A LoadTransport does the sending; the driver reads time from an injected
+// Clock, so tests drive it with SimClock and a fake transport.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "tools/bench/arrivals.h"
+#include "tools/bench/slowdown.h"
+#include "wharf/status.h"
+
+namespace wharf::tools::bench {
+
+// Told by a LoadTransport when an RPC it issued finished.
+class CompletionSink {
+ public:
+  virtual ~CompletionSink() = default;
+  // `tag` is the Issue's; `ok` false for an error answer. An unknown or
+  // already finished tag (input from the network) is ignored.
+  virtual void Done(uint32_t tag, bool ok) = 0;
+};
+
+// One client thread's connection to the servers. Single-threaded.
+class LoadTransport {
+ public:
+  virtual ~LoadTransport() = default;
+  // Starts an echo RPC of `bytes` to host `server`, identified by `tag`
+  // (< max_outstanding). Returns at once; an error means it was not sent.
+  virtual Status Issue(uint32_t tag, int server, uint64_t bytes) = 0;
+  // Waits until the Clock reaches `deadline` or at least one RPC finished,
+  // reporting every finished one to `sink`. May return early.
+  virtual void Wait(TimeNs deadline, CompletionSink& sink) = 0;
+  // The first error answer's status, for the summary ("" if none).
+  virtual std::string first_error() const { return {}; }
+};
+
+struct OpenLoopOptions {
+  TimeNs start_ns = 0;          // on the driver's Clock: send offsets count from here
+  DurationNs duration_ns = 0;   // no RPC is issued at or after start + duration
+  DurationNs drain_ns = 0;      // then wait this long for outstanding answers
+  int max_outstanding = 64;     // per thread, >= 1
+  uint64_t skip_above_bytes = 0;  // requests longer are skipped (UDP); 0: none
+};
+
+struct LoadCounters {
+  uint64_t issued = 0;        // handed to the transport
+  uint64_t issued_bytes = 0;  // request + (echoed) response payload of those
+  uint64_t completed = 0;
+  uint64_t failed = 0;        // Issue errors and error answers
+  uint64_t dropped = 0;       // not issued: max_outstanding in flight
+  uint64_t skipped = 0;       // not issued: longer than skip_above_bytes
+  uint64_t unfinished = 0;    // issued, no answer by the end of the drain
+};
+
+struct LoadResult {
+  std::vector<RpcSample> samples;  // completed RPCs, in completion order
+  LoadCounters counters;
+  // How late each issue was against its schedule (ns), in issue order.
+  std::vector<DurationNs> lateness_ns;
+};
+
+// Runs one thread's schedule. `generator` is consumed.
+LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, const Clock& clock,
+                       const OpenLoopOptions& options);
+
+struct UnloadedOptions {
+  int server = 1;
+  std::vector<uint64_t> sizes;  // cluster_samples.h's UnloadedSizes
+  int per_size = 20;
+  DurationNs rpc_timeout_ns = 5 * kNsPerSec;  // an RPC unanswered this long is abandoned
+};
+
+// One RPC at a time, `per_size` of each size, in size order.
+LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock,
+                       const UnloadedOptions& options);
+
+// P99 and max of `lateness` (0 when empty); sorts it.
+struct Lateness {
+  DurationNs p99_ns = 0;
+  DurationNs max_ns = 0;
+};
+Lateness SummarizeLateness(std::vector<DurationNs>& lateness);
+
+}  // namespace wharf::tools::bench

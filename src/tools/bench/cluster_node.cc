@@ -1,0 +1,218 @@
+// `wharf bench cluster-node`: one host's echo server and client threads.
+#include "tools/bench/cluster_node.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/config_value.h"
+#include "netns/bottleneck.h"
+#include "tools/bench/arrivals.h"
+#include "tools/bench/cluster_load.h"
+#include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_transports.h"
+#include "tools/bench/cpu_usage.h"
+#include "tools/bench/workload.h"
+
+namespace wharf::tools::bench {
+namespace {
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+struct NodePlan {
+  NodeTransportConfig transport;
+  Workload workload = Workload::Fixed(1);
+  ArrivalConfig arrivals;
+  DurationNs duration_ns = 0;
+  DurationNs drain_ns = 0;
+};
+
+Result<NodePlan> Plan(const ClusterNodeOptions& o) {
+  NodePlan plan;
+  plan.transport = {.proto = o.proto,
+                    .managed = o.mode == "managed",
+                    .daemon_socket = o.daemon_socket,
+                    .addresses = SplitCommas(o.addresses),
+                    .port = o.port,
+                    .host = o.host};
+  const int hosts = static_cast<int>(plan.transport.addresses.size());
+  if (hosts < 2) return InvalidArgumentError("--addresses: expected at least 2 hosts");
+  if (o.host < 0 || o.host >= hosts) return InvalidArgumentError("--host is not in --addresses");
+  if (o.unloaded && (o.peer < 0 || o.peer >= hosts || o.peer == o.host)) {
+    return InvalidArgumentError("--peer must be another host");
+  }
+  if (plan.transport.managed && o.daemon_socket.empty()) {
+    return InvalidArgumentError("--mode managed needs --daemon-socket");
+  }
+  WHARF_ASSIGN_OR_RETURN(
+      Workload w, Workload::FromSpec(o.workload, o.workload_dir.empty() ? DefaultWorkloadDir()
+                                                                       : o.workload_dir));
+  plan.workload = w.Truncated(o.max_message);
+  WHARF_ASSIGN_OR_RETURN(int64_t bps, netns::ParseRateBitsPerSecond(o.link_rate));
+  plan.arrivals = {.load = o.load,
+                   .link_bps = static_cast<uint64_t>(bps),
+                   .hosts = hosts,
+                   .client_threads = std::max(1, o.threads)};
+  WHARF_ASSIGN_OR_RETURN(plan.duration_ns, ParseDuration(o.duration));
+  WHARF_ASSIGN_OR_RETURN(plan.drain_ns, ParseDuration(o.drain));
+  return plan;
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "wharf bench cluster-node: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
+  CLI::App* node = bench.add_subcommand(
+      "cluster-node", "One host of `wharf bench cluster` (internal; docs/benchmarks.md)");
+  node->group("");  // hidden
+  node->add_option("--proto", o.proto)->check(CLI::IsMember({"homa", "tcp", "udp"}));
+  node->add_option("--mode", o.mode)->check(CLI::IsMember({"embedded", "managed"}));
+  node->add_option("--daemon-socket", o.daemon_socket);
+  node->add_option("--host", o.host)->required();
+  node->add_option("--addresses", o.addresses)->required();
+  node->add_option("--port", o.port);
+  node->add_option("--workload", o.workload);
+  node->add_option("--workload-dir", o.workload_dir);
+  node->add_option("--max-message", o.max_message);
+  node->add_option("--load", o.load);
+  node->add_option("--link-rate", o.link_rate);
+  node->add_option("--threads", o.threads)->check(CLI::Range(0, 64));
+  node->add_option("--max-outstanding", o.max_outstanding)->check(CLI::Range(1, 1 << 16));
+  node->add_option("--start-at", o.start_at_ns);
+  node->add_option("--duration", o.duration);
+  node->add_option("--drain", o.drain);
+  node->add_option("--seed", o.seed);
+  node->add_flag("--unloaded", o.unloaded);
+  node->add_option("--peer", o.peer);
+  node->add_option("--per-size", o.per_size)->check(CLI::Range(1, 100000));
+  node->add_option("--out", o.out)->required();
+  return node;
+}
+
+int RunBenchClusterNode(const ClusterNodeOptions& o) {
+  Result<NodePlan> planned = Plan(o);
+  if (!planned.ok()) return Fail(planned.status());
+  const NodePlan& plan = *planned;
+  const Clock& clock = SystemClock::Get();
+
+  Result<std::unique_ptr<EchoServer>> server = StartEchoServer(plan.transport);
+  if (!server.ok()) return Fail(server.status().WithContext("echo server"));
+
+  // The run's start on the monotonic clock (--start-at is wall-clock time,
+  // the one clock every namespace shares).
+  const TimeNs start_ns = clock.NowNs() + (o.start_at_ns - clock.WallNs());
+  const int threads = o.unloaded ? std::min(o.threads, 1) : o.threads;
+  std::vector<std::unique_ptr<LoadTransport>> transports;
+  std::vector<ArrivalGenerator> generators;
+  for (int t = 0; t < threads; ++t) {
+    Result<std::unique_ptr<LoadTransport>> tr =
+        OpenLoadTransport(plan.transport, clock, o.max_outstanding);
+    if (!tr.ok()) return Fail(tr.status().WithContext("client endpoint"));
+    transports.push_back(std::move(tr).value());
+    if (!o.unloaded) {
+      Result<ArrivalGenerator> g =
+          ArrivalGenerator::Create(plan.arrivals, plan.workload, o.host, t, o.seed);
+      if (!g.ok()) return Fail(g.status());
+      generators.push_back(std::move(g).value());
+    }
+  }
+
+  // Everything is open: wait for the common start.
+  while (clock.NowNs() < start_ns) {
+    const DurationNs left = start_ns - clock.NowNs();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<DurationNs>(left, 50 * kNsPerMs)));
+  }
+  const Result<DurationNs> cpu_start = ProcessCpuNs(0);
+
+  std::vector<LoadResult> results(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      if (o.unloaded) {
+        results[t] = RunUnloaded(*transports[t], clock,
+                                 {.server = o.peer,
+                                  .sizes = UnloadedSizes(plan.workload),
+                                  .per_size = o.per_size});
+      } else {
+        results[t] = RunOpenLoop(generators[t], *transports[t], clock,
+                                 {.start_ns = start_ns,
+                                  .duration_ns = plan.duration_ns,
+                                  .drain_ns = plan.drain_ns,
+                                  .max_outstanding = o.max_outstanding,
+                                  .skip_above_bytes =
+                                      o.proto == "udp" ? kUdpMaxMessageBytes : 0});
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const TimeNs measured_end = clock.NowNs();
+  // Serve the other hosts' stragglers until their drain is over too.
+  if (!o.unloaded) {
+    const TimeNs serve_until = start_ns + plan.duration_ns + 2 * plan.drain_ns;
+    while (clock.NowNs() < serve_until) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(
+          std::min<DurationNs>(serve_until - clock.NowNs(), 50 * kNsPerMs)));
+    }
+  }
+  const Result<DurationNs> cpu_end = ProcessCpuNs(0);
+  (*server)->Stop();
+
+  std::vector<RpcSample> samples;
+  std::vector<DurationNs> lateness;
+  LoadCounters total;
+  for (LoadResult& r : results) {
+    samples.insert(samples.end(), r.samples.begin(), r.samples.end());
+    lateness.insert(lateness.end(), r.lateness_ns.begin(), r.lateness_ns.end());
+    total.issued += r.counters.issued;
+    total.issued_bytes += r.counters.issued_bytes;
+    total.completed += r.counters.completed;
+    total.failed += r.counters.failed;
+    total.dropped += r.counters.dropped;
+    total.skipped += r.counters.skipped;
+    total.unfinished += r.counters.unfinished;
+  }
+  if (Status s = WriteSampleFile(o.out, samples); !s.ok()) return Fail(s);
+  const Lateness late = SummarizeLateness(lateness);
+  std::string first_error;
+  for (const auto& t : transports) {
+    if (first_error.empty()) first_error = t->first_error();
+  }
+  nlohmann::json summary = {
+      {"host", o.host},
+      {"proto", o.proto},
+      {"mode", o.mode},
+      {"unloaded", o.unloaded},
+      {"issued", total.issued},
+      {"issued_bytes", total.issued_bytes},
+      {"completed", total.completed},
+      {"failed", total.failed},
+      {"dropped", total.dropped},
+      {"skipped", total.skipped},
+      {"unfinished", total.unfinished},
+      {"late_ns_p99", late.p99_ns},
+      {"late_ns_max", late.max_ns},
+      {"cpu_ns", cpu_start.ok() && cpu_end.ok() ? *cpu_end - *cpu_start : -1},
+      {"first_error", first_error},
+      {"measured_ns", o.unloaded ? measured_end - start_ns : plan.duration_ns}};
+  std::printf("summary %s\n", summary.dump().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace wharf::tools::bench

@@ -1,0 +1,381 @@
+// The workload runs of `wharf bench cluster`: daemons, nodes, collection,
+// statistics, results.json, the plot and the table.
+#include "tools/bench/cluster_runner.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "netns/netns_process.h"
+#include "tools/bench/bench_daemon.h"
+#include "tools/bench/cluster_samples.h"
+#include "tools/bench/cpu_usage.h"
+#include "tools/bench/slowdown.h"
+#include "tools/bench/slowdown_plot.h"
+#include "tools/bench/sockets.h"
+#include "tools/bench/workload.h"
+
+namespace wharf::tools::bench {
+namespace {
+
+using netns::NetnsProcess;
+
+constexpr int kBuckets = 10;
+constexpr DurationNs kStartLeadNs = 2 * kNsPerSec;  // processes open their sockets meanwhile
+constexpr DurationNs kDrainNs = 1 * kNsPerSec;
+constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
+
+int PortFor(const std::string& proto) { return proto == "homa" ? 4000 : proto == "tcp" ? 4001 : 4002; }
+bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
+
+std::string Label(const std::string& proto, const std::string& mode) {
+  return IsWharf(proto) ? proto + " " + mode : proto;
+}
+
+std::string JoinAddresses(const netns::NetnsCluster& cluster) {
+  std::string out;
+  for (int h = 0; h < cluster.host_count(); ++h) out += (h ? "," : "") + cluster.address(h);
+  return out;
+}
+
+void Sleep(DurationNs ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+
+// Waits until a wharfd's control socket accepts a connection.
+Status WaitForDaemon(const std::string& path, const Clock& clock) {
+  const TimeNs deadline = clock.NowNs() + kDaemonStartNs;
+  while (clock.NowNs() < deadline) {
+    Result<UniqueFd> fd = OpenSocket(AF_UNIX, SOCK_SEQPACKET);
+    if (!fd.ok()) return fd.status();
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    if (::connect(fd->get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      return OkStatus();
+    }
+    Sleep(20 * kNsPerMs);
+  }
+  return DeadlineExceededError("wharfd at " + path + " did not come up in 10 s");
+}
+
+// What one series measured.
+struct SeriesRun {
+  std::string proto, mode, label;
+  std::vector<RpcSample> unloaded;
+  SeriesInput input;
+  nlohmann::json nodes = nlohmann::json::array();
+  DurationNs node_cpu_ns = 0;
+  DurationNs daemon_cpu_ns = -1;  // -1: no daemons
+  uint64_t completed = 0, dropped = 0, skipped = 0, failed = 0, unfinished = 0;
+};
+
+class SeriesRunner {
+ public:
+  SeriesRunner(const netns::NetnsCluster& cluster, const ClusterRunConfig& c, std::string self,
+               std::string work_dir)
+      : cluster_(cluster), c_(c), self_(std::move(self)), work_(std::move(work_dir)) {}
+
+  Result<SeriesRun> Run(const std::string& proto, const std::string& mode) {
+    SeriesRun run{.proto = proto, .mode = mode, .label = Label(proto, mode)};
+    std::vector<std::unique_ptr<NetnsProcess>> daemons;  // outlive the nodes
+    std::vector<std::string> sockets(static_cast<size_t>(cluster_.host_count()));
+    const bool managed = IsWharf(proto) && mode == "managed";
+    if (managed) {
+      for (int h = 0; h < cluster_.host_count(); ++h) {
+        sockets[h] = work_ + "/h" + std::to_string(h) + ".sock";
+        std::error_code ec;
+        std::filesystem::remove(sockets[h], ec);
+        WHARF_ASSIGN_OR_RETURN(
+            auto d, NetnsProcess::Spawn(
+                        cluster_, h,
+                        {self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
+                         "listen.homa=" + cluster_.address(h) + ":" + std::to_string(PortFor(proto)),
+                         "--set", "listen.tcp="}));
+        daemons.push_back(std::move(d));
+      }
+      for (const std::string& s : sockets) WHARF_RETURN_IF_ERROR(WaitForDaemon(s, clock_));
+    }
+
+    Progress(run.label + ": unloaded pass h0 -> h1 ...");
+    WHARF_RETURN_IF_ERROR(Unloaded(proto, mode, sockets, run));
+
+    Progress(run.label + ": loaded run on " + std::to_string(cluster_.host_count()) +
+             " hosts for " + c_.duration + " ...");
+    CpuMeter daemon_cpu([&] {
+      std::vector<pid_t> pids;
+      for (const auto& d : daemons) pids.push_back(d->pid());
+      return pids;
+    }());
+    if (managed) daemon_cpu.Start();
+    const int64_t start_at = clock_.WallNs() + kStartLeadNs;
+    std::vector<std::unique_ptr<NetnsProcess>> nodes;
+    for (int h = 0; h < cluster_.host_count(); ++h) {
+      std::vector<std::string> argv = NodeArgv(proto, mode, h, sockets[h], start_at);
+      argv.insert(argv.end(), {"--threads", std::to_string(c_.threads), "--duration", c_.duration,
+                               "--out", SampleFile(run.label, h, false)});
+      WHARF_ASSIGN_OR_RETURN(auto n, NetnsProcess::Spawn(cluster_, h, argv));
+      nodes.push_back(std::move(n));
+    }
+    // Progress while the run goes (the nodes are only waited for at the end,
+    // since WaitFor kills on its timeout).
+    const TimeNs end = clock_.NowNs() + kStartLeadNs + c_.duration_ns + 2 * kDrainNs;
+    for (TimeNs next = clock_.NowNs() + 5 * kNsPerSec; next < end; next += 5 * kNsPerSec) {
+      Sleep(next - clock_.NowNs());
+      Progress(run.label + ": " +
+               std::to_string(std::max<int64_t>(0, (next - (end - 2 * kDrainNs - c_.duration_ns)) /
+                                                       kNsPerSec)) +
+               " of " + c_.duration + " ...");
+    }
+    for (size_t h = 0; h < nodes.size(); ++h) {
+      WHARF_ASSIGN_OR_RETURN(nlohmann::json summary, Finish(*nodes[h], end));
+      run.nodes.push_back(summary);
+      run.input.issued_rpcs += summary.value("issued", uint64_t{0});
+      run.input.issued_bytes += summary.value("issued_bytes", uint64_t{0});
+      run.completed += summary.value("completed", uint64_t{0});
+      run.dropped += summary.value("dropped", uint64_t{0});
+      run.skipped += summary.value("skipped", uint64_t{0});
+      run.failed += summary.value("failed", uint64_t{0});
+      run.unfinished += summary.value("unfinished", uint64_t{0});
+      run.node_cpu_ns += summary.value("cpu_ns", int64_t{0});
+      WHARF_RETURN_IF_ERROR(
+          ReadSampleFile(SampleFile(run.label, static_cast<int>(h), false), &run.input.samples));
+    }
+    if (managed) run.daemon_cpu_ns = daemon_cpu.Stop();
+    run.input.label = run.label;
+    run.input.duration_ns = c_.duration_ns;
+    return run;
+  }
+
+ private:
+  void Progress(const std::string& line) {
+    if (c_.progress) c_.progress(line);
+  }
+
+  std::string SampleFile(const std::string& label, int host, bool unloaded) const {
+    std::string name = label;
+    for (char& ch : name) ch = ch == ' ' ? '-' : ch;
+    return c_.out_dir + "/samples-" + name + (unloaded ? "-unloaded" : "") + "-h" +
+           std::to_string(host) + ".bin";
+  }
+
+  std::vector<std::string> NodeArgv(const std::string& proto, const std::string& mode, int host,
+                                    const std::string& socket, int64_t start_at) const {
+    std::vector<std::string> argv = {
+        self_, "bench", "cluster-node", "--proto", proto, "--mode",
+        IsWharf(proto) ? mode : "embedded", "--host", std::to_string(host), "--addresses",
+        JoinAddresses(cluster_), "--port", std::to_string(PortFor(proto)), "--workload",
+        c_.workload, "--max-message", std::to_string(c_.max_message), "--load",
+        std::to_string(c_.load), "--link-rate", std::to_string(c_.link_bps), "--max-outstanding",
+        std::to_string(c_.max_outstanding), "--seed", std::to_string(c_.seed), "--start-at",
+        std::to_string(start_at), "--drain", std::to_string(kDrainNs / kNsPerMs) + "ms"};
+    if (!c_.workload_dir.empty()) argv.insert(argv.end(), {"--workload-dir", c_.workload_dir});
+    if (!socket.empty()) argv.insert(argv.end(), {"--daemon-socket", socket});
+    return argv;
+  }
+
+  // Waits for a node (bounded) and parses its summary line.
+  Result<nlohmann::json> Finish(NetnsProcess& node, TimeNs expected_end) {
+    const DurationNs timeout = std::max<DurationNs>(0, expected_end - clock_.NowNs()) + 60 * kNsPerSec;
+    WHARF_ASSIGN_OR_RETURN(int code, node.WaitFor(timeout));
+    if (code != 0) {
+      return InternalError("node on host " + std::to_string(node.host()) + " exited " +
+                           std::to_string(code) + ": " + node.Stderr());
+    }
+    const std::string& out = node.Stdout();
+    const size_t at = out.rfind("summary ");
+    if (at == std::string::npos) {
+      return InternalError("node on host " + std::to_string(node.host()) + " wrote no summary");
+    }
+    const size_t eol = out.find('\n', at);
+    nlohmann::json j = nlohmann::json::parse(out.substr(at + 8, eol - at - 8), nullptr, false);
+    if (j.is_discarded()) return InternalError("node summary is not JSON: " + out.substr(at));
+    return j;
+  }
+
+  Status Unloaded(const std::string& proto, const std::string& mode,
+                  const std::vector<std::string>& sockets, SeriesRun& run) {
+    const int64_t start_at = clock_.WallNs() + kStartLeadNs;
+    std::vector<std::string> server = NodeArgv(proto, mode, 1, sockets[1], start_at);
+    server.insert(server.end(), {"--threads", "0", "--duration", "3600s", "--out",
+                                 SampleFile(run.label, 1, true)});
+    WHARF_ASSIGN_OR_RETURN(auto server_node, NetnsProcess::Spawn(cluster_, 1, server));
+    std::vector<std::string> client = NodeArgv(proto, mode, 0, sockets[0], start_at);
+    client.insert(client.end(), {"--unloaded", "--peer", "1", "--threads", "1", "--per-size",
+                                 std::to_string(c_.unloaded_per_size), "--out",
+                                 SampleFile(run.label, 0, true)});
+    WHARF_ASSIGN_OR_RETURN(auto client_node, NetnsProcess::Spawn(cluster_, 0, client));
+    WHARF_ASSIGN_OR_RETURN(nlohmann::json summary,
+                           Finish(*client_node, clock_.NowNs() + 5 * 60 * kNsPerSec));
+    server_node->Kill();
+    WHARF_RETURN_IF_ERROR(ReadSampleFile(SampleFile(run.label, 0, true), &run.unloaded));
+    if (run.unloaded.empty()) {
+      return UnavailableError(run.label + ": the unloaded pass completed no RPC: " + summary.dump());
+    }
+    return OkStatus();
+  }
+
+  const netns::NetnsCluster& cluster_;
+  const ClusterRunConfig& c_;
+  std::string self_;
+  std::string work_;
+  const Clock& clock_ = SystemClock::Get();
+};
+
+double PerMessage(DurationNs cpu_ns, uint64_t messages) {
+  return cpu_ns < 0 || messages == 0 ? -1 : static_cast<double>(cpu_ns) / static_cast<double>(messages);
+}
+
+void PrintTable(const SlowdownReport& report) {
+  std::printf("\nslowdown (P50 / P99) by message size, %s, load %.2f:\n", report.workload.c_str(),
+              report.load.target_load);
+  std::printf("%-22s", "bucket (bytes)");
+  for (const SeriesStats& s : report.series) std::printf(" %20s", s.label.c_str());
+  std::printf("\n");
+  for (size_t b = 0; b < report.buckets.size(); ++b) {
+    const SizeBucket& k = report.buckets[b];
+    std::printf("%-22s", (std::to_string(k.min_bytes) + "-" + std::to_string(k.max_bytes)).c_str());
+    for (const SeriesStats& s : report.series) {
+      const BucketStats& st = s.buckets[b];
+      if (st.count == 0) {
+        std::printf(" %20s", "-");
+      } else {
+        char cell[64];
+        std::snprintf(cell, sizeof(cell), "%.1f / %.1f", st.slowdown_p50, st.slowdown_p99);
+        std::printf(" %20s", cell);
+      }
+    }
+    std::printf("\n");
+  }
+  std::printf("%-22s", "shortest 10% P99");
+  for (const SeriesStats& s : report.series) std::printf(" %20.1f", s.short_slowdown_p99);
+  std::printf("\n%-22s", "achieved load");
+  for (const SeriesStats& s : report.series) std::printf(" %20.2f", s.achieved_load);
+  std::printf("\n");
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& p : c.protos) {
+    if (IsWharf(p)) {
+      for (const std::string& m : c.modes) out.emplace_back(p, m);
+    } else {
+      out.emplace_back(p, "embedded");
+    }
+  }
+  return out;
+}
+
+Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& c) {
+  WHARF_ASSIGN_OR_RETURN(
+      Workload full,
+      Workload::FromSpec(c.workload, c.workload_dir.empty() ? DefaultWorkloadDir() : c.workload_dir));
+  const Workload workload = full.Truncated(c.max_message);
+  WHARF_ASSIGN_OR_RETURN(std::string self, SelfExecutable());
+  std::error_code ec;
+  std::filesystem::create_directories(c.out_dir, ec);
+  if (ec) return InternalError("--out " + c.out_dir + ": " + ec.message());
+  // Daemon sockets in a short path (sun_path holds 108 bytes).
+  char work_template[] = "/tmp/wharf-bench-cluster-XXXXXX";
+  if (::mkdtemp(work_template) == nullptr) return ErrnoToStatus(errno, "mkdtemp");
+  const std::string work = work_template;
+
+  SlowdownReport report;
+  report.workload = workload.Describe();
+  report.baseline = "measured per series: P50 at each size of an unloaded pass (h0 -> h1)";
+  report.load = {.target_load = c.load, .link_bps = c.link_bps, .hosts = cluster.host_count()};
+  report.buckets = MakeSizeBuckets(workload, kBuckets);
+  nlohmann::json series_meta = nlohmann::json::array();
+  Status status = OkStatus();
+  SeriesRunner runner(cluster, c, self, work);
+  for (const auto& [proto, mode] : ClusterSeries(c)) {
+    Result<SeriesRun> run = runner.Run(proto, mode);
+    if (!run.ok()) {
+      status = run.status().WithContext(Label(proto, mode));
+      break;
+    }
+    Result<UnloadedBaseline> baseline = UnloadedBaseline::FromSamples(run->unloaded);
+    if (!baseline.ok()) {
+      status = baseline.status();
+      break;
+    }
+    Result<SeriesStats> stats =
+        ComputeSeriesStats(run->input, report.buckets, *baseline, report.load);
+    if (!stats.ok()) {
+      status = stats.status();
+      break;
+    }
+    report.series.push_back(*stats);
+    const uint64_t messages = 2 * run->completed;  // a request and a response each
+    series_meta.push_back({{"label", run->label},
+                           {"proto", run->proto},
+                           {"mode", IsWharf(run->proto) ? run->mode : "kernel"},
+                           {"baseline", baseline->Describe()},
+                           {"completed", run->completed},
+                           {"issued", run->input.issued_rpcs},
+                           {"dropped", run->dropped},
+                           {"skipped", run->skipped},
+                           {"failed", run->failed},
+                           {"unfinished", run->unfinished},
+                           {"node_cpu_ns", run->node_cpu_ns},
+                           {"daemon_cpu_ns", run->daemon_cpu_ns},
+                           {"node_cpu_ns_per_message", PerMessage(run->node_cpu_ns, messages)},
+                           {"daemon_cpu_ns_per_message", PerMessage(run->daemon_cpu_ns, messages)},
+                           {"nodes", run->nodes}});
+    std::printf("%s: %llu RPCs completed, %llu dropped, %llu skipped, %llu unfinished; node CPU "
+                "%.0f ns per message%s\n",
+                run->label.c_str(), static_cast<unsigned long long>(run->completed),
+                static_cast<unsigned long long>(run->dropped),
+                static_cast<unsigned long long>(run->skipped),
+                static_cast<unsigned long long>(run->unfinished),
+                PerMessage(run->node_cpu_ns, messages),
+                run->daemon_cpu_ns >= 0
+                    ? (", daemons " + std::to_string(static_cast<long long>(
+                                          PerMessage(run->daemon_cpu_ns, messages))) +
+                       " ns")
+                          .c_str()
+                    : "");
+    std::fflush(stdout);
+  }
+  std::filesystem::remove_all(work, ec);
+  if (!status.ok()) return status;
+
+  nlohmann::json doc = nlohmann::json::parse(SlowdownReportJson(report));
+  doc["run"] = {{"hosts", cluster.host_count()},
+                {"workload", c.workload},
+                {"max_message", c.max_message},
+                {"load", c.load},
+                {"link_rate", c.link_rate},
+                {"link_bps", c.link_bps},
+                {"duration", c.duration},
+                {"client_threads_per_host", c.threads},
+                {"max_outstanding_per_thread", c.max_outstanding},
+                {"seed", c.seed},
+                {"udp_max_message_bytes", 65000}};
+  doc["series_meta"] = series_meta;
+  const std::string path = c.out_dir + "/results.json";
+  {
+    std::ofstream file(path);
+    file << doc.dump(2) << "\n";
+    if (!file) return InternalError("writing " + path + " failed");
+  }
+  std::printf("wrote %s\n", path.c_str());
+  PrintTable(report);
+  Result<PlotFiles> plot =
+      PlotSlowdown(report, DecileSizeTicks(workload), {.output_dir = c.out_dir});
+  if (plot.ok()) {
+    std::printf("wrote %s and %s\n", plot->png.c_str(), plot->svg.c_str());
+  } else {
+    std::printf("plot not drawn: %s\n", plot.status().ToString().c_str());
+  }
+  return OkStatus();
+}
+
+}  // namespace wharf::tools::bench

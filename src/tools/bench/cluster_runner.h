@@ -1,0 +1,47 @@
+// tools/bench/cluster_runner.h: the workload runs of `wharf bench cluster`
+// on a cluster that is already up with its bottleneck: for each protocol x
+// mode, a wharfd per host (managed), an unloaded pass (host 0 -> host 1,
+// one RPC at a time over UnloadedSizes) and then the loaded run (a
+// cluster-node on every host, started together), the samples collected,
+// SeriesStats computed; then DIR/results.json, DIR/slowdown.png/.svg and a
+// comparison table on stdout.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "netns/netns_cluster.h"
+#include "wharf/status.h"
+
+namespace wharf::tools::bench {
+
+struct ClusterRunConfig {
+  std::string workload = "w4";
+  std::string workload_dir;  // empty: DefaultWorkloadDir()
+  uint64_t max_message = 1'000'000;
+  double load = 0.8;
+  std::string link_rate = "1gbit";
+  uint64_t link_bps = 0;
+  DurationNs duration_ns = 0;
+  std::string duration = "30s";
+  int threads = 2;
+  int max_outstanding = 64;
+  uint64_t seed = 1;
+  int unloaded_per_size = 20;
+  std::vector<std::string> protos;  // homa, tcp, udp
+  std::vector<std::string> modes;   // embedded, managed
+  std::string out_dir;
+  std::function<void(const std::string&)> progress;  // one line of progress
+};
+
+// The series a config runs, as (proto, mode): wharf protocols once per
+// mode, the kernel baseline (udp) once, labelled "udp".
+std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& config);
+
+// Runs everything; an error stops the runs (what finished is not written).
+Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& config);
+
+}  // namespace wharf::tools::bench

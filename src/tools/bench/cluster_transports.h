@@ -1,0 +1,49 @@
+// tools/bench/cluster_transports.h: what a `wharf bench cluster` node sends
+// and serves with: wharf (homa:// or tcp://, embedded or managed, ICall with
+// many calls in flight on one endpoint per client thread) and the raw kernel
+// baseline UDP (one datagram per message). Each has an echo server that
+// runs on its own thread until Stop, and a LoadTransport for the driver.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tools/bench/cluster_load.h"
+#include "wharf/endpoint.h"
+#include "wharf/result.h"
+
+namespace wharf::tools::bench {
+
+// The largest message the UDP baseline carries in one datagram (65,507 is
+// the IPv4 limit; a round number below it). Longer ones are skipped.
+inline constexpr uint64_t kUdpMaxMessageBytes = 65'000;
+
+struct NodeTransportConfig {
+  std::string proto;            // "homa", "tcp", "udp"
+  bool managed = false;         // wharf only
+  std::string daemon_socket;    // managed
+  std::vector<std::string> addresses;  // every host's IPv4 address
+  int port = 0;                 // every server's port
+  int host = 0;                 // this node
+};
+
+// The address clients use to reach host `host`'s server.
+std::string ServerAddress(const NodeTransportConfig& config, int host);
+
+class EchoServer {
+ public:
+  virtual ~EchoServer() = default;
+  // Stops serving and joins the server thread.
+  virtual void Stop() = 0;
+};
+
+// Opens and starts the echo server of this host.
+Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& config);
+
+// One client thread's transport (at most `max_outstanding` RPCs in flight).
+Result<std::unique_ptr<LoadTransport>> OpenLoadTransport(const NodeTransportConfig& config,
+                                                         const Clock& clock,
+                                                         int max_outstanding);
+
+}  // namespace wharf::tools::bench
