@@ -8,7 +8,7 @@
 //     throughput rows).
 //   RunOpenLoop: the open-loop Poisson load of `wharf bench cluster`
 //     (arrivals.h), every RPC timed from its planned send time, for the
-//     sample file (cluster_samples.h).
+//     sample file (cluster_text_samples.h).
 //
 // Both check every echo: a response of the wrong size or with other bytes is
 // an echo mismatch, counted (and, open loop, counted as failed), never a crash.
@@ -20,7 +20,7 @@
 
 #include "base/clock.h"
 #include "tools/bench/arrivals.h"
-#include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_text_samples.h"
 #include "tools/bench/workload.h"
 #include "wharf/result.h"
 

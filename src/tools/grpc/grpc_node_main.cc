@@ -7,7 +7,7 @@
 //   (default)           a cluster node: an echo server on its own peer
 //                       address and an open-loop client to the others, the
 //                       same flags and sample file as `wharf bench
-//                       cluster-node` (cluster_samples.h);
+//                       cluster-node` (cluster_text_samples.h);
 //   --check-samples F   parses a sample file and summarises it.
 //
 // A separate executable so that gRPC stays out of wharf and libwharf.
@@ -269,7 +269,7 @@ int Main(int argc, char** argv) {
   app.add_option("--start-at", f.start_at_ns, "start at this wall-clock time, ns since the epoch");
   app.add_option("--seed", f.seed, "the run's seed")->capture_default_str();
   app.add_option("--response-bytes", f.response_bytes, "fixed response size (default: echo)");
-  app.add_option("--out", f.out, "the sample file (cluster_samples.h)");
+  app.add_option("--out", f.out, "the sample file (cluster_text_samples.h)");
   app.add_flag("--serve-only", f.serve_only, "only serve");
   app.add_option("--throughput", f.throughput, "closed loop with N in flight: RPC/s, CPU/RPC");
   app.add_option("--target", f.target, "--throughput's server (default: the next peer)");

@@ -1,6 +1,6 @@
-// tools/bench/cluster_samples.cc: formatting and parsing of a load node's
-// sample file (format in cluster_samples.h).
-#include "tools/bench/cluster_samples.h"
+// tools/bench/cluster_text_samples.cc: formatting and parsing of a load node's
+// sample file (format in cluster_text_samples.h).
+#include "tools/bench/cluster_text_samples.h"
 
 #include <cinttypes>
 #include <cstdio>

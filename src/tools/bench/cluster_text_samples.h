@@ -1,4 +1,4 @@
-// tools/bench/cluster_samples.h: the sample file a `wharf bench cluster` load
+// tools/bench/cluster_text_samples.h: the sample file a `wharf bench cluster` load
 // node writes (one per host and protocol) and the command reads back: what
 // the node was asked to do, one line per completed RPC, and a closing
 // summary. Plain text, so a run's raw data can be read with `less` and awk:

@@ -1,6 +1,6 @@
 // Tests for the load nodes' sample file: a round trip, and each way a file
 // can be malformed (truncated, wrong version, missing key, bad sample).
-#include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_text_samples.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
