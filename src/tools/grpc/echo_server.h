@@ -1,0 +1,59 @@
+// tools/grpc/echo_server.h: the gRPC C++ echo server of wharf-grpc-node, on
+// gRPC's asynchronous completion-queue API: `threads` threads, each owning
+// one completion queue with a few calls posted on it, answer Echo with the
+// payload (or a response of the requested size, echo.proto).
+//
+// It does not send load (echo_client.h) or parse flags (grpc_node_main.cc).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "echo.grpc.pb.h"
+#include "wharf/result.h"
+
+namespace wharf::tools::grpc_node {
+
+// Responses of at most this many bytes are served; larger wanted sizes are
+// refused with INVALID_ARGUMENT (the request is input).
+inline constexpr uint64_t kMaxEchoBytes = 64ull << 20;
+
+// Owns the grpc::Server, its completion queues and threads. Start it once;
+// the destructor shuts it down and joins the threads. served() may be read
+// from any thread.
+class EchoServer {
+ public:
+  // Listens on `address` ("198.18.0.1:7000", "127.0.0.1:0" for any port)
+  // without TLS, as the wharf and kernel baselines run without encryption.
+  static Result<std::unique_ptr<EchoServer>> Start(const std::string& address, int threads);
+  ~EchoServer();
+
+  EchoServer(const EchoServer&) = delete;
+  EchoServer& operator=(const EchoServer&) = delete;
+
+  int port() const { return port_; }
+  uint64_t served() const { return served_.load(std::memory_order_relaxed); }
+
+  // Stops accepting, fails calls still open, drains the queues, joins.
+  void Shutdown();
+
+ private:
+  EchoServer() = default;
+  void Serve(grpc::ServerCompletionQueue* cq);
+
+  wharf::bench::Echo::AsyncService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> served_{0};
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace wharf::tools::grpc_node
