@@ -139,6 +139,8 @@ class AppSession final : public engine::EngineSink {
   uint64_t heap_bytes() const { return region_ ? region_->layout().heap_bytes : 0; }
   uint64_t receive_bytes_in_use() const;
   size_t inflight() const { return live_ops_.size() + calls_.size(); }
+  // Served requests it holds, awaiting its answer (part of inflight()).
+  size_t requests_in_service() const { return calls_.size(); }
   size_t connections() const { return conns_.size(); }
   const SessionCounters& counters() const { return counters_; }
   // The engine's and transports' counters (empty before Attach).

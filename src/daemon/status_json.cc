@@ -25,6 +25,7 @@ std::string Daemon::StatusJson() const {
         {"heap_bytes", s->heap_bytes()},
         {"receive_bytes_in_use", s->receive_bytes_in_use()},
         {"inflight", s->inflight()},
+        {"requests_in_service", s->requests_in_service()},
         {"connections", s->connections()},
         {"commands", c.commands},
         {"completions", c.completions},

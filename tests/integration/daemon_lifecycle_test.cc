@@ -442,7 +442,9 @@ TEST_P(DaemonRestartTest, CallsFailWhileDownAndApplicationsAttachAgain) {
   StatusWhen(
       [&](const nlohmann::json& s) {
         const nlohmann::json* app = FindApplication(s, server_pid);
-        return app != nullptr && U(*app, "inflight") == 1;
+        // Its requests, not its operations: `wharf serve` keeps an Accept
+        // posted too.
+        return app != nullptr && U(*app, "requests_in_service") == 1;
       },
       10 * kNsPerSec, "the server holding the call");
   const auto stopped = SteadyClock::now();
