@@ -85,7 +85,8 @@ struct Arrival {
 class ArrivalGenerator {
  public:
   // For thread `thread` of client host `host`; `seed` is the run's, and each
-  // (host, thread) pair gets its own stream from it.
+  // (host, thread) pair gets its own stream from it. Borrows `workload`,
+  // which must outlive the generator (a temporary does not).
   static Result<ArrivalGenerator> Create(const ArrivalConfig& config, const Workload& workload,
                                          int host, int thread, uint64_t seed);
 

@@ -107,7 +107,8 @@ TEST(ClusterLoadTest, DropsBeyondTheOutstandingBound) {
 }
 
 TEST(ClusterLoadTest, SkipsRequestsAboveTheLimit) {
-  auto gen = ArrivalGenerator::Create(Config(), Workload::Fixed(70'000), 0, 0, 1);
+  const Workload w = Workload::Fixed(70'000);  // the generator borrows it
+  auto gen = ArrivalGenerator::Create(Config(), w, 0, 0, 1);
   ASSERT_TRUE(gen.ok());
   SimClock clock;
   FakeTransport transport(clock, kNsPerMs);
