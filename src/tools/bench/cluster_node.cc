@@ -61,6 +61,7 @@ Result<NodePlan> Plan(const ClusterNodeOptions& o) {
                                                                        : o.workload_dir));
   plan.workload = w.Truncated(o.max_message);
   WHARF_ASSIGN_OR_RETURN(int64_t bps, netns::ParseRateBitsPerSecond(o.link_rate));
+  plan.transport.link_bps = static_cast<uint64_t>(bps);
   plan.arrivals = {.load = o.load,
                    .link_bps = static_cast<uint64_t>(bps),
                    .hosts = hosts,

@@ -96,7 +96,8 @@ class SeriesRunner {
                         cluster_, h,
                         {self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
                          "listen.homa=" + cluster_.address(h) + ":" + std::to_string(PortFor(proto)),
-                         "--set", "listen.tcp="}));
+                         "--set", "listen.tcp=", "--set",
+                         "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"}));
         daemons.push_back(std::move(d));
       }
       for (const std::string& s : sockets) WHARF_RETURN_IF_ERROR(WaitForDaemon(s, clock_));

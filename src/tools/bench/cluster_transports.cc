@@ -44,6 +44,7 @@ EndpointOptions WharfOptions(const NodeTransportConfig& c, const std::string& ad
   }
   // Sleep when idle: two CPUs are shared by every host's node.
   o.settings.emplace_back("endpoint.spin", "0ns");
+  if (c.link_bps > 0) o.settings.emplace_back("homa.link_rate", std::to_string(c.link_bps) + "bps");
   return o;
 }
 

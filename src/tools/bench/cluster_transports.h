@@ -26,6 +26,10 @@ struct NodeTransportConfig {
   std::vector<std::string> addresses;  // every host's IPv4 address
   int port = 0;                 // every server's port
   int host = 0;                 // this node
+  // The hosts' link rate (bits/s; 0: leave wharf's default): homa's pacer
+  // and grants must know the real bottleneck, or senders overrun the tbf
+  // queue and short messages wait behind long ones there.
+  uint64_t link_bps = 0;
 };
 
 // The address clients use to reach host `host`'s server.
