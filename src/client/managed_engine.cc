@@ -160,10 +160,6 @@ void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
   FlushCommands();
 }
 
-void ManagedEngine::Fail(uint64_t op_id, Status status) {
-  sink_->OnComplete(op_id, std::move(status), Buffer(), 0);
-}
-
 uint64_t ManagedEngine::PeerHandle(const engine::Uri& uri) {
   std::string key = uri.scheme + "://" + uri.address.ToString() + engine::EndpointSuffix(uri.endpoint_id);
   auto it = peer_handles_.find(key);

@@ -105,7 +105,6 @@ class ManagedEngine final : public engine::EngineApi {
   // keeps it until kSendReleased for `tag`. False when the area is full.
   bool Lend(uint64_t tag, Buffer payload, shm::Descriptor* d);
   void StartOp(uint64_t op_id, shm::Descriptor d, Buffer payload = Buffer());
-  void Fail(uint64_t op_id, Status status);
   void Dispatch(const shm::Descriptor& e);
   // The text of a completion-ring range (copied; the range is released).
   std::string TakeText(const shm::Descriptor& e);

@@ -61,9 +61,10 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   if (!region.ok()) return refuse(region.status().WithContext("creating the shared region"));
   region_ = std::shared_ptr<shm::Region>(std::move(*region));
   const shm::Layout& layout = region_->layout();
-  send_area_bytes_ = layout.heap_bytes / 2;
+  // The first half is the application's send area; we allocate in the rest.
+  const uint64_t send_area_bytes = layout.heap_bytes / 2;
   Result<shm::HeapAllocator> area =
-      shm::HeapAllocator::Create(send_area_bytes_, layout.heap_bytes - send_area_bytes_);
+      shm::HeapAllocator::Create(send_area_bytes, layout.heap_bytes - send_area_bytes);
   if (!area.ok()) return refuse(area.status());
   receive_area_.emplace(std::move(*area));
   shm::DescriptorRules rules{

@@ -225,7 +225,6 @@ class AppSession final : public engine::EngineSink {
   std::unique_ptr<shm::ValidatingConsumer> commands_;
   std::unique_ptr<shm::ValidatingProducer> completions_;
   std::optional<shm::HeapAllocator> receive_area_;
-  uint64_t send_area_bytes_ = 0;
   std::shared_ptr<SendOwner> send_owner_;
 
   // Declared so the engine goes before the transports it borrows.
