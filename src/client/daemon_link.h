@@ -97,7 +97,6 @@ class DaemonLink {
   shm::ControlConnection& control() { return *control_; }
   const std::shared_ptr<SendArea>& send_area() const { return send_area_; }
   const std::shared_ptr<ReceiveArea>& receive_area() const { return receive_area_; }
-  const shm::Region& region() const { return *region_; }
 
   // Reads the control socket (wake-ups, replies), non-blocking: whether it
   // says the daemon is gone (EOF) or gave up on us (kFault). The reason

@@ -255,8 +255,12 @@ transport::PollResult Daemon::Pass() {
   // deadlines, after every session ran.
   const TimeNs after = clock_.NowNs();
   for (auto& [id, session] : sessions_) {
-    if (session->NextDeadline() <= after) all.work += session->Poll(after, false).work;
-    all.next_deadline = std::min(all.next_deadline, session->NextDeadline());
+    TimeNs next = session->NextDeadline();
+    if (next <= after) {
+      all.work += session->Poll(after, false).work;
+      next = session->NextDeadline();
+    }
+    all.next_deadline = std::min(all.next_deadline, next);
   }
   for (auto& own : own_) {
     // The own endpoints' traffic is not on anyone's fast path (a tcp://
