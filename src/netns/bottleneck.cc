@@ -150,7 +150,7 @@ TbfOptions TbfForRate(int64_t bits_per_second) {
 }
 
 Result<BottleneckReport> ApplyBottleneck(NetnsCluster& cluster, int64_t bits_per_second,
-                                         bool ingress) {
+                                         bool ingress, int priority_levels) {
   if (bits_per_second < kMinBottleneckBitsPerSecond ||
       bits_per_second > kMaxBottleneckBitsPerSecond) {
     return InvalidArgumentError("bottleneck rate " + FormatRate(bits_per_second) +
@@ -159,6 +159,7 @@ Result<BottleneckReport> ApplyBottleneck(NetnsCluster& cluster, int64_t bits_per
   BottleneckReport report;
   report.rate_bits_per_second = bits_per_second;
   report.tbf = TbfForRate(bits_per_second);
+  report.tbf.priority_levels = priority_levels;
   report.burst_bytes = TbfBurstBytes(bits_per_second);
   const std::string rate = FormatRate(bits_per_second);
   for (int host = 0; host < cluster.host_count(); ++host) {

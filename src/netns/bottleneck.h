@@ -16,8 +16,9 @@
 //             deep enough that one TCP flow fills the link, shallow enough
 //             that the queueing the benchmark measures stays bounded.
 //
-// Does not hold cluster setup (netns_cluster.h) or strict-priority queues
-// (htb classes per DSCP, DESIGN.md §7): not built yet.
+// With priority levels the limit is an htb over strict-priority classes
+// chosen by DSCP (netns_cluster.h, TbfOptions::priority_levels) with the
+// same burst and buffer. Does not hold cluster setup (netns_cluster.h).
 #pragma once
 
 #include <cstdint>
@@ -75,11 +76,13 @@ struct BottleneckReport {
 };
 
 // Limits every host of `cluster` to `bits_per_second` in both directions
-// (egress tbf on eth0; with `ingress`, also on the switch port facing it,
-// where traffic from several senders to one host queues). Replaces earlier
-// limits. kInvalidArgument for a rate outside the bounds above.
+// (egress on eth0; with `ingress`, also on the switch port facing it, where
+// traffic from several senders to one host queues), with
+// `priority_levels` strict-priority queues behind each limit (1: one FIFO;
+// TbfOptions::priority_levels). Replaces earlier limits. kInvalidArgument
+// for a rate outside the bounds above or levels outside 1..8.
 Result<BottleneckReport> ApplyBottleneck(NetnsCluster& cluster, int64_t bits_per_second,
-                                         bool ingress = true);
+                                         bool ingress = true, int priority_levels = 1);
 
 // `tc -s qdisc show` of every queue ApplyBottleneck installed, now.
 Result<std::vector<QueueStats>> ReadBottleneckQueues(const NetnsCluster& cluster,

@@ -22,7 +22,9 @@
 #include <sstream>
 #include <utility>
 
+#include "base/config_value.h"
 #include "base/log.h"
+#include "netns/bottleneck.h"
 #include "netns/subprocess.h"
 
 namespace wharf::netns {
@@ -171,6 +173,26 @@ Status DeleteNamespaces(const std::vector<std::string>& names) {
 
 // Options for a cluster command: inside `netns` (empty: the caller's), with
 // `stdin_data` as its input if given.
+// The most strict-priority levels a link gets (DSCP class selectors 0..7).
+constexpr int kMaxPriorityLevels = 8;
+
+// A tc size ("125000b", "64kb", "1mb": b is bytes, k and m powers of 1024,
+// as tc reads them) in bytes.
+Result<int64_t> ParseTcSize(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string_view unit = text.substr(digits);
+  int64_t scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  if (unit == "k" || unit == "kb") scale = 1024;
+  if (unit == "m" || unit == "mb") scale = 1024 * 1024;
+  if (digits == 0 || digits > 12 || scale == 0) {
+    return InvalidArgumentError("tc size '" + std::string(text) +
+                                "': expected digits and b, kb or mb");
+  }
+  return std::stoll(std::string(text.substr(0, digits))) * scale;
+}
+
 SubprocessOptions CommandOptions(std::string netns,
                                  std::optional<std::string> stdin_data = std::nullopt) {
   SubprocessOptions options;
@@ -470,10 +492,62 @@ Result<int64_t> NetnsCluster::LossDropCount(int host) {
 Status NetnsCluster::ApplyTbf(const std::string& netns, const std::string& device,
                               std::string_view rate, const TbfOptions& tbf) {
   if (rate.empty()) return InvalidArgumentError("empty rate for " + netns + "/" + device);
+  if (tbf.priority_levels < 1 || tbf.priority_levels > kMaxPriorityLevels) {
+    return InvalidArgumentError("priority_levels " + std::to_string(tbf.priority_levels) +
+                                ": expected 1 to 8");
+  }
+  if (tbf.priority_levels > 1) return ApplyPriorityQueues(netns, device, rate, tbf);
   return RunChecked({"tc", "-n", netns, "qdisc", "replace", "dev", device, "root", "tbf", "rate",
                      std::string(rate), "burst", tbf.burst, "latency", tbf.latency},
                     {}, options_.command_timeout_ns)
       .status();
+}
+
+Status NetnsCluster::ApplyPriorityQueues(const std::string& netns, const std::string& device,
+                                         std::string_view rate, const TbfOptions& tbf) {
+  WHARF_ASSIGN_OR_RETURN(int64_t bits_per_second, ParseRateBitsPerSecond(rate));
+  WHARF_ASSIGN_OR_RETURN(int64_t burst_bytes, ParseTcSize(tbf.burst));
+  WHARF_ASSIGN_OR_RETURN(DurationNs latency_ns, ParseDuration(tbf.latency));
+  // Each class buffers what the tbf would: `latency` of the rate plus the
+  // burst (a switch shares one buffer among its queues; separate ones keep
+  // a flood of low-priority bytes from costing high-priority drops, which
+  // is the point of the priorities).
+  const auto limit = static_cast<int64_t>(static_cast<__int128>(bits_per_second) / 8 *
+                                          latency_ns / kNsPerSec) +
+                     burst_bytes;
+  const std::string r(rate);
+  const std::string burst = std::to_string(burst_bytes) + "b";
+  // htb's quantum only shares a rate among classes of one prio, which
+  // never happens here; an explicit one keeps tc from warning that the
+  // rate-derived default is out of range.
+  const std::string quantum = "60000";
+  std::ostringstream script;
+  // "replace" of the root swaps out a tbf or an earlier htb in one step;
+  // the classes below a fresh htb are new.
+  script << "qdisc replace dev " << device << " root handle 1: htb default 10\n";
+  script << "class add dev " << device << " parent 1: classid 1:1 htb rate " << r << " ceil "
+         << r << " burst " << burst << " cburst " << burst << " quantum " << quantum << "\n";
+  for (int level = 0; level < tbf.priority_levels; ++level) {
+    const int cls = 10 + level;
+    // A guaranteed rate of 8 bit/s makes every byte borrowed from 1:1, and
+    // htb lends in prio order (0 first): strict priority, highest DSCP first.
+    script << "class add dev " << device << " parent 1:1 classid 1:" << cls
+           << " htb rate 8bit ceil " << r << " burst " << burst << " cburst " << burst
+           << " quantum " << quantum << " prio " << (kMaxPriorityLevels - 1 - level) << "\n";
+    script << "qdisc add dev " << device << " parent 1:" << cls << " handle " << (20 + level)
+           << ": bfifo limit " << limit << "\n";
+  }
+  // DSCP class selector p (TOS p << 5) to its class; the levels above the
+  // top one share it.
+  for (int dscp = 1; dscp < kMaxPriorityLevels; ++dscp) {
+    const int level = std::min(dscp, tbf.priority_levels - 1);
+    script << "filter add dev " << device << " parent 1: protocol ip prio 1 u32 match ip tos "
+           << (dscp << 5) << " 0xe0 flowid 1:" << (10 + level) << "\n";
+  }
+  return RunChecked({"tc", "-n", netns, "-batch", "-"}, CommandOptions("", script.str()),
+                    options_.command_timeout_ns)
+      .status()
+      .WithContext("priority queues on " + netns + "/" + device);
 }
 
 Status NetnsCluster::ClearTbf(const std::string& netns, const std::string& device) {
@@ -481,7 +555,10 @@ Status NetnsCluster::ClearTbf(const std::string& netns, const std::string& devic
   WHARF_ASSIGN_OR_RETURN(CommandOutput shown,
                          RunChecked({"tc", "-n", netns, "qdisc", "show", "dev", device, "root"}, {},
                                     options_.command_timeout_ns));
-  if (shown.stdout_text.find("qdisc tbf") == std::string::npos) return OkStatus();
+  if (shown.stdout_text.find("qdisc tbf") == std::string::npos &&
+      shown.stdout_text.find("qdisc htb") == std::string::npos) {
+    return OkStatus();
+  }
   return RunChecked({"tc", "-n", netns, "qdisc", "del", "dev", device, "root"}, {},
                     options_.command_timeout_ns)
       .status();

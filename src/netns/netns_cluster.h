@@ -50,6 +50,14 @@ struct TbfOptions {
   // Longest a packet may wait in the queue before tbf drops it; this sets
   // the bottleneck's buffer.
   std::string latency = "20ms";
+  // 1: one FIFO behind the rate limit (a tbf). 2..8: strict-priority queues
+  // like a datacenter switch port, which Homa's SRPT relies on: an htb
+  // parent at the rate over one class per priority (htb prio order, each
+  // borrowing the whole rate), chosen by the DSCP class selector (the top
+  // three bits of the IP TOS byte; 0, and everything unmarked such as TCP,
+  // is the lowest), each class a bfifo holding `latency` of the rate plus
+  // `burst`.
+  int priority_levels = 1;
 };
 
 // Owns the namespaces, bridge, veth pairs, nft tables and qdiscs of one
@@ -151,6 +159,8 @@ class NetnsCluster {
   static std::string SwitchPort(int host);
   Status ApplyTbf(const std::string& netns, const std::string& device, std::string_view rate,
                   const TbfOptions& tbf);
+  Status ApplyPriorityQueues(const std::string& netns, const std::string& device,
+                             std::string_view rate, const TbfOptions& tbf);
   Status ClearTbf(const std::string& netns, const std::string& device);
   // Waits until `host`'s link carries packets: its eth0 operationally up
   // and the switch port forwarding. The kernel brings a new or restored

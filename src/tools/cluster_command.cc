@@ -193,6 +193,13 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       ->add_option("--link-rate", o.link_rate,
                    "Bottleneck rate of every host's links, in tc units (e.g. 1gbit, 200mbit)")
       ->capture_default_str();
+  cluster
+      ->add_option("--priorities", o.priorities,
+                   "Strict-priority queues behind each bottleneck, chosen by DSCP: 8 like a "
+                   "datacenter switch port (Homa's SRPT relies on them), 1 for one FIFO as in "
+                   "networks without priorities")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
   cluster->add_option("--duration", o.duration, "Run time of each protocol and mode (e.g. 30s)")
       ->capture_default_str();
   cluster
@@ -285,16 +292,21 @@ int RunBenchCluster(const BenchClusterOptions& o) {
 
   int exit_code = 0;
   Result<netns::BottleneckReport> bottleneck =
-      netns::ApplyBottleneck(*cluster, plan->link_rate_bps);
+      netns::ApplyBottleneck(*cluster, plan->link_rate_bps, /*ingress=*/true, o.priorities);
   if (!bottleneck.ok()) {
     exit_code = Fail(bottleneck.status());
   } else {
-    std::printf("bottleneck: tbf rate %s burst %lld B latency %s on %zu queues (each host's "
-                "egress and ingress)\n",
-                netns::FormatRate(bottleneck->rate_bits_per_second).c_str(),
+    const bool prio = o.priorities > 1;
+    std::printf("bottleneck: %s rate %s burst %lld B buffer %s of the rate on %zu links (each "
+                "host's egress and ingress)%s\n",
+                prio ? "htb" : "tbf", netns::FormatRate(bottleneck->rate_bits_per_second).c_str(),
                 static_cast<long long>(bottleneck->burst_bytes),
-                bottleneck->tbf.latency.c_str(), bottleneck->queues.size());
-    doc["bottleneck"] = {{"qdisc", "tbf"},
+                bottleneck->tbf.latency.c_str(), bottleneck->queues.size(),
+                prio ? (", " + std::to_string(o.priorities) + " strict-priority queues by DSCP")
+                           .c_str()
+                     : ", one FIFO");
+    doc["bottleneck"] = {{"qdisc", prio ? "htb" : "tbf"},
+                         {"priority_levels", o.priorities},
                          {"rate_bits_per_second", bottleneck->rate_bits_per_second},
                          {"burst_bytes", bottleneck->burst_bytes},
                          {"latency", bottleneck->tbf.latency},

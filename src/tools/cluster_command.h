@@ -25,6 +25,7 @@ struct BenchClusterOptions {
   std::string workload = "w4";       // w1..w5 (../shared/workloads) or a fixed size in bytes
   double load = 0.8;                 // offered load as a fraction of --link-rate
   std::string link_rate = "1gbit";   // tc rate of every host's bottleneck
+  int priorities = 8;                // strict-priority queues per bottleneck (1: FIFO)
   std::string duration = "30s";      // per protocol and mode
   std::vector<std::string> protos = {"homa", "tcp", "udp", "grpc"};
   std::vector<std::string> modes = {"embedded", "managed"};
