@@ -186,6 +186,14 @@ class Endpoint {
   // Drives the endpoint until `timeout` passes or Shutdown() is called from
   // another thread (or a handler). Spins briefly when idle, then sleeps.
   Status Run(std::chrono::nanoseconds timeout = Completion::kForever);
+  // Drives the endpoint until one of its operations completes (any
+  // Completion it returned, or a callback's) or `timeout` passes or
+  // Shutdown(); returns how many completed since the previous WaitForAny
+  // returned (0: none, the timeout passed). For a loop with many operations
+  // in flight that then reaps them with done(): like Run, it sleeps in the
+  // endpoint's own wait (armed timers only while asleep), which costs less
+  // than an epoll loop on fd(). One thread at a time.
+  int WaitForAny(std::chrono::nanoseconds timeout = Completion::kForever);
   void Shutdown();
   // Readable when Poll() has work (packets, timers, wake-ups): for epoll.
   int fd() const;

@@ -108,6 +108,10 @@ Status Endpoint::Run(std::chrono::nanoseconds timeout) {
   return core_->RunUntil(core_->DeadlineAfter(timeout));
 }
 
+int Endpoint::WaitForAny(std::chrono::nanoseconds timeout) {
+  return core_->WaitForAny(core_->DeadlineAfter(timeout));
+}
+
 void Endpoint::Shutdown() { core_->Shutdown(); }
 
 int Endpoint::fd() const { return core_->fd(); }

@@ -196,6 +196,16 @@ Status EndpointCore::RunUntil(TimeNs deadline_ns) {
   return closed_ ? CancelledError("endpoint " + address_ + " closed") : OkStatus();
 }
 
+int EndpointCore::WaitForAny(TimeNs deadline_ns) {
+  AwaitUntil([this] { return completed_ops_.load() != waited_ops_ || shutdown_.load(); },
+             deadline_ns);
+  if (!closed_) shutdown_ = false;
+  const uint64_t now_completed = completed_ops_.load();
+  const auto completed = static_cast<int>(std::min<uint64_t>(now_completed - waited_ops_, 1 << 30));
+  waited_ops_ = now_completed;
+  return completed;
+}
+
 void EndpointCore::Shutdown() {
   shutdown_ = true;
   // The runner may be asleep in epoll: wake it regardless of the counter.
@@ -226,6 +236,7 @@ EndpointCore::StatePtr EndpointCore::Failed(Status status) {
   auto state = std::make_shared<CompletionState>();
   state->driver = weak_from_this();
   (void)state->Complete(std::move(status));  // new: no callback attached yet
+  completed_ops_.fetch_add(1, std::memory_order_release);  // WaitForAny returns at once
   return state;
 }
 
@@ -240,6 +251,7 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
   free_slots_.push_back(slot);
   auto callback = state->Complete(std::move(status), std::move(message), value);
   if (callback) callbacks_.emplace_back(std::move(callback), std::move(state));
+  completed_ops_.fetch_add(1, std::memory_order_release);
   host_->waiter().WakeSleepers();
 }
 

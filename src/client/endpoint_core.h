@@ -93,6 +93,9 @@ class EndpointCore final : public engine::ProgressDriver,
   Status Await(CompletionState& state, TimeNs deadline_ns);
   // Drives until Shutdown() or the deadline.
   Status RunUntil(TimeNs deadline_ns);
+  // Drives until an operation completed since the previous return, the
+  // deadline or Shutdown(); returns how many completed.
+  int WaitForAny(TimeNs deadline_ns);
   void Shutdown();
 
   // For the host's passes (its mutex held): this engine's poll and the
@@ -198,6 +201,10 @@ class EndpointCore final : public engine::ProgressDriver,
   };
   std::unordered_map<std::string, engine::Uri, StringHash, std::equal_to<>> resolved_;
   std::atomic<bool> shutdown_{false};
+  // Operations completed (OnComplete), and the count WaitForAny last
+  // returned at.
+  std::atomic<uint64_t> completed_ops_{0};
+  uint64_t waited_ops_ = 0;
   std::atomic<bool> closed_{false};
   // Operation states by slot (op id = generation << 32 | slot), under the
   // host's mutex.

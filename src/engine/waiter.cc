@@ -131,6 +131,11 @@ void Waiter::ClearReadable() {
   if (wake_pending_.exchange(false) && read(wake_fd_, &drained, sizeof(drained)) < 0) drained = 0;
 }
 
+void Waiter::UnwatchWhileSpinning() {
+  std::lock_guard<std::mutex> lock(fds_mu_);
+  if (sleeping_in_epoll_ == 0 && !exposed_ && !keep_fds_) SetFdsInEpoll(false);
+}
+
 void Waiter::Sleep(TimeNs until_ns) {
   // A deadline another thread set since our caller looked (see ArmTimer).
   until_ns = std::min(until_ns, deadline_ns_.load());
@@ -148,8 +153,9 @@ void Waiter::Sleep(TimeNs until_ns) {
   int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
   {
     std::lock_guard<std::mutex> lock(fds_mu_);
-    if (--sleeping_in_epoll_ == 0 && !exposed_ && !keep_fds_) SetFdsInEpoll(false);
+    --sleeping_in_epoll_;
   }
+  spin_turns_.store(0, std::memory_order_relaxed);
   for (int i = 0; i < n; ++i) {
     int fd = events[i].data.fd;
     if (fd == wake_fd_ || fd == timer_fd_) {

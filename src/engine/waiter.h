@@ -3,10 +3,12 @@
 // completions made by another thread) and a timerfd armed at the engine's
 // next deadline. Also the fd applications fold into their own epoll loop.
 //
-// The transports' fds are in the epoll set only while a thread sleeps or
-// once the application took the fd: a socket in an epoll set runs epoll's
-// wake-up callback on every packet, which a spinning ping-pong would pay in
-// each round trip.
+// The transports' fds go into the epoll set when a thread sleeps and stay
+// there until a thread has spun kSpinTurnsBeforeUnwatch turns without
+// sleeping (or for good once the application took the fd): a socket in an
+// epoll set runs epoll's wake-up callback on every packet, which a spinning
+// ping-pong would pay in each round trip, while a loop that sleeps between
+// most packets would pay two epoll_ctl calls per fd per sleep instead.
 #pragma once
 
 #include <sched.h>
@@ -88,6 +90,7 @@ class Waiter {
       if (r.work > 0) spin_until = now + spin_ns;
       if (now >= deadline_ns || stop()) return done();
       if (now < spin_until) {
+        if (++spin_turns_ == kSpinTurnsBeforeUnwatch) UnwatchWhileSpinning();
         if (yield_while_spinning_) {
           sched_yield();
         } else {
@@ -126,6 +129,14 @@ class Waiter {
   }
   // Adds (or removes) the watched fds to (from) the epoll set. Under fds_mu_.
   void SetFdsInEpoll(bool in);
+  // Takes the fds out of the epoll set for a thread that keeps spinning,
+  // unless someone sleeps, the fd is exposed or they are kept.
+  void UnwatchWhileSpinning();
+
+  // Spin turns since a thread last slept (any thread; a heuristic, so
+  // relaxed). See the file comment.
+  static constexpr uint32_t kSpinTurnsBeforeUnwatch = 256;
+  std::atomic<uint32_t> spin_turns_{0};
 
   const Clock& clock_;
   int epoll_fd_ = -1;

@@ -332,6 +332,7 @@ TEST(HomaHostTest, ShortMessageToOneEndpointOvertakesLongOneToAnother) {
 TEST(HomaHostTest, SendQueueRanksMessagesOfAllEndpointsTogether) {
   HomaConfig config;
   config.link_bps = 1'000'000'000;  // slow: the pacer holds the long one back
+  config.max_nic_backlog_ns = 5 * kNsPerUs;  // after about one packet
   World w;
   w.AddHost("C", config);
   w.AddHost("S1", config);

@@ -88,12 +88,13 @@ class WharfLoadTransport final : public LoadTransport {
   std::string first_error() const override { return first_error_; }
 
   void Wait(TimeNs deadline, CompletionSink& sink) override {
-    while (true) {
-      const int work = ep_->Poll();
-      if (Reap(sink) > 0) return;
-      if (clock_.NowNs() >= deadline) return;
-      if (work == 0) WaitReadable(ep_->fd(), clock_, deadline);
-    }
+    // The endpoint's own wait: its timers are armed only while it sleeps,
+    // where an epoll loop on fd() would have it arm one at every deadline
+    // (each pacer slot), a syscall that costs more than a round trip here.
+    if (Reap(sink) > 0) return;
+    const DurationNs left = deadline - clock_.NowNs();
+    if (left > 0) (void)ep_->WaitForAny(std::chrono::nanoseconds(left));
+    (void)Reap(sink);
   }
 
  private:
