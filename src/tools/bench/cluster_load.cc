@@ -3,6 +3,7 @@
 #include "tools/bench/cluster_load.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace wharf::tools::bench {
 namespace {
@@ -57,8 +58,8 @@ class Slots final : public CompletionSink {
   std::vector<uint32_t> free_;
 };
 
-// How often the closed loop looks for timed-out RPCs, and how long a slot
-// whose Issue failed waits before it is tried again.
+// How often the closed loop looks for timed-out RPCs, and how long issuing
+// pauses after a failed Issue or an error answer.
 constexpr DurationNs kExpiryScanNs = 10 * kNsPerMs;
 constexpr DurationNs kIssueRetryNs = 1 * kNsPerMs;
 
@@ -91,25 +92,33 @@ class ClosedLoop final : public CompletionSink {
         ++result_.failed;
       }
     }
+    if (!ok) hold_until_ = now + kIssueRetryNs;
     Free(tag);
   }
 
-  // Issues an RPC on every free slot. False when an Issue failed: that slot
-  // stays free, to be retried after a pause.
-  bool Refill(LoadTransport& transport) {
+  // Issues an RPC on every free slot, unless a failure put issuing on hold
+  // (then the slots stay free until the hold ends).
+  void Refill(LoadTransport& transport) {
     while (!free_.empty()) {
       const uint32_t tag = free_.back();
       const TimeNs now = clock_.NowNs();
+      if (now < hold_until_) return;
       ++result_.issued;
       if (!transport.Issue(tag, o_.server, o_.bytes).ok()) {
         if (InWindow(now)) ++result_.failed;
-        return false;
+        hold_until_ = now + kIssueRetryNs;
+        return;
       }
       free_.pop_back();
       issued_ns_[tag] = now;
       result_.max_in_flight = std::max(result_.max_in_flight, in_flight());
     }
-    return true;
+  }
+
+  // When free slots wait for a hold to end: the hold's end, else none.
+  std::optional<TimeNs> held_until() const {
+    if (free_.empty() || clock_.NowNs() >= hold_until_) return std::nullopt;
+    return hold_until_;
   }
 
   // Abandons every RPC issued before `now - rpc_timeout_ns`.
@@ -140,6 +149,9 @@ class ClosedLoop final : public CompletionSink {
   ClosedLoopResult& result_;
   std::vector<TimeNs> issued_ns_;  // by tag: when its RPC was issued, kIdle if free
   std::vector<uint32_t> free_;
+  // After an Issue error or an error answer nothing is issued before this:
+  // a peer that refuses at once must not turn the loop into a busy spin.
+  TimeNs hold_until_ = 0;
 };
 
 }  // namespace
@@ -234,11 +246,10 @@ ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
       if (o.window_opened) o.window_opened();
     }
     if (now >= window_end) break;
-    const bool all_issued = loop.Refill(transport);
-    now = clock.NowNs();
+    loop.Refill(transport);
     TimeNs until = std::min(window_end, next_scan);
     if (!opened) until = std::min(until, window_start);
-    if (!all_issued) until = std::min(until, now + kIssueRetryNs);
+    if (const std::optional<TimeNs> held = loop.held_until()) until = std::min(until, *held);
     transport.Wait(until, loop);
     now = clock.NowNs();
     if (now >= next_scan) {

@@ -121,8 +121,9 @@ struct ClosedLoopResult {
 // Keeps `in_flight` RPCs of `bytes` to `server` outstanding, re-issuing each
 // as it completes (after the transport's Wait returns, never from inside
 // it), for warm-up + duration; the RPCs still in flight at the end are
-// abandoned. A slot whose Issue fails is retried 1 ms later (the failure
-// counted), so a refusing transport does not make the loop spin. A tag is
+// abandoned. After a failed Issue or an error answer (counted) issuing
+// pauses for 1 ms, so that a peer refusing at once does not make the loop
+// spin; the free slots are re-issued after the pause. A tag is
 // reused when its RPC times out: should the answer still come (after the
 // timeout), it is taken for the new RPC's.
 ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,

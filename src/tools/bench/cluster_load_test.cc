@@ -194,14 +194,18 @@ TEST(ClusterLoadTest, ClosedLoopCountsAndReissuesFailures) {
   transport.error_calls = {10, 11};
   const ClosedLoopResult r = RunClosedLoop(
       transport, clock, {.in_flight = 1, .warmup_ns = 0, .duration_ns = 10 * kNsPerMs});
-  // Call 5 is refused at 0.5 ms and tried again 1 ms later, not at once.
-  ASSERT_GT(transport.attempt_times.size(), 6u);
+  // Call 5 is refused at 0.5 ms: the next call comes 1 ms later, not at
+  // once. Calls 10 and 11 (1.9 and 3.0 ms) are answered with errors 100 us
+  // later, each followed by the same pause.
+  ASSERT_GT(transport.attempt_times.size(), 12u);
   EXPECT_EQ(transport.attempt_times[5], 500 * kNsPerUs);
   EXPECT_EQ(transport.attempt_times[6], 1500 * kNsPerUs);
-  // Answers at 0.1 .. 0.5 ms (calls 0-4) and 1.6 .. 9.9 ms (calls 6-89),
-  // two of them errors; one refused issue.
+  EXPECT_EQ(transport.attempt_times[10], 1900 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[11], 3000 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[12], 4100 * kNsPerUs);
+  // Good answers from calls 0-4, 6-9 and 12-69 (4.2 .. 9.9 ms).
   EXPECT_EQ(r.failed, 3u);
-  EXPECT_EQ(r.rpcs, 5u + 84u - 2u);
+  EXPECT_EQ(r.rpcs, 5u + 4u + 58u);
   EXPECT_EQ(r.issued, transport.calls);
   EXPECT_EQ(r.timed_out, 0u);
   EXPECT_EQ(transport.max_in_flight, 1);
