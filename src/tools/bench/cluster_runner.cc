@@ -1,5 +1,6 @@
 // The workload runs of `wharf bench cluster`: daemons, nodes, collection,
-// statistics, results.json, the plot and the table.
+// statistics, results.json, the plot and the tables (the throughput phase
+// itself is in cluster_throughput.cc).
 #include "tools/bench/cluster_runner.h"
 
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include "netns/netns_process.h"
 #include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_throughput.h"
 #include "tools/bench/cpu_usage.h"
 #include "tools/bench/slowdown.h"
 #include "tools/bench/slowdown_plot.h"
@@ -73,6 +75,7 @@ struct SeriesRun {
   DurationNs node_cpu_ns = 0;
   DurationNs daemon_cpu_ns = -1;  // -1: no daemons
   uint64_t completed = 0, dropped = 0, skipped = 0, failed = 0, unfinished = 0;
+  std::vector<ThroughputRow> throughput;
 };
 
 class SeriesRunner {
@@ -150,6 +153,21 @@ class SeriesRunner {
     if (managed) run.daemon_cpu_ns = daemon_cpu.Stop();
     run.input.label = run.label;
     run.input.duration_ns = c_.duration_ns;
+
+    // Before the daemons go.
+    ThroughputSeries series{
+        .label = run.label,
+        .proto = proto,
+        .mode = IsWharf(proto) ? mode : "kernel",
+        .node_argv = [&](int host, int64_t at) { return NodeArgv(proto, mode, host, sockets[host], at); },
+        .daemon_pids = {},
+        .progress = c_.progress};
+    if (managed) series.daemon_pids = {daemons[0]->pid(), daemons[1]->pid()};
+    WHARF_ASSIGN_OR_RETURN(run.throughput,
+                           RunThroughputPhase(cluster_, series,
+                                              {.duration_ns = c_.throughput_duration_ns,
+                                               .in_flight = c_.throughput_in_flight},
+                                              clock_));
     return run;
   }
 
@@ -294,6 +312,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   report.load = {.target_load = c.load, .link_bps = c.link_bps, .hosts = cluster.host_count()};
   report.buckets = MakeSizeBuckets(workload, kBuckets);
   nlohmann::json series_meta = nlohmann::json::array();
+  std::vector<ThroughputRow> throughput;
   Status status = OkStatus();
   SeriesRunner runner(cluster, c, self, work);
   for (const auto& [proto, mode] : ClusterSeries(c)) {
@@ -314,6 +333,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
       break;
     }
     report.series.push_back(*stats);
+    throughput.insert(throughput.end(), run->throughput.begin(), run->throughput.end());
     const uint64_t messages = 2 * run->completed;  // a request and a response each
     series_meta.push_back({{"label", run->label},
                            {"proto", run->proto},
@@ -359,8 +379,11 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},
                 {"seed", c.seed},
-                {"udp_max_message_bytes", 65000}};
+                {"udp_max_message_bytes", 65000},
+                {"throughput_duration", c.throughput_duration},
+                {"throughput_in_flight", c.throughput_in_flight}};
   doc["series_meta"] = series_meta;
+  doc["throughput"] = nlohmann::json::parse(ThroughputRowsJson(throughput));
   const std::string path = c.out_dir + "/results.json";
   {
     std::ofstream file(path);
@@ -369,6 +392,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   }
   std::printf("wrote %s\n", path.c_str());
   PrintTable(report);
+  PrintThroughputTable(throughput, c.link_rate);
   Result<PlotFiles> plot =
       PlotSlowdown(report, DecileSizeTicks(workload), {.output_dir = c.out_dir});
   if (plot.ok()) {
