@@ -33,6 +33,11 @@ constexpr int kBuckets = 10;
 constexpr DurationNs kStartLeadNs = 2 * kNsPerSec;  // processes open their sockets meanwhile
 constexpr DurationNs kDrainNs = 1 * kNsPerSec;
 constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
+// A wharfd keeps a departed application's endpoints open for
+// AppSession::kLinger (200 ms); a node opening the same named endpoint
+// sooner is refused (ALREADY_EXISTS), so managed runs wait this long
+// between one node's exit and the next one's start on the same host.
+constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 
 int PortFor(const std::string& proto) { return proto == "homa" ? 4000 : proto == "tcp" ? 4001 : 4002; }
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
@@ -109,6 +114,7 @@ class SeriesRunner {
     Progress(run.label + ": unloaded pass h0 -> h1 ...");
     WHARF_RETURN_IF_ERROR(Unloaded(proto, mode, sockets, run));
 
+    if (managed) Sleep(kDaemonReleaseNs);
     Progress(run.label + ": loaded run on " + std::to_string(cluster_.host_count()) +
              " hosts for " + c_.duration + " ...");
     CpuMeter daemon_cpu([&] {
@@ -155,6 +161,7 @@ class SeriesRunner {
     run.input.duration_ns = c_.duration_ns;
 
     // Before the daemons go.
+    if (managed) Sleep(kDaemonReleaseNs);
     ThroughputSeries series{
         .label = run.label,
         .proto = proto,
