@@ -71,11 +71,8 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
   server_cpu.Start();
   if (!s.daemon_pids.empty()) daemon_cpu.Start();
   SleepUntil(clock, window_end);
-  ThroughputRow row{.label = s.label,
-                    .proto = s.proto,
-                    .mode = s.mode,
-                    .in_flight = in_flight,
-                    .bytes = c.bytes};
+  ThroughputRow row{
+      .label = s.label, .proto = s.proto, .mode = s.mode, .in_flight = in_flight, .bytes = c.bytes};
   row.server_cpu_ns = server_cpu.Stop();
   if (!s.daemon_pids.empty()) row.daemon_cpu_ns = daemon_cpu.Stop();
 
@@ -90,9 +87,8 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
   row.client_cpu_ns = summary.value("cpu_ns", DurationNs{-1});
 
   row.cpu_includes = {"client node h0", "server node h1"};
-  DurationNs cpu = row.client_cpu_ns < 0 || row.server_cpu_ns < 0
-                       ? -1
-                       : row.client_cpu_ns + row.server_cpu_ns;
+  DurationNs cpu =
+      row.client_cpu_ns < 0 || row.server_cpu_ns < 0 ? -1 : row.client_cpu_ns + row.server_cpu_ns;
   if (!s.daemon_pids.empty()) {
     row.cpu_includes.insert(row.cpu_includes.end(), {"wharfd h0", "wharfd h1"});
     cpu = cpu < 0 || row.daemon_cpu_ns < 0 ? -1 : cpu + row.daemon_cpu_ns;
@@ -124,8 +120,8 @@ Result<std::vector<ThroughputRow>> RunThroughputPhase(const netns::NetnsCluster&
   for (int n : c.in_flight) {
     if (s.progress) {
       s.progress(s.label + ": throughput, " + std::to_string(c.bytes) + " B RPCs h0 -> h1, " +
-                 std::to_string(n) + " in flight, " +
-                 std::to_string(c.duration_ns / kNsPerMs) + " ms ...");
+                 std::to_string(n) + " in flight, " + std::to_string(c.duration_ns / kNsPerMs) +
+                 " ms ...");
     }
     Result<ThroughputRow> row = RunOne(cluster, s, c, clock, n, server->pid());
     if (!row.ok()) {
@@ -165,9 +161,10 @@ std::string ThroughputRowsJson(const std::vector<ThroughputRow>& rows) {
 
 void PrintThroughputTable(const std::vector<ThroughputRow>& rows, const std::string& link_rate) {
   if (rows.empty()) return;
-  std::printf("\nRPC throughput, %llu B, host 0 -> host 1 (closed loop, through the %s tbf "
-              "bottleneck; CPU: both nodes + wharfds when managed):\n",
-              static_cast<unsigned long long>(rows.front().bytes), link_rate.c_str());
+  std::printf(
+      "\nRPC throughput, %llu B, host 0 -> host 1 (closed loop, through the %s tbf "
+      "bottleneck; CPU: both nodes + wharfds when managed):\n",
+      static_cast<unsigned long long>(rows.front().bytes), link_rate.c_str());
   std::printf("%-22s %9s %12s %10s %10s %12s %8s\n", "series", "in flight", "RPC/s", "P50 us",
               "P99 us", "CPU ns/RPC", "failed");
   for (const ThroughputRow& r : rows) {

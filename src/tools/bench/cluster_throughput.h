@@ -53,17 +53,17 @@ struct ThroughputRow {
   std::string label, proto, mode;
   int in_flight = 0;
   uint64_t bytes = 0;
-  uint64_t rpcs = 0;         // answered inside the window
-  uint64_t failed = 0;       // error answers, refused issues, timeouts
+  uint64_t rpcs = 0;          // answered inside the window
+  uint64_t failed = 0;        // error answers, refused issues, timeouts
   DurationNs elapsed_ns = 0;  // the window
   double rpc_per_sec = 0;
   double p50_us = 0, p99_us = 0;
   DurationNs client_cpu_ns = -1;  // -1: unknown
   DurationNs server_cpu_ns = -1;
-  DurationNs daemon_cpu_ns = -1;  // -1 also when there are no daemons
-  double cpu_ns_per_rpc = -1;     // -1: unknown (a CPU reading failed, or no RPC)
+  DurationNs daemon_cpu_ns = -1;          // -1 also when there are no daemons
+  double cpu_ns_per_rpc = -1;             // -1: unknown (a CPU reading failed, or no RPC)
   std::vector<std::string> cpu_includes;  // "client node h0", "server node h1", "wharfd h0", ...
-  std::string client_summary;  // the client node's summary JSON, as printed
+  std::string client_summary;             // the client node's summary JSON, as printed
 };
 
 // Runs the phase for one series (nothing when config.duration_ns is 0).
