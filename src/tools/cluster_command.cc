@@ -36,6 +36,7 @@ constexpr DurationNs kPingTimeoutNs = 1 * kNsPerSec;
 struct Plan {
   int64_t link_rate_bps = 0;
   DurationNs duration_ns = 0;
+  DurationNs throughput_duration_ns = 0;
 };
 
 Result<Plan> Validate(const BenchClusterOptions& o) {
@@ -50,6 +51,14 @@ Result<Plan> Validate(const BenchClusterOptions& o) {
   plan.duration_ns = *duration;
   if (plan.duration_ns < kNsPerSec) {
     return InvalidArgumentError("--duration " + o.duration + " is shorter than 1s");
+  }
+  if (o.throughput_duration != "0") {
+    Result<DurationNs> t = ParseDuration(o.throughput_duration);
+    if (!t.ok()) return t.status().WithContext("--throughput-duration");
+    plan.throughput_duration_ns = *t;
+  }
+  if (plan.throughput_duration_ns > 0 && o.throughput_in_flight.empty()) {
+    return InvalidArgumentError("--throughput-in-flight: expected at least one count");
   }
   const bool named = o.workload.size() == 2 && o.workload[0] == 'w' && o.workload[1] >= '1' &&
                      o.workload[1] <= '5';
@@ -174,8 +183,9 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       "198.18.0.0/15), a tc tbf bottleneck of --link-rate on every host's links, each --proto "
       "and --mode in turn, results in --out DIR. Needs root. Everything is taken down at the "
       "end, on Ctrl-C, SIGTERM or a failed step; a cluster left by a killed run is removed at "
-      "the next start. Each series gets an unloaded pass and a loaded run; results in "
-      "DIR/results.json and DIR/slowdown.png/.svg, a table on stdout. Example:\n"
+      "the next start. Each series gets an unloaded pass, a loaded run and RPC throughput rows "
+      "(64 B, 1/32/256 in flight, h0 -> h1); results in DIR/results.json and "
+      "DIR/slowdown.png/.svg, tables on stdout. Example:\n"
       "  wharf bench cluster --hosts 4 --workload w4 --load 0.8 --link-rate 1gbit "
       "--duration 30s --proto homa,tcp,udp,grpc --mode embedded,managed --out results");
   cluster->add_option("--hosts", o.hosts, "Hosts (network namespaces), 2 to 16")
@@ -237,6 +247,17 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
                    "RPCs per size in the unloaded pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  cluster
+      ->add_option("--throughput-duration", o.throughput_duration,
+                   "Throughput rows: per series and in-flight count, 64 B RPCs h0 -> h1 in a "
+                   "closed loop measured this long (through the bottleneck); 0 skips them")
+      ->capture_default_str();
+  cluster
+      ->add_option("--throughput-in-flight", o.throughput_in_flight,
+                   "Throughput rows: RPCs kept in flight, comma-separated")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
   cluster->add_option("--workload-dir", o.workload_dir,
                       "Directory of w1.csv..w5.csv (default: the source tree's data/workloads)");
   o.node_command = bench::AddBenchClusterNodeCommand(bench, o.node);
@@ -331,6 +352,9 @@ int RunBenchCluster(const BenchClusterOptions& o) {
                                 .seed = o.seed,
                                 .unloaded_per_size = o.unloaded_per_size,
                                 .modes = o.modes,
+                                .throughput_duration_ns = plan->throughput_duration_ns,
+                                .throughput_duration = o.throughput_duration,
+                                .throughput_in_flight = o.throughput_in_flight,
                                 .out_dir = o.out_dir,
                                 .progress = [&o](const std::string& line) { Progress(o, line); }};
     for (const std::string& p : o.protos) {

@@ -40,6 +40,11 @@ struct BenchClusterOptions {
   uint64_t seed = 1;
   int unloaded_per_size = 20;
   std::string workload_dir;  // empty: the source tree's data/workloads
+  // The throughput rows (tools/bench/cluster_throughput.h): per series and
+  // in-flight count, a closed loop of 64 B RPCs h0 -> h1 measured this long
+  // ("0" skips them).
+  std::string throughput_duration = "5s";
+  std::vector<int> throughput_in_flight = {1, 32, 256};
 
   // The hidden `wharf bench cluster-node` (tools/bench/cluster_node.h),
   // registered beside `cluster`.

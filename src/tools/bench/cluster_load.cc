@@ -1,7 +1,9 @@
-// The open-loop driver and the unloaded pass of a cluster node.
+// The open-loop driver, the unloaded pass and the closed loop of a cluster
+// node.
 #include "tools/bench/cluster_load.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace wharf::tools::bench {
 namespace {
@@ -54,6 +56,102 @@ class Slots final : public CompletionSink {
   LoadResult& result_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
+};
+
+// How often the closed loop looks for timed-out RPCs, and how long issuing
+// pauses after a failed Issue or an error answer.
+constexpr DurationNs kExpiryScanNs = 10 * kNsPerMs;
+constexpr DurationNs kIssueRetryNs = 1 * kNsPerMs;
+
+// The closed loop's slots (tag = index) and its window accounting. Done
+// only frees a slot; Refill, called between Waits, re-issues.
+class ClosedLoop final : public CompletionSink {
+ public:
+  ClosedLoop(const ClosedLoopOptions& o, const Clock& clock, TimeNs window_start,
+             ClosedLoopResult& result)
+      : o_(o),
+        clock_(clock),
+        window_start_(window_start),
+        window_end_(window_start + o.duration_ns),
+        result_(result),
+        issued_ns_(static_cast<size_t>(o.in_flight), kIdle) {
+    free_.reserve(issued_ns_.size());
+    for (int i = o.in_flight - 1; i >= 0; --i) free_.push_back(static_cast<uint32_t>(i));
+  }
+
+  int in_flight() const { return static_cast<int>(issued_ns_.size() - free_.size()); }
+
+  void Done(uint32_t tag, bool ok) override {
+    if (tag >= issued_ns_.size() || issued_ns_[tag] == kIdle) return;
+    const TimeNs now = clock_.NowNs();
+    if (InWindow(now)) {
+      if (ok) {
+        ++result_.rpcs;
+        result_.rtt_ns.push_back(now - issued_ns_[tag]);
+      } else {
+        ++result_.failed;
+      }
+    }
+    if (!ok) hold_until_ = now + kIssueRetryNs;
+    Free(tag);
+  }
+
+  // Issues an RPC on every free slot, unless a failure put issuing on hold
+  // (then the slots stay free until the hold ends).
+  void Refill(LoadTransport& transport) {
+    while (!free_.empty()) {
+      const uint32_t tag = free_.back();
+      const TimeNs now = clock_.NowNs();
+      if (now < hold_until_) return;
+      ++result_.issued;
+      if (!transport.Issue(tag, o_.server, o_.bytes).ok()) {
+        if (InWindow(now)) ++result_.failed;
+        hold_until_ = now + kIssueRetryNs;
+        return;
+      }
+      free_.pop_back();
+      issued_ns_[tag] = now;
+      result_.max_in_flight = std::max(result_.max_in_flight, in_flight());
+    }
+  }
+
+  // When free slots wait for a hold to end: the hold's end, else none.
+  std::optional<TimeNs> held_until() const {
+    if (free_.empty() || clock_.NowNs() >= hold_until_) return std::nullopt;
+    return hold_until_;
+  }
+
+  // Abandons every RPC issued before `now - rpc_timeout_ns`.
+  void Expire(TimeNs now) {
+    for (uint32_t tag = 0; tag < issued_ns_.size(); ++tag) {
+      if (issued_ns_[tag] == kIdle || now - issued_ns_[tag] < o_.rpc_timeout_ns) continue;
+      if (InWindow(now)) {
+        ++result_.failed;
+        ++result_.timed_out;
+      }
+      Free(tag);
+    }
+  }
+
+ private:
+  static constexpr TimeNs kIdle = -1;  // issued_ns_ of a free slot
+
+  bool InWindow(TimeNs t) const { return t >= window_start_ && t < window_end_; }
+  void Free(uint32_t tag) {
+    issued_ns_[tag] = kIdle;
+    free_.push_back(tag);
+  }
+
+  const ClosedLoopOptions& o_;
+  const Clock& clock_;
+  const TimeNs window_start_;
+  const TimeNs window_end_;
+  ClosedLoopResult& result_;
+  std::vector<TimeNs> issued_ns_;  // by tag: when its RPC was issued, kIdle if free
+  std::vector<uint32_t> free_;
+  // After an Issue error or an error answer nothing is issued before this:
+  // a peer that refuses at once must not turn the loop into a busy spin.
+  TimeNs hold_until_ = 0;
 };
 
 }  // namespace
@@ -126,6 +224,42 @@ LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const Unloa
       }
     }
   }
+  return result;
+}
+
+ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
+                               const ClosedLoopOptions& options) {
+  ClosedLoopOptions o = options;
+  o.in_flight = std::max(1, o.in_flight);
+  o.rpc_timeout_ns = std::max<DurationNs>(1, o.rpc_timeout_ns);
+  ClosedLoopResult result;
+  result.rtt_ns.reserve(o.reserve_samples);
+  const TimeNs window_start = clock.NowNs() + std::max<DurationNs>(0, o.warmup_ns);
+  const TimeNs window_end = window_start + o.duration_ns;
+  ClosedLoop loop(o, clock, window_start, result);
+  bool opened = false;
+  TimeNs next_scan = clock.NowNs() + std::min(kExpiryScanNs, o.rpc_timeout_ns);
+  while (true) {
+    TimeNs now = clock.NowNs();
+    if (!opened && now >= window_start) {
+      opened = true;
+      if (o.window_opened) o.window_opened();
+    }
+    if (now >= window_end) break;
+    loop.Refill(transport);
+    TimeNs until = std::min(window_end, next_scan);
+    if (!opened) until = std::min(until, window_start);
+    if (const std::optional<TimeNs> held = loop.held_until()) until = std::min(until, *held);
+    transport.Wait(until, loop);
+    now = clock.NowNs();
+    if (now >= next_scan) {
+      loop.Expire(now);
+      next_scan = now + std::min(kExpiryScanNs, o.rpc_timeout_ns);
+    }
+  }
+  if (o.window_closed) o.window_closed();
+  result.unfinished = static_cast<uint64_t>(loop.in_flight());
+  result.elapsed_ns = o.duration_ns;
   return result;
 }
 

@@ -3,13 +3,16 @@
 // time its ArrivalGenerator says (never waiting for earlier answers), keeps
 // at most `max_outstanding` in flight per thread (dropping and counting
 // beyond that), times the answers and counts everything; and the unloaded
-// pass (one RPC at a time over a size ladder).
+// pass (one RPC at a time over a size ladder); and the closed loop of the
+// throughput rows (a fixed number of RPCs kept in flight, each re-issued
+// as it completes).
 //
 // A LoadTransport does the sending; the driver reads time from an injected
 // Clock, so tests drive it with SimClock and a fake transport.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,49 @@ struct UnloadedOptions {
 // One RPC at a time, `per_size` of each size, in size order.
 LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock,
                        const UnloadedOptions& options);
+
+struct ClosedLoopOptions {
+  int server = 1;
+  uint64_t bytes = 64;
+  int in_flight = 1;  // RPCs kept outstanding, >= 1; the transport's bound must be >= it
+  // Completions are counted in [start + warmup, start + warmup + duration),
+  // start being when RunClosedLoop is called.
+  DurationNs warmup_ns = 500 * kNsPerMs;
+  DurationNs duration_ns = 5 * kNsPerSec;
+  // An RPC unanswered this long is abandoned (failed, timed_out) and its
+  // slot re-issued: lost UDP datagrams are never answered.
+  DurationNs rpc_timeout_ns = 1 * kNsPerSec;
+  // Room for this many round trips up front, so that the window rarely
+  // grows the vector (8 bytes each).
+  size_t reserve_samples = size_t{1} << 20;
+  // Called (on the driver's thread) when the window opens and when it
+  // closes, e.g. to read the process's CPU time. May be empty.
+  std::function<void()> window_opened;
+  std::function<void()> window_closed;
+};
+
+struct ClosedLoopResult {
+  uint64_t rpcs = 0;       // answered (ok) inside the window
+  uint64_t failed = 0;     // inside the window: Issue errors, error answers, timeouts
+  uint64_t timed_out = 0;  // of `failed`: abandoned after rpc_timeout_ns
+  uint64_t issued = 0;     // handed to the transport, warm-up included
+  uint64_t unfinished = 0; // in flight when the window closed
+  int max_in_flight = 0;   // never above in_flight
+  DurationNs elapsed_ns = 0;  // the window's length (duration_ns)
+  // Issue-to-answer time of each of the `rpcs`, in completion order.
+  std::vector<DurationNs> rtt_ns;
+};
+
+// Keeps `in_flight` RPCs of `bytes` to `server` outstanding, re-issuing each
+// as it completes (after the transport's Wait returns, never from inside
+// it), for warm-up + duration; the RPCs still in flight at the end are
+// abandoned. After a failed Issue or an error answer (counted) issuing
+// pauses for 1 ms, so that a peer refusing at once does not make the loop
+// spin; the free slots are re-issued after the pause. A tag is
+// reused when its RPC times out: should the answer still come (after the
+// timeout), it is taken for the new RPC's.
+ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
+                               const ClosedLoopOptions& options);
 
 // P99 and max of `lateness` (0 when empty); sorts it.
 struct Lateness {

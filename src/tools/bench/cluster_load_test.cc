@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "base/sim_clock.h"
 
@@ -15,15 +16,24 @@ class FakeTransport final : public LoadTransport {
  public:
   FakeTransport(SimClock& clock, DurationNs latency) : clock_(clock), latency_(latency) {}
 
+  // Issue calls (0-based, failed ones included) that fail, are answered
+  // with an error, or are never answered (a lost datagram).
+  std::set<size_t> fail_calls, error_calls, lost_calls;
+
   Status Issue(uint32_t tag, int server, uint64_t bytes) override {
+    const size_t call = calls++;
+    attempt_times.push_back(clock_.NowNs());
+    if (fail_calls.count(call) != 0) return UnavailableError("refused");
     issues.push_back({clock_.NowNs(), server, bytes});
+    if (lost_calls.count(call) != 0) return OkStatus();
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);
-    pending_.emplace(clock_.NowNs() + latency_, tag);
+    pending_.emplace(clock_.NowNs() + latency_, std::make_pair(tag, error_calls.count(call) == 0));
     return OkStatus();
   }
 
   void Wait(TimeNs deadline, CompletionSink& sink) override {
+    in_flight_at_wait.push_back(in_flight);
     if (pending_.empty() || pending_.begin()->first > deadline) {
       clock_.AdvanceTo(std::max(clock_.NowNs(), deadline));
       return;
@@ -31,11 +41,11 @@ class FakeTransport final : public LoadTransport {
     const TimeNs at = pending_.begin()->first;
     clock_.AdvanceTo(std::max(clock_.NowNs(), at));
     while (!pending_.empty() && pending_.begin()->first == at) {
-      const uint32_t tag = pending_.begin()->second;
+      const auto [tag, ok] = pending_.begin()->second;
       pending_.erase(pending_.begin());
       --in_flight;
-      sink.Done(tag, true);
-      sink.Done(tag, true);  // a duplicate answer is ignored
+      sink.Done(tag, ok);
+      sink.Done(tag, ok);  // a duplicate answer is ignored
     }
   }
 
@@ -44,14 +54,17 @@ class FakeTransport final : public LoadTransport {
     int server;
     uint64_t bytes;
   };
-  std::vector<Issued> issues;
-  int in_flight = 0;
+  std::vector<Issued> issues;        // accepted Issue calls
+  std::vector<TimeNs> attempt_times;  // every Issue call
+  size_t calls = 0;
+  int in_flight = 0;  // answers still to come
   int max_in_flight = 0;
+  std::vector<int> in_flight_at_wait;  // `in_flight` as each Wait began
 
  private:
   SimClock& clock_;
   DurationNs latency_;
-  std::multimap<TimeNs, uint32_t> pending_;
+  std::multimap<TimeNs, std::pair<uint32_t, bool>> pending_;  // answer time -> (tag, ok)
 };
 
 ArrivalConfig Config() {
@@ -130,6 +143,95 @@ TEST(ClusterLoadTest, UnloadedPassSendsOneAtATime) {
   EXPECT_EQ(transport.issues[1].at - transport.issues[0].at, 20 * kNsPerUs);
   for (const auto& i : transport.issues) EXPECT_EQ(i.server, 2);
   EXPECT_EQ(r.samples.size(), 6u);
+}
+
+TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  const ClosedLoopResult r =
+      RunClosedLoop(transport, clock,
+                    {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
+                     .duration_ns = 10 * kNsPerMs});
+  EXPECT_EQ(transport.max_in_flight, 8);
+  EXPECT_EQ(r.max_in_flight, 8);
+  // Every slot is re-issued before the driver waits again.
+  for (int n : transport.in_flight_at_wait) EXPECT_EQ(n, 8);
+  for (const auto& i : transport.issues) {
+    EXPECT_EQ(i.server, 1);
+    EXPECT_EQ(i.bytes, 64u);
+  }
+  // Batches of 8 answers every 100 us; those at 1.0 .. 10.9 ms are in the
+  // window [1 ms, 11 ms), the one at 11.0 ms is not.
+  EXPECT_EQ(r.rpcs, 800u);
+  EXPECT_EQ(r.issued, 8u + 8u * 109u);
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_EQ(r.elapsed_ns, 10 * kNsPerMs);
+  ASSERT_EQ(r.rtt_ns.size(), r.rpcs);
+  for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
+}
+
+TEST(ClusterLoadTest, ClosedLoopCountsOnlyTheWindow) {
+  SimClock clock;
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  TimeNs opened = -1, closed = -1;
+  const ClosedLoopResult r = RunClosedLoop(
+      transport, clock,
+      {.in_flight = 1, .warmup_ns = 1 * kNsPerMs, .duration_ns = 2 * kNsPerMs,
+       .window_opened = [&] { opened = clock.NowNs(); },
+       .window_closed = [&] { closed = clock.NowNs(); }});
+  EXPECT_EQ(opened, 1 * kNsPerMs);
+  EXPECT_EQ(closed, 3 * kNsPerMs);
+  EXPECT_EQ(r.rpcs, 20u);  // answers at 1.0, 1.1, ... 2.9 ms
+  EXPECT_EQ(r.issued, 30u);
+  EXPECT_EQ(r.unfinished, 0u);  // the one answered at 3.0 ms was not re-issued
+  EXPECT_EQ(transport.max_in_flight, 1);
+}
+
+TEST(ClusterLoadTest, ClosedLoopCountsAndReissuesFailures) {
+  SimClock clock;
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  transport.fail_calls = {5};
+  transport.error_calls = {10, 11};
+  const ClosedLoopResult r = RunClosedLoop(
+      transport, clock, {.in_flight = 1, .warmup_ns = 0, .duration_ns = 10 * kNsPerMs});
+  // Call 5 is refused at 0.5 ms: the next call comes 1 ms later, not at
+  // once. Calls 10 and 11 (1.9 and 3.0 ms) are answered with errors 100 us
+  // later, each followed by the same pause.
+  ASSERT_GT(transport.attempt_times.size(), 12u);
+  EXPECT_EQ(transport.attempt_times[5], 500 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[6], 1500 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[10], 1900 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[11], 3000 * kNsPerUs);
+  EXPECT_EQ(transport.attempt_times[12], 4100 * kNsPerUs);
+  // Good answers from calls 0-4, 6-9 and 12-69 (4.2 .. 9.9 ms).
+  EXPECT_EQ(r.failed, 3u);
+  EXPECT_EQ(r.rpcs, 5u + 4u + 58u);
+  EXPECT_EQ(r.issued, transport.calls);
+  EXPECT_EQ(r.timed_out, 0u);
+  EXPECT_EQ(transport.max_in_flight, 1);
+}
+
+TEST(ClusterLoadTest, ClosedLoopAbandonsUnansweredRpcsAndReissues) {
+  SimClock clock;
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  transport.lost_calls = {2};
+  const ClosedLoopResult r =
+      RunClosedLoop(transport, clock,
+                    {.in_flight = 2, .warmup_ns = 0, .duration_ns = 20 * kNsPerMs,
+                     .rpc_timeout_ns = 5 * kNsPerMs});
+  EXPECT_EQ(r.timed_out, 1u);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_EQ(r.max_in_flight, 2);
+  // Once the lost one is abandoned (at the 10 ms scan: issued at 0.1 ms,
+  // not yet 5 ms old at the 5 ms scan), two are in flight again.
+  ASSERT_FALSE(transport.in_flight_at_wait.empty());
+  EXPECT_EQ(transport.in_flight_at_wait.back(), 2);
+  ASSERT_GT(transport.attempt_times.size(), 5u);
+  EXPECT_EQ(transport.attempt_times[2], 100 * kNsPerUs);  // the lost one
+  EXPECT_EQ(transport.attempt_times[4], 200 * kNsPerUs);  // the other slot runs on alone
+  EXPECT_EQ(transport.attempt_times[5], 300 * kNsPerUs);
+  // One slot answered every 100 us for 20 ms, the other only 0-10 ms.
+  EXPECT_EQ(r.rpcs, 200u + 100u - 1u);
 }
 
 TEST(ClusterLoadTest, SummarizesLateness) {

@@ -2,6 +2,7 @@
 #include "tools/bench/cluster_node.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "tools/bench/cluster_samples.h"
 #include "tools/bench/cluster_transports.h"
 #include "tools/bench/cpu_usage.h"
+#include "tools/bench/latency_stats.h"
 #include "tools/bench/workload.h"
 
 namespace wharf::tools::bench {
@@ -76,6 +78,69 @@ int Fail(const Status& s) {
   return 1;
 }
 
+// Sleeps until `start_ns` on `clock`.
+void SleepUntil(const Clock& clock, TimeNs start_ns) {
+  while (clock.NowNs() < start_ns) {
+    const DurationNs left = start_ns - clock.NowNs();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<DurationNs>(left, 50 * kNsPerMs)));
+  }
+}
+
+// --closed-loop N: one client thread, N RPCs in flight to --peer; the
+// summary line holds the RPC rate, its latency and this process's CPU over
+// the measured window. The peer runs a `--threads 0` node.
+int RunClosedLoopNode(const ClusterNodeOptions& o) {
+  Result<NodePlan> planned = Plan(o);
+  if (!planned.ok()) return Fail(planned.status());
+  const NodePlan& plan = *planned;
+  const int hosts = static_cast<int>(plan.transport.addresses.size());
+  if (o.peer < 0 || o.peer >= hosts || o.peer == o.host) {
+    return Fail(InvalidArgumentError("--peer must be another host"));
+  }
+  Result<DurationNs> warmup_ns = ParseDuration(o.warmup);
+  if (!warmup_ns.ok()) return Fail(warmup_ns.status().WithContext("--warmup"));
+  const Clock& clock = SystemClock::Get();
+  Result<std::unique_ptr<LoadTransport>> transport = OpenLoadTransport(
+      plan.transport, clock, std::max(o.max_outstanding, o.closed_loop));
+  if (!transport.ok()) return Fail(transport.status().WithContext("client endpoint"));
+  SleepUntil(clock, clock.NowNs() + (o.start_at_ns - clock.WallNs()));
+
+  Result<DurationNs> cpu_start = UnavailableError("window never opened");
+  Result<DurationNs> cpu_end = UnavailableError("window never closed");
+  ClosedLoopResult r = RunClosedLoop(**transport, clock,
+                                     {.server = o.peer,
+                                      .bytes = o.size,
+                                      .in_flight = o.closed_loop,
+                                      .warmup_ns = *warmup_ns,
+                                      .duration_ns = plan.duration_ns,
+                                      .window_opened = [&] { cpu_start = ProcessCpuNs(0); },
+                                      .window_closed = [&] { cpu_end = ProcessCpuNs(0); }});
+  std::sort(r.rtt_ns.begin(), r.rtt_ns.end());
+  const double seconds = static_cast<double>(r.elapsed_ns) / kNsPerSec;
+  nlohmann::json summary = {
+      {"host", o.host},
+      {"proto", o.proto},
+      {"mode", o.mode},
+      {"closed_loop", o.closed_loop},
+      {"peer", o.peer},
+      {"bytes", o.size},
+      {"rpcs", r.rpcs},
+      {"elapsed_ns", r.elapsed_ns},
+      {"rpc_per_sec", seconds > 0 ? static_cast<double>(r.rpcs) / seconds : 0.0},
+      {"p50_ns", LatencyStats::Percentile(r.rtt_ns, 50)},
+      {"p99_ns", LatencyStats::Percentile(r.rtt_ns, 99)},
+      {"cpu_ns", cpu_start.ok() && cpu_end.ok() ? *cpu_end - *cpu_start : -1},
+      {"failed", r.failed},
+      {"timed_out", r.timed_out},
+      {"issued", r.issued},
+      {"unfinished", r.unfinished},
+      {"max_in_flight", r.max_in_flight},
+      {"first_error", (*transport)->first_error()}};
+  std::printf("summary %s\n", summary.dump().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
@@ -103,10 +168,14 @@ CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
   node->add_option("--peer", o.peer);
   node->add_option("--per-size", o.per_size)->check(CLI::Range(1, 100000));
   node->add_option("--out", o.out)->required();
+  node->add_option("--closed-loop", o.closed_loop)->check(CLI::Range(0, 1 << 16));
+  node->add_option("--size", o.size)->check(CLI::Range(uint64_t{1}, kUdpMaxMessageBytes));
+  node->add_option("--warmup", o.warmup);
   return node;
 }
 
 int RunBenchClusterNode(const ClusterNodeOptions& o) {
+  if (o.closed_loop > 0) return RunClosedLoopNode(o);
   Result<NodePlan> planned = Plan(o);
   if (!planned.ok()) return Fail(planned.status());
   const NodePlan& plan = *planned;

@@ -2,7 +2,8 @@
 // subcommand each host of a `wharf bench cluster` run executes inside its
 // namespace: an echo server plus open-loop client threads (cluster_load.h)
 // over one protocol (cluster_transports.h), samples to a file
-// (cluster_samples.h) and a one-line JSON summary on stdout. Flags and file
+// (cluster_samples.h) and a one-line JSON summary on stdout; or, with
+// --closed-loop N, one closed-loop client (the throughput rows). Flags and file
 // format: docs/benchmarks.md, "The cluster node".
 #pragma once
 
@@ -37,6 +38,12 @@ struct ClusterNodeOptions {
   int peer = 1;
   int per_size = 20;
   std::string out;
+  // --closed-loop N: instead of the above, one client thread keeping N RPCs
+  // of --size bytes in flight to --peer (cluster_load.h's RunClosedLoop)
+  // for --warmup then --duration; no echo server, no sample file.
+  int closed_loop = 0;
+  uint64_t size = 64;
+  std::string warmup = "500ms";
 };
 
 // Adds the hidden `cluster-node` under `bench`; returns it.

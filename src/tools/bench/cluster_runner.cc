@@ -1,5 +1,6 @@
 // The workload runs of `wharf bench cluster`: daemons, nodes, collection,
-// statistics, results.json, the plot and the table.
+// statistics, results.json, the plot and the tables (the throughput phase
+// itself is in cluster_throughput.cc).
 #include "tools/bench/cluster_runner.h"
 
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include "netns/netns_process.h"
 #include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_throughput.h"
 #include "tools/bench/cpu_usage.h"
 #include "tools/bench/slowdown.h"
 #include "tools/bench/slowdown_plot.h"
@@ -31,6 +33,11 @@ constexpr int kBuckets = 10;
 constexpr DurationNs kStartLeadNs = 2 * kNsPerSec;  // processes open their sockets meanwhile
 constexpr DurationNs kDrainNs = 1 * kNsPerSec;
 constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
+// A wharfd keeps a departed application's endpoints open for
+// AppSession::kLinger (200 ms); a node opening the same named endpoint
+// sooner is refused (ALREADY_EXISTS), so managed runs wait this long
+// between one node's exit and the next one's start on the same host.
+constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 
 int PortFor(const std::string& proto) { return proto == "homa" ? 4000 : proto == "tcp" ? 4001 : 4002; }
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
@@ -73,6 +80,7 @@ struct SeriesRun {
   DurationNs node_cpu_ns = 0;
   DurationNs daemon_cpu_ns = -1;  // -1: no daemons
   uint64_t completed = 0, dropped = 0, skipped = 0, failed = 0, unfinished = 0;
+  std::vector<ThroughputRow> throughput;
 };
 
 class SeriesRunner {
@@ -106,6 +114,7 @@ class SeriesRunner {
     Progress(run.label + ": unloaded pass h0 -> h1 ...");
     WHARF_RETURN_IF_ERROR(Unloaded(proto, mode, sockets, run));
 
+    if (managed) Sleep(kDaemonReleaseNs);
     Progress(run.label + ": loaded run on " + std::to_string(cluster_.host_count()) +
              " hosts for " + c_.duration + " ...");
     CpuMeter daemon_cpu([&] {
@@ -150,6 +159,22 @@ class SeriesRunner {
     if (managed) run.daemon_cpu_ns = daemon_cpu.Stop();
     run.input.label = run.label;
     run.input.duration_ns = c_.duration_ns;
+
+    // Before the daemons go.
+    if (managed) Sleep(kDaemonReleaseNs);
+    ThroughputSeries series{
+        .label = run.label,
+        .proto = proto,
+        .mode = IsWharf(proto) ? mode : "kernel",
+        .node_argv = [&](int host, int64_t at) { return NodeArgv(proto, mode, host, sockets[host], at); },
+        .daemon_pids = {},
+        .progress = c_.progress};
+    if (managed) series.daemon_pids = {daemons[0]->pid(), daemons[1]->pid()};
+    WHARF_ASSIGN_OR_RETURN(run.throughput,
+                           RunThroughputPhase(cluster_, series,
+                                              {.duration_ns = c_.throughput_duration_ns,
+                                               .in_flight = c_.throughput_in_flight},
+                                              clock_));
     return run;
   }
 
@@ -294,6 +319,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   report.load = {.target_load = c.load, .link_bps = c.link_bps, .hosts = cluster.host_count()};
   report.buckets = MakeSizeBuckets(workload, kBuckets);
   nlohmann::json series_meta = nlohmann::json::array();
+  std::vector<ThroughputRow> throughput;
   Status status = OkStatus();
   SeriesRunner runner(cluster, c, self, work);
   for (const auto& [proto, mode] : ClusterSeries(c)) {
@@ -314,6 +340,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
       break;
     }
     report.series.push_back(*stats);
+    throughput.insert(throughput.end(), run->throughput.begin(), run->throughput.end());
     const uint64_t messages = 2 * run->completed;  // a request and a response each
     series_meta.push_back({{"label", run->label},
                            {"proto", run->proto},
@@ -359,8 +386,11 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},
                 {"seed", c.seed},
-                {"udp_max_message_bytes", 65000}};
+                {"udp_max_message_bytes", 65000},
+                {"throughput_duration", c.throughput_duration},
+                {"throughput_in_flight", c.throughput_in_flight}};
   doc["series_meta"] = series_meta;
+  doc["throughput"] = nlohmann::json::parse(ThroughputRowsJson(throughput));
   const std::string path = c.out_dir + "/results.json";
   {
     std::ofstream file(path);
@@ -369,6 +399,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   }
   std::printf("wrote %s\n", path.c_str());
   PrintTable(report);
+  PrintThroughputTable(throughput, c.link_rate);
   Result<PlotFiles> plot =
       PlotSlowdown(report, DecileSizeTicks(workload), {.output_dir = c.out_dir});
   if (plot.ok()) {

@@ -3,8 +3,9 @@
 // mode, a wharfd per host (managed), an unloaded pass (host 0 -> host 1,
 // one RPC at a time over UnloadedSizes) and then the loaded run (a
 // cluster-node on every host, started together), the samples collected,
-// SeriesStats computed; then DIR/results.json, DIR/slowdown.png/.svg and a
-// comparison table on stdout.
+// SeriesStats computed, then the throughput phase (cluster_throughput.h,
+// while the series' daemons are still up); then DIR/results.json,
+// DIR/slowdown.png/.svg and the comparison tables on stdout.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,11 @@ struct ClusterRunConfig {
   int unloaded_per_size = 20;
   std::vector<std::string> protos;  // homa, tcp, udp
   std::vector<std::string> modes;   // embedded, managed
+  // The throughput phase of each series: a closed loop per in-flight
+  // count, each measured this long (0: no phase).
+  DurationNs throughput_duration_ns = 5 * kNsPerSec;
+  std::string throughput_duration = "5s";
+  std::vector<int> throughput_in_flight = {1, 32, 256};
   std::string out_dir;
   std::function<void(const std::string&)> progress;  // one line of progress
 };
