@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -177,7 +178,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       "the next start. Each series gets an unloaded pass and a loaded run; results in "
       "DIR/results.json and DIR/slowdown.png/.svg, a table on stdout. Example:\n"
       "  wharf bench cluster --hosts 4 --workload w4 --load 0.8 --link-rate 1gbit "
-      "--duration 30s --proto homa,tcp,udp,grpc --mode embedded,managed --out results");
+      "--duration 30s --proto homa,tcp,kernel-udp,kernel-tcp,grpc --mode embedded,managed --out "
+      "results");
   cluster->add_option("--hosts", o.hosts, "Hosts (network namespaces), 2 to 16")
       ->capture_default_str()
       ->check(CLI::Range(2, 16));
@@ -198,10 +200,12 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
   cluster
       ->add_option("--proto", o.protos,
                    "Protocols to run, comma-separated: homa (wharf homa://), tcp (wharf tcp://), "
-                   "udp (kernel UDP), grpc (gRPC C++)")
+                   "kernel-udp (kernel UDP, messages cut into MTU datagrams; `udp` is an alias), "
+                   "kernel-tcp (kernel TCP, a connection per client and server), grpc (gRPC C++)")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"homa", "tcp", "udp", "grpc"}));
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"udp", "kernel-udp"}}))
+      ->check(CLI::IsMember({"homa", "tcp", "kernel-udp", "kernel-tcp", "grpc"}));
   cluster
       ->add_option("--mode", o.modes,
                    "How wharf runs on each host, comma-separated: embedded (in the benchmark "

@@ -26,7 +26,7 @@ struct BenchClusterOptions {
   double load = 0.8;                 // offered load as a fraction of --link-rate
   std::string link_rate = "1gbit";   // tc rate of every host's bottleneck
   std::string duration = "30s";      // per protocol and mode
-  std::vector<std::string> protos = {"homa", "tcp", "udp", "grpc"};
+  std::vector<std::string> protos = {"homa", "tcp", "kernel-udp", "kernel-tcp", "grpc"};
   std::vector<std::string> modes = {"embedded", "managed"};
   std::string out_dir = "wharf-bench-cluster";
   bool keep = false;                 // leave the cluster up (debugging)

@@ -32,7 +32,11 @@ constexpr DurationNs kStartLeadNs = 2 * kNsPerSec;  // processes open their sock
 constexpr DurationNs kDrainNs = 1 * kNsPerSec;
 constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
 
-int PortFor(const std::string& proto) { return proto == "homa" ? 4000 : proto == "tcp" ? 4001 : 4002; }
+int PortFor(const std::string& proto) {
+  if (proto == "homa") return 4000;
+  if (proto == "tcp") return 4001;
+  return proto == "kernel-tcp" ? 4003 : 4002;  // kernel-udp
+}
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
 
 std::string Label(const std::string& proto, const std::string& mode) {
@@ -72,7 +76,7 @@ struct SeriesRun {
   nlohmann::json nodes = nlohmann::json::array();
   DurationNs node_cpu_ns = 0;
   DurationNs daemon_cpu_ns = -1;  // -1: no daemons
-  uint64_t completed = 0, dropped = 0, skipped = 0, failed = 0, unfinished = 0;
+  uint64_t completed = 0, dropped = 0, failed = 0, unfinished = 0;
 };
 
 class SeriesRunner {
@@ -140,7 +144,6 @@ class SeriesRunner {
       run.input.issued_bytes += summary.value("issued_bytes", uint64_t{0});
       run.completed += summary.value("completed", uint64_t{0});
       run.dropped += summary.value("dropped", uint64_t{0});
-      run.skipped += summary.value("skipped", uint64_t{0});
       run.failed += summary.value("failed", uint64_t{0});
       run.unfinished += summary.value("unfinished", uint64_t{0});
       run.node_cpu_ns += summary.value("cpu_ns", int64_t{0});
@@ -322,7 +325,6 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                            {"completed", run->completed},
                            {"issued", run->input.issued_rpcs},
                            {"dropped", run->dropped},
-                           {"skipped", run->skipped},
                            {"failed", run->failed},
                            {"unfinished", run->unfinished},
                            {"node_cpu_ns", run->node_cpu_ns},
@@ -330,11 +332,10 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                            {"node_cpu_ns_per_message", PerMessage(run->node_cpu_ns, messages)},
                            {"daemon_cpu_ns_per_message", PerMessage(run->daemon_cpu_ns, messages)},
                            {"nodes", run->nodes}});
-    std::printf("%s: %llu RPCs completed, %llu dropped, %llu skipped, %llu unfinished; node CPU "
+    std::printf("%s: %llu RPCs completed, %llu dropped, %llu unfinished; node CPU "
                 "%.0f ns per message%s\n",
                 run->label.c_str(), static_cast<unsigned long long>(run->completed),
                 static_cast<unsigned long long>(run->dropped),
-                static_cast<unsigned long long>(run->skipped),
                 static_cast<unsigned long long>(run->unfinished),
                 PerMessage(run->node_cpu_ns, messages),
                 run->daemon_cpu_ns >= 0
@@ -358,8 +359,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"duration", c.duration},
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},
-                {"seed", c.seed},
-                {"udp_max_message_bytes", 65000}};
+                {"seed", c.seed}};
   doc["series_meta"] = series_meta;
   const std::string path = c.out_dir + "/results.json";
   {

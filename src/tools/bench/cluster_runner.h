@@ -31,14 +31,15 @@ struct ClusterRunConfig {
   int max_outstanding = 64;
   uint64_t seed = 1;
   int unloaded_per_size = 20;
-  std::vector<std::string> protos;  // homa, tcp, udp
+  std::vector<std::string> protos;  // homa, tcp, kernel-udp, kernel-tcp
   std::vector<std::string> modes;   // embedded, managed
   std::string out_dir;
   std::function<void(const std::string&)> progress;  // one line of progress
 };
 
 // The series a config runs, as (proto, mode): wharf protocols once per
-// mode, the kernel baseline (udp) once, labelled "udp".
+// mode, each kernel baseline (kernel-udp, kernel-tcp) once, labelled with
+// its name.
 std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& config);
 
 // Runs everything; an error stops the runs (what finished is not written).
