@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -328,8 +329,8 @@ int RunBenchCluster(const BenchClusterOptions& o) {
     for (const std::string& p : o.protos) {
       if (p == "grpc") {
         std::printf("grpc: not run by this binary (the gRPC node is separate), skipped\n");
-      } else {
-        run.protos.push_back(p);
+      } else if (std::find(run.protos.begin(), run.protos.end(), p) == run.protos.end()) {
+        run.protos.push_back(p);  // once, also for "udp,kernel-udp" (the alias)
       }
     }
     if (Status ran = bench::RunClusterWorkloads(*cluster, run); !ran.ok()) {

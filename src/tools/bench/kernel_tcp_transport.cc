@@ -44,7 +44,8 @@ void PutLe(uint64_t v, int bytes, char* out) {
 }
 uint64_t GetLe(const char* in, int bytes) {
   uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
   return v;
 }
 
@@ -69,7 +70,10 @@ bool WouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 class TcpEchoServer final : public KernelEchoServer {
  public:
   TcpEchoServer(UniqueFd listener, UniqueFd epoll, uint16_t port, const Clock& clock)
-      : listener_(std::move(listener)), epoll_(std::move(epoll)), port_(port), clock_(clock),
+      : listener_(std::move(listener)),
+        epoll_(std::move(epoll)),
+        port_(port),
+        clock_(clock),
         in_(kReadChunkBytes) {
     thread_ = std::thread([this] { Serve(); });
   }
@@ -263,9 +267,12 @@ class TcpLoadTransport final : public LoadTransport {
  public:
   TcpLoadTransport(std::string local_ip, std::vector<SocketAddress> servers, const Clock& clock,
                    int max_outstanding)
-      : local_ip_(std::move(local_ip)), servers_(std::move(servers)), clock_(clock),
+      : local_ip_(std::move(local_ip)),
+        servers_(std::move(servers)),
+        clock_(clock),
         rpc_ids_(static_cast<size_t>(max_outstanding), 0),
-        server_of_(static_cast<size_t>(max_outstanding), -1), conns_(servers_.size()),
+        server_of_(static_cast<size_t>(max_outstanding), -1),
+        conns_(servers_.size()),
         in_(kReadChunkBytes) {
     for (Conn& c : conns_) c.frames.resize(2 * static_cast<size_t>(max_outstanding));
     pollfds_.reserve(conns_.size());

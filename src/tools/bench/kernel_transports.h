@@ -47,9 +47,10 @@ Result<std::unique_ptr<KernelEchoServer>> StartKernelUdpEchoServer(const std::st
                                                                    uint16_t port,
                                                                    const Clock& clock);
 // A kernel-udp client bound to local_ip, sending to `servers` (by host).
-Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(
-    const std::string& local_ip, std::vector<SocketAddress> servers, const Clock& clock,
-    int max_outstanding);
+Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string& local_ip,
+                                                              std::vector<SocketAddress> servers,
+                                                              const Clock& clock,
+                                                              int max_outstanding);
 
 // Serves kernel-tcp echo on ip:port (port 0: any). `clock` times idle
 // connections.
@@ -58,8 +59,9 @@ Result<std::unique_ptr<KernelEchoServer>> StartKernelTcpEchoServer(const std::st
                                                                    const Clock& clock);
 // A kernel-tcp client: connects to servers[h] (non-blocking) at the first
 // RPC to host h, from local_ip.
-Result<std::unique_ptr<LoadTransport>> OpenKernelTcpTransport(
-    const std::string& local_ip, std::vector<SocketAddress> servers, const Clock& clock,
-    int max_outstanding);
+Result<std::unique_ptr<LoadTransport>> OpenKernelTcpTransport(const std::string& local_ip,
+                                                              std::vector<SocketAddress> servers,
+                                                              const Clock& clock,
+                                                              int max_outstanding);
 
 }  // namespace wharf::tools::bench

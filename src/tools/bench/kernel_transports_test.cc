@@ -46,8 +46,8 @@ SocketAddress Loopback(uint16_t port) {
   return *a;
 }
 
-const std::vector<uint64_t> kSizes = {1, 1471, 1473, 100'000, 1'000'000, kKernelUdpMaxPayloadBytes,
-                                      kKernelUdpMaxPayloadBytes + 1};
+const std::vector<uint64_t> kSizes = {
+    1, 1471, 1473, 100'000, 1'000'000, kKernelUdpMaxPayloadBytes, kKernelUdpMaxPayloadBytes + 1};
 
 // Issues every size at once (tags 0..n-1), twice over, and checks each
 // tag completes exactly once per round.
@@ -67,8 +67,8 @@ void EchoesEverySize(LoadTransport& t) {
 TEST(KernelUdpTransportTest, EchoesEverySizeWithSeveralInFlight) {
   auto server = StartKernelUdpEchoServer("127.0.0.1", 0, SystemClock::Get());
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto t = OpenKernelUdpTransport("127.0.0.1", {Loopback((*server)->port())}, SystemClock::Get(),
-                                  16);
+  auto t =
+      OpenKernelUdpTransport("127.0.0.1", {Loopback((*server)->port())}, SystemClock::Get(), 16);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EchoesEverySize(**t);
   (*server)->Stop();
@@ -105,14 +105,18 @@ TEST(KernelUdpTransportTest, StaleAnswerDoesNotCompleteTheTagsNewRpc) {
   const ssize_t n2 = ::recv(fake->get(), second.data(), second.size(), 0);
   ASSERT_EQ(n1, static_cast<ssize_t>(kKernelUdpHeaderBytes + 100));
   ASSERT_EQ(n2, n1);
-  EXPECT_NE(DecodeKernelUdpHeader(first.data()).rpc_id, DecodeKernelUdpHeader(second.data()).rpc_id);
+  EXPECT_NE(DecodeKernelUdpHeader(first.data()).rpc_id,
+            DecodeKernelUdpHeader(second.data()).rpc_id);
   // The old RPC's answer: ignored.
-  ASSERT_EQ(::sendto(fake->get(), first.data(), n1, 0, reinterpret_cast<sockaddr*>(&from), from_len), n1);
+  ASSERT_EQ(
+      ::sendto(fake->get(), first.data(), n1, 0, reinterpret_cast<sockaddr*>(&from), from_len), n1);
   Sink sink;
   (*t)->Wait(SystemClock::Get().NowNs() + 200 * kNsPerMs, sink);
   EXPECT_EQ(sink.total(), 0);
   // The new one's: completes tag 0 once.
-  ASSERT_EQ(::sendto(fake->get(), second.data(), n2, 0, reinterpret_cast<sockaddr*>(&from), from_len), n2);
+  ASSERT_EQ(
+      ::sendto(fake->get(), second.data(), n2, 0, reinterpret_cast<sockaddr*>(&from), from_len),
+      n2);
   WaitFor(**t, sink, 1);
   EXPECT_EQ(sink.completed[0], 1);
 }
@@ -133,15 +137,14 @@ TEST(KernelUdpTransportTest, ServerCountsMalformedDatagrams) {
   WaitFor(**t, sink, 1);
   EXPECT_EQ(sink.completed[0], 1);
   (*server)->Stop();  // the junk came first on the socket, so it was counted
-  EXPECT_NE((*server)->counters().find("malformed=1 "), std::string::npos)
-      << (*server)->counters();
+  EXPECT_NE((*server)->counters().find("malformed=1 "), std::string::npos) << (*server)->counters();
 }
 
 TEST(KernelTcpTransportTest, EchoesEverySizeWithSeveralInFlight) {
   auto server = StartKernelTcpEchoServer("127.0.0.1", 0, SystemClock::Get());
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto t = OpenKernelTcpTransport("127.0.0.1", {Loopback((*server)->port())}, SystemClock::Get(),
-                                  16);
+  auto t =
+      OpenKernelTcpTransport("127.0.0.1", {Loopback((*server)->port())}, SystemClock::Get(), 16);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EchoesEverySize(**t);
   (*server)->Stop();
@@ -215,8 +218,7 @@ TEST(KernelTcpTransportTest, ServerClosesOnAMalformedFrame) {
   char buf[16];
   EXPECT_EQ(::recv(c->get(), buf, sizeof(buf), 0), 0);  // EOF: closed by the server
   (*server)->Stop();
-  EXPECT_NE((*server)->counters().find("malformed=1 "), std::string::npos)
-      << (*server)->counters();
+  EXPECT_NE((*server)->counters().find("malformed=1 "), std::string::npos) << (*server)->counters();
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ void PutLe(uint64_t v, int bytes, char* out) {
 }
 uint64_t GetLe(const char* in, int bytes) {
   uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
   return v;
 }
 
@@ -81,8 +82,7 @@ UdpAddResult UdpReassembler::Add(const UdpPeerKey& peer, std::span<const char> d
   // known from the total: anything else is not ours or corrupt.
   const uint64_t total = h.total_bytes;
   const bool ok = total <= kKernelUdpMaxMessageBytes && h.offset <= total &&
-                  h.offset % kKernelUdpMaxPayloadBytes == 0 &&
-                  (total == 0 || h.offset < total) &&
+                  h.offset % kKernelUdpMaxPayloadBytes == 0 && (total == 0 || h.offset < total) &&
                   payload.size() == std::min<uint64_t>(kKernelUdpMaxPayloadBytes, total - h.offset);
   if (!ok) {
     ++counters_.malformed;
@@ -122,7 +122,8 @@ UdpAddResult UdpReassembler::Add(const UdpPeerKey& peer, std::span<const char> d
   }
   word |= bit;
   ++slot.received;
-  if (options_.keep_payload) std::memcpy(slot.data.data() + h.offset, payload.data(), payload.size());
+  if (options_.keep_payload)
+    std::memcpy(slot.data.data() + h.offset, payload.data(), payload.size());
   slot.last_ns = now;
   Unlink(s);
   LinkAtTail(s);

@@ -88,7 +88,7 @@ class UdpReassembler {
     size_t max_partial = 4096;
     DurationNs idle_timeout_ns = 1 * kNsPerSec;
     uint64_t max_buffered_bytes = 256ull << 20;  // sum of partial totals (keep_payload only)
-    bool keep_payload = true;  // false: track datagrams only (the client)
+    bool keep_payload = true;                    // false: track datagrams only (the client)
   };
   struct Counters {
     uint64_t datagrams = 0;   // offered to Add

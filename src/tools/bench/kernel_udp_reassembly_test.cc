@@ -179,14 +179,14 @@ TEST(UdpReassemblerTest, MalformedDatagramsAreCountedAndDropped) {
     EncodeKernelUdpHeader({.rpc_id = 3, .offset = offset, .total_bytes = total}, d.data());
     return d + std::string(payload, 'x');
   };
-  bad.push_back(header(0, 10, 11));                               // longer than the total
-  bad.push_back(header(0, 10, 9));                                // shorter than the total
-  bad.push_back(header(kP, 2 * kP, kP + 1));                      // offset + len > total
-  bad.push_back(header(5, 3 * kP, kP));                           // not on the cut
-  bad.push_back(header(0, 3 * kP, kP - 1));                       // a short middle piece
-  bad.push_back(header(3 * kP, 3 * kP, 0));                       // offset at the end
+  bad.push_back(header(0, 10, 11));                                       // longer than the total
+  bad.push_back(header(0, 10, 9));                                        // shorter than the total
+  bad.push_back(header(kP, 2 * kP, kP + 1));                              // offset + len > total
+  bad.push_back(header(5, 3 * kP, kP));                                   // not on the cut
+  bad.push_back(header(0, 3 * kP, kP - 1));                               // a short middle piece
+  bad.push_back(header(3 * kP, 3 * kP, 0));                               // offset at the end
   bad.push_back(header(0, uint32_t{kKernelUdpMaxMessageBytes} + 1, kP));  // too large
-  bad.push_back(header(0, 0, 1));                                 // empty message with bytes
+  bad.push_back(header(0, 0, 1));  // empty message with bytes
   bad.push_back(std::string(kKernelUdpMaxDatagramBytes + 100, 'z'));
   for (const std::string& d : bad) {
     EXPECT_EQ(r.Add(Peer(1), Span(d), 0).outcome, UdpAddOutcome::kMalformed) << d.size();

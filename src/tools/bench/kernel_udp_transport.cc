@@ -126,8 +126,12 @@ short PollUntil(int fd, short events, const Clock& clock, TimeNs deadline) {
 class UdpEchoServer final : public KernelEchoServer {
  public:
   UdpEchoServer(UniqueFd fd, uint16_t port, const Clock& clock)
-      : fd_(std::move(fd)), port_(port), clock_(clock), table_({}),
-        receive_(std::make_unique<ReceiveBatch>()), send_(std::make_unique<SendBatch>()) {
+      : fd_(std::move(fd)),
+        port_(port),
+        clock_(clock),
+        table_({}),
+        receive_(std::make_unique<ReceiveBatch>()),
+        send_(std::make_unique<SendBatch>()) {
     thread_ = std::thread([this] { Serve(); });
   }
   ~UdpEchoServer() override { Stop(); }
@@ -141,9 +145,10 @@ class UdpEchoServer final : public KernelEchoServer {
   std::string counters() const override {
     const UdpReassembler::Counters& c = table_.counters();
     return "datagrams=" + std::to_string(c.datagrams) + " messages=" + std::to_string(c.completed) +
-           " duplicates=" + std::to_string(c.duplicates) + " malformed=" +
-           std::to_string(c.malformed) + " table_full=" + std::to_string(c.table_full) +
-           " expired=" + std::to_string(c.expired) + " send_errors=" + std::to_string(send_errors_);
+           " duplicates=" + std::to_string(c.duplicates) +
+           " malformed=" + std::to_string(c.malformed) +
+           " table_full=" + std::to_string(c.table_full) + " expired=" + std::to_string(c.expired) +
+           " send_errors=" + std::to_string(send_errors_);
   }
 
  private:
@@ -198,11 +203,14 @@ class UdpLoadTransport final : public LoadTransport {
  public:
   UdpLoadTransport(UniqueFd fd, std::vector<SocketAddress> servers, const Clock& clock,
                    int max_outstanding)
-      : fd_(std::move(fd)), servers_(std::move(servers)), clock_(clock),
+      : fd_(std::move(fd)),
+        servers_(std::move(servers)),
+        clock_(clock),
         table_({.keep_payload = false}),
         rpc_ids_(static_cast<size_t>(max_outstanding), 0),
         queue_(2 * static_cast<size_t>(max_outstanding)),
-        receive_(std::make_unique<ReceiveBatch>()), send_(std::make_unique<SendBatch>()) {
+        receive_(std::make_unique<ReceiveBatch>()),
+        send_(std::make_unique<SendBatch>()) {
     failed_.reserve(queue_.size());
   }
 
@@ -273,17 +281,16 @@ class UdpLoadTransport final : public LoadTransport {
         if (sent == 0) return;  // full: POLLOUT
         if (sent < 0) {
           if (first_error_.empty()) {
-            first_error_ = ErrnoToStatus(-sent, "kernel-udp sendmmsg to " +
-                                                    servers_[p.server].ToString())
-                               .ToString();
+            first_error_ =
+                ErrnoToStatus(-sent, "kernel-udp sendmmsg to " + servers_[p.server].ToString())
+                    .ToString();
           }
           rpc_ids_[tag] = 0;
           failed_.push_back(tag);
           finished = true;
         } else {
-          p.sent = static_cast<uint32_t>(
-              std::min<uint64_t>(p.total, p.sent + uint64_t{kKernelUdpMaxPayloadBytes} *
-                                                       static_cast<uint64_t>(sent)));
+          p.sent = static_cast<uint32_t>(std::min<uint64_t>(
+              p.total, p.sent + uint64_t{kKernelUdpMaxPayloadBytes} * static_cast<uint64_t>(sent)));
           finished = p.sent >= p.total;
         }
       }
