@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -187,7 +189,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       "(64 B, 1/32/256 in flight, h0 -> h1); results in DIR/results.json and "
       "DIR/slowdown.png/.svg, tables on stdout. Example:\n"
       "  wharf bench cluster --hosts 4 --workload w4 --load 0.8 --link-rate 1gbit "
-      "--duration 30s --proto homa,tcp,udp,grpc --mode embedded,managed --out results");
+      "--duration 30s --proto homa,tcp,kernel-udp,kernel-tcp,grpc --mode embedded,managed --out "
+      "results");
   cluster->add_option("--hosts", o.hosts, "Hosts (network namespaces), 2 to 16")
       ->capture_default_str()
       ->check(CLI::Range(2, 16));
@@ -215,10 +218,12 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
   cluster
       ->add_option("--proto", o.protos,
                    "Protocols to run, comma-separated: homa (wharf homa://), tcp (wharf tcp://), "
-                   "udp (kernel UDP), grpc (gRPC C++)")
+                   "kernel-udp (kernel UDP, messages cut into MTU datagrams; `udp` is an alias), "
+                   "kernel-tcp (kernel TCP, a connection per client and server), grpc (gRPC C++)")
       ->capture_default_str()
       ->delimiter(',')
-      ->check(CLI::IsMember({"homa", "tcp", "udp", "grpc"}));
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"udp", "kernel-udp"}}))
+      ->check(CLI::IsMember({"homa", "tcp", "kernel-udp", "kernel-tcp", "grpc"}));
   cluster
       ->add_option("--mode", o.modes,
                    "How wharf runs on each host, comma-separated: embedded (in the benchmark "
@@ -360,8 +365,8 @@ int RunBenchCluster(const BenchClusterOptions& o) {
     for (const std::string& p : o.protos) {
       if (p == "grpc") {
         std::printf("grpc: not run by this binary (the gRPC node is separate), skipped\n");
-      } else {
-        run.protos.push_back(p);
+      } else if (std::find(run.protos.begin(), run.protos.end(), p) == run.protos.end()) {
+        run.protos.push_back(p);  // once, also for "udp,kernel-udp" (the alias)
       }
     }
     if (Status ran = bench::RunClusterWorkloads(*cluster, run); !ran.ok()) {

@@ -27,7 +27,7 @@ struct BenchClusterOptions {
   std::string link_rate = "1gbit";   // tc rate of every host's bottleneck
   int priorities = 8;                // strict-priority queues per bottleneck (1: FIFO)
   std::string duration = "30s";      // per protocol and mode
-  std::vector<std::string> protos = {"homa", "tcp", "udp", "grpc"};
+  std::vector<std::string> protos = {"homa", "tcp", "kernel-udp", "kernel-tcp", "grpc"};
   std::vector<std::string> modes = {"embedded", "managed"};
   std::string out_dir = "wharf-bench-cluster";
   bool keep = false;                 // leave the cluster up (debugging)

@@ -178,9 +178,7 @@ LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, co
       transport.Wait(send_at, slots);
       continue;
     }
-    if (o.skip_above_bytes != 0 && next.request_bytes > o.skip_above_bytes) {
-      ++result.counters.skipped;
-    } else if (slots.full()) {
+    if (slots.full()) {
       ++result.counters.dropped;
     } else {
       const uint32_t tag = slots.Take(next.request_bytes, now);

@@ -51,7 +51,6 @@ struct OpenLoopOptions {
   DurationNs duration_ns = 0;   // no RPC is issued at or after start + duration
   DurationNs drain_ns = 0;      // then wait this long for outstanding answers
   int max_outstanding = 64;     // per thread, >= 1
-  uint64_t skip_above_bytes = 0;  // requests longer are skipped (UDP); 0: none
 };
 
 struct LoadCounters {
@@ -60,7 +59,6 @@ struct LoadCounters {
   uint64_t completed = 0;
   uint64_t failed = 0;        // Issue errors and error answers
   uint64_t dropped = 0;       // not issued: max_outstanding in flight
-  uint64_t skipped = 0;       // not issued: longer than skip_above_bytes
   uint64_t unfinished = 0;    // issued, no answer by the end of the drain
 };
 

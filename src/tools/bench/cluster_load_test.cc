@@ -119,19 +119,6 @@ TEST(ClusterLoadTest, DropsBeyondTheOutstandingBound) {
   EXPECT_EQ(clock.NowNs(), 55 * kNsPerMs);  // drained up to the bound, no longer
 }
 
-TEST(ClusterLoadTest, SkipsRequestsAboveTheLimit) {
-  const Workload w = Workload::Fixed(70'000);  // the generator borrows it
-  auto gen = ArrivalGenerator::Create(Config(), w, 0, 0, 1);
-  ASSERT_TRUE(gen.ok());
-  SimClock clock;
-  FakeTransport transport(clock, kNsPerMs);
-  LoadResult r = RunOpenLoop(*gen, transport, clock,
-                             {.duration_ns = 50 * kNsPerMs, .skip_above_bytes = 65'000});
-  EXPECT_GT(r.counters.skipped, 0u);
-  EXPECT_EQ(r.counters.issued, 0u);
-  EXPECT_TRUE(transport.issues.empty());
-}
-
 TEST(ClusterLoadTest, UnloadedPassSendsOneAtATime) {
   SimClock clock;
   FakeTransport transport(clock, 20 * kNsPerUs);

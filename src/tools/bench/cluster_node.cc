@@ -147,7 +147,7 @@ CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
   CLI::App* node = bench.add_subcommand(
       "cluster-node", "One host of `wharf bench cluster` (internal; docs/benchmarks.md)");
   node->group("");  // hidden
-  node->add_option("--proto", o.proto)->check(CLI::IsMember({"homa", "tcp", "udp"}));
+  node->add_option("--proto", o.proto)->check(CLI::IsMember({"homa", "tcp", "kernel-udp", "kernel-tcp"}));
   node->add_option("--mode", o.mode)->check(CLI::IsMember({"embedded", "managed"}));
   node->add_option("--daemon-socket", o.daemon_socket);
   node->add_option("--host", o.host)->required();
@@ -169,7 +169,7 @@ CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
   node->add_option("--per-size", o.per_size)->check(CLI::Range(1, 100000));
   node->add_option("--out", o.out)->required();
   node->add_option("--closed-loop", o.closed_loop)->check(CLI::Range(0, 1 << 16));
-  node->add_option("--size", o.size)->check(CLI::Range(uint64_t{1}, kUdpMaxMessageBytes));
+  node->add_option("--size", o.size)->check(CLI::Range(uint64_t{1}, uint64_t{16} << 20));
   node->add_option("--warmup", o.warmup);
   return node;
 }
@@ -224,9 +224,7 @@ int RunBenchClusterNode(const ClusterNodeOptions& o) {
                                  {.start_ns = start_ns,
                                   .duration_ns = plan.duration_ns,
                                   .drain_ns = plan.drain_ns,
-                                  .max_outstanding = o.max_outstanding,
-                                  .skip_above_bytes =
-                                      o.proto == "udp" ? kUdpMaxMessageBytes : 0});
+                                  .max_outstanding = o.max_outstanding});
       }
     });
   }
@@ -254,7 +252,6 @@ int RunBenchClusterNode(const ClusterNodeOptions& o) {
     total.completed += r.counters.completed;
     total.failed += r.counters.failed;
     total.dropped += r.counters.dropped;
-    total.skipped += r.counters.skipped;
     total.unfinished += r.counters.unfinished;
   }
   if (Status s = WriteSampleFile(o.out, samples); !s.ok()) return Fail(s);
@@ -273,12 +270,12 @@ int RunBenchClusterNode(const ClusterNodeOptions& o) {
       {"completed", total.completed},
       {"failed", total.failed},
       {"dropped", total.dropped},
-      {"skipped", total.skipped},
       {"unfinished", total.unfinished},
       {"late_ns_p99", late.p99_ns},
       {"late_ns_max", late.max_ns},
       {"cpu_ns", cpu_start.ok() && cpu_end.ok() ? *cpu_end - *cpu_start : -1},
       {"first_error", first_error},
+      {"server_counters", (*server)->counters()},
       {"measured_ns", o.unloaded ? measured_end - start_ns : plan.duration_ns}};
   std::printf("summary %s\n", summary.dump().c_str());
   std::fflush(stdout);

@@ -39,7 +39,11 @@ constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
 // between one node's exit and the next one's start on the same host.
 constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 
-int PortFor(const std::string& proto) { return proto == "homa" ? 4000 : proto == "tcp" ? 4001 : 4002; }
+int PortFor(const std::string& proto) {
+  if (proto == "homa") return 4000;
+  if (proto == "tcp") return 4001;
+  return proto == "kernel-tcp" ? 4003 : 4002;  // kernel-udp
+}
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
 
 std::string Label(const std::string& proto, const std::string& mode) {
@@ -79,7 +83,7 @@ struct SeriesRun {
   nlohmann::json nodes = nlohmann::json::array();
   DurationNs node_cpu_ns = 0;
   DurationNs daemon_cpu_ns = -1;  // -1: no daemons
-  uint64_t completed = 0, dropped = 0, skipped = 0, failed = 0, unfinished = 0;
+  uint64_t completed = 0, dropped = 0, failed = 0, unfinished = 0;
   std::vector<ThroughputRow> throughput;
 };
 
@@ -149,7 +153,6 @@ class SeriesRunner {
       run.input.issued_bytes += summary.value("issued_bytes", uint64_t{0});
       run.completed += summary.value("completed", uint64_t{0});
       run.dropped += summary.value("dropped", uint64_t{0});
-      run.skipped += summary.value("skipped", uint64_t{0});
       run.failed += summary.value("failed", uint64_t{0});
       run.unfinished += summary.value("unfinished", uint64_t{0});
       run.node_cpu_ns += summary.value("cpu_ns", int64_t{0});
@@ -349,7 +352,6 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                            {"completed", run->completed},
                            {"issued", run->input.issued_rpcs},
                            {"dropped", run->dropped},
-                           {"skipped", run->skipped},
                            {"failed", run->failed},
                            {"unfinished", run->unfinished},
                            {"node_cpu_ns", run->node_cpu_ns},
@@ -357,11 +359,10 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                            {"node_cpu_ns_per_message", PerMessage(run->node_cpu_ns, messages)},
                            {"daemon_cpu_ns_per_message", PerMessage(run->daemon_cpu_ns, messages)},
                            {"nodes", run->nodes}});
-    std::printf("%s: %llu RPCs completed, %llu dropped, %llu skipped, %llu unfinished; node CPU "
+    std::printf("%s: %llu RPCs completed, %llu dropped, %llu unfinished; node CPU "
                 "%.0f ns per message%s\n",
                 run->label.c_str(), static_cast<unsigned long long>(run->completed),
                 static_cast<unsigned long long>(run->dropped),
-                static_cast<unsigned long long>(run->skipped),
                 static_cast<unsigned long long>(run->unfinished),
                 PerMessage(run->node_cpu_ns, messages),
                 run->daemon_cpu_ns >= 0
@@ -386,7 +387,6 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},
                 {"seed", c.seed},
-                {"udp_max_message_bytes", 65000},
                 {"throughput_duration", c.throughput_duration},
                 {"throughput_in_flight", c.throughput_in_flight}};
   doc["series_meta"] = series_meta;

@@ -32,7 +32,7 @@ struct ClusterRunConfig {
   int max_outstanding = 64;
   uint64_t seed = 1;
   int unloaded_per_size = 20;
-  std::vector<std::string> protos;  // homa, tcp, udp
+  std::vector<std::string> protos;  // homa, tcp, kernel-udp, kernel-tcp
   std::vector<std::string> modes;   // embedded, managed
   // The throughput phase of each series: a closed loop per in-flight
   // count, each measured this long (0: no phase).
@@ -44,7 +44,8 @@ struct ClusterRunConfig {
 };
 
 // The series a config runs, as (proto, mode): wharf protocols once per
-// mode, the kernel baseline (udp) once, labelled "udp".
+// mode, each kernel baseline (kernel-udp, kernel-tcp) once, labelled with
+// its name.
 std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& config);
 
 // Runs everything; an error stops the runs (what finished is not written).

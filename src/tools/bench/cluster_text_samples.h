@@ -43,7 +43,7 @@ inline constexpr int kClusterSamplesVersion = 1;
 
 // What the node ran; every field is written.
 struct ClusterSampleHeader {
-  std::string proto;     // "grpc", "homa", "tcp", "udp", ...
+  std::string proto;     // "grpc", "homa", "tcp", "kernel-udp", ...
   int host = 0;          // this node's host index
   int hosts = 0;         // hosts in the cluster
   std::string workload;  // Workload::Describe()

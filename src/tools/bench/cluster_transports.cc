@@ -1,4 +1,5 @@
-// The wharf and UDP echo servers and client transports of a cluster node.
+// The wharf echo server and client transport of a cluster node, and the
+// choice between them and the kernel baselines (kernel_transports.h).
 #include "tools/bench/cluster_transports.h"
 
 #include <poll.h>
@@ -9,27 +10,27 @@
 #include <cstring>
 #include <thread>
 
+#include "tools/bench/kernel_transports.h"
 #include "tools/bench/sockets.h"
 
 namespace wharf::tools::bench {
 namespace {
 
 constexpr uint32_t kEchoMethod = 1;
-// Waits on an fd are cut to this so that a missed wake-up costs little.
-constexpr DurationNs kMaxWaitSliceNs = 1 * kNsPerMs;
-// The UDP request header: the tag (4 bytes, little-endian); shorter
-// messages are padded to it.
-constexpr size_t kUdpHeaderBytes = 4;
-
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
 
-// Waits up to min(deadline, slice) for `fd` to be readable.
-void WaitReadable(int fd, const Clock& clock, TimeNs deadline) {
-  const DurationNs left = std::min(deadline - clock.NowNs(), kMaxWaitSliceNs);
-  if (left <= 0) return;
-  pollfd p{fd, POLLIN, 0};
-  timespec ts{static_cast<time_t>(left / kNsPerSec), static_cast<long>(left % kNsPerSec)};
-  (void)::ppoll(&p, 1, &ts, nullptr);
+// Every host's kernel-baseline server address.
+Result<std::vector<SocketAddress>> KernelServers(const NodeTransportConfig& c) {
+  std::vector<SocketAddress> servers;
+  for (const std::string& a : c.addresses) {
+    WHARF_ASSIGN_OR_RETURN(SocketAddress s, ParseSocketAddress(a, static_cast<uint16_t>(c.port)));
+    servers.push_back(s);
+  }
+  return servers;
+}
+
+Status UnknownProto(const std::string& proto) {
+  return InvalidArgumentError("--proto " + proto + ": expected homa, tcp, kernel-udp or kernel-tcp");
 }
 
 // --- wharf ---
@@ -119,103 +120,6 @@ class WharfLoadTransport final : public LoadTransport {
   std::string first_error_;
 };
 
-// --- UDP ---
-
-class UdpEchoServer final : public EchoServer {
- public:
-  explicit UdpEchoServer(UniqueFd fd) : fd_(std::move(fd)) {
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~UdpEchoServer() override { Stop(); }
-  void Stop() override {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Serve() {
-    std::vector<char> buffer(65536);
-    while (!stop_) {
-      pollfd p{fd_.get(), POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      while (true) {
-        sockaddr_storage from{};
-        socklen_t from_len = sizeof(from);
-        const ssize_t n = ::recvfrom(fd_.get(), buffer.data(), buffer.size(), MSG_DONTWAIT,
-                                     reinterpret_cast<sockaddr*>(&from), &from_len);
-        if (n < 0) break;
-        (void)::sendto(fd_.get(), buffer.data(), static_cast<size_t>(n), 0,
-                       reinterpret_cast<sockaddr*>(&from), from_len);
-      }
-    }
-  }
-
-  UniqueFd fd_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-class UdpLoadTransport final : public LoadTransport {
- public:
-  UdpLoadTransport(UniqueFd fd, std::vector<SocketAddress> servers, const Clock& clock)
-      : fd_(std::move(fd)), servers_(std::move(servers)), clock_(clock), buffer_(65536, 0) {}
-
-  Status Issue(uint32_t tag, int server, uint64_t bytes) override {
-    if (bytes > kUdpMaxMessageBytes || server < 0 ||
-        server >= static_cast<int>(servers_.size())) {
-      return InvalidArgumentError("size or server out of range");
-    }
-    const size_t len = std::max<size_t>(bytes, kUdpHeaderBytes);
-    std::memcpy(buffer_.data(), &tag, kUdpHeaderBytes);
-    const SocketAddress& to = servers_[server];
-    if (::sendto(fd_.get(), buffer_.data(), len, 0, to.get(), to.length) < 0) {
-      return ErrnoToStatus(errno, "sendto " + to.ToString());
-    }
-    return OkStatus();
-  }
-
-  void Wait(TimeNs deadline, CompletionSink& sink) override {
-    while (true) {
-      int done = 0;
-      while (true) {
-        const ssize_t n = ::recv(fd_.get(), buffer_.data(), buffer_.size(), MSG_DONTWAIT);
-        if (n < 0) break;
-        if (static_cast<size_t>(n) < kUdpHeaderBytes) continue;  // not ours: ignored
-        uint32_t tag = 0;
-        std::memcpy(&tag, buffer_.data(), kUdpHeaderBytes);
-        sink.Done(tag, true);
-        ++done;
-      }
-      if (done > 0 || clock_.NowNs() >= deadline) return;
-      WaitReadable(fd_.get(), clock_, deadline);
-    }
-  }
-
- private:
-  UniqueFd fd_;
-  std::vector<SocketAddress> servers_;
-  const Clock& clock_;
-  std::vector<char> buffer_;
-};
-
-Status SetBuffers(int fd) {
-  // Room for a burst of 64 KB datagrams (the kernel caps it at rmem_max).
-  const int size = 4 << 20;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-  return OkStatus();
-}
-
-Result<UniqueFd> BoundUdp(const std::string& ip, uint16_t port) {
-  WHARF_ASSIGN_OR_RETURN(SocketAddress addr, ParseSocketAddress(ip, port));
-  WHARF_ASSIGN_OR_RETURN(UniqueFd fd, OpenSocket(addr.family(), SOCK_DGRAM));
-  if (::bind(fd.get(), addr.get(), addr.length) != 0) {
-    return ErrnoToStatus(errno, "bind UDP " + addr.ToString());
-  }
-  (void)SetBuffers(fd.get());
-  return fd;
-}
-
 }  // namespace
 
 std::string ServerAddress(const NodeTransportConfig& c, int host) {
@@ -234,12 +138,13 @@ Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& c
     }));
     return std::unique_ptr<EchoServer>(new WharfEchoServer(std::move(ep)));
   }
-  if (c.proto == "udp") {
-    WHARF_ASSIGN_OR_RETURN(UniqueFd fd, BoundUdp(c.addresses.at(static_cast<size_t>(c.host)),
-                                                 static_cast<uint16_t>(c.port)));
-    return std::unique_ptr<EchoServer>(new UdpEchoServer(std::move(fd)));
-  }
-  return InvalidArgumentError("--proto " + c.proto + ": expected homa, tcp or udp");
+  const std::string& ip = c.addresses.at(static_cast<size_t>(c.host));
+  const auto port = static_cast<uint16_t>(c.port);
+  Result<std::unique_ptr<KernelEchoServer>> kernel = UnknownProto(c.proto);
+  if (c.proto == "kernel-udp") kernel = StartKernelUdpEchoServer(ip, port, SystemClock::Get());
+  if (c.proto == "kernel-tcp") kernel = StartKernelTcpEchoServer(ip, port, SystemClock::Get());
+  if (!kernel.ok()) return kernel.status();
+  return std::unique_ptr<EchoServer>(std::move(kernel).value());
 }
 
 Result<std::unique_ptr<LoadTransport>> OpenLoadTransport(const NodeTransportConfig& c,
@@ -256,18 +161,15 @@ Result<std::unique_ptr<LoadTransport>> OpenLoadTransport(const NodeTransportConf
     return std::unique_ptr<LoadTransport>(
         new WharfLoadTransport(std::move(ep), std::move(servers), clock, max_outstanding));
   }
-  if (c.proto == "udp") {
-    WHARF_ASSIGN_OR_RETURN(UniqueFd fd, BoundUdp(ip, 0));
-    std::vector<SocketAddress> servers;
-    for (const std::string& a : c.addresses) {
-      WHARF_ASSIGN_OR_RETURN(SocketAddress s,
-                             ParseSocketAddress(a, static_cast<uint16_t>(c.port)));
-      servers.push_back(s);
-    }
-    return std::unique_ptr<LoadTransport>(
-        new UdpLoadTransport(std::move(fd), std::move(servers), clock));
+  if (c.proto == "kernel-udp") {
+    WHARF_ASSIGN_OR_RETURN(std::vector<SocketAddress> servers, KernelServers(c));
+    return OpenKernelUdpTransport(ip, std::move(servers), clock, max_outstanding);
   }
-  return InvalidArgumentError("--proto " + c.proto + ": expected homa, tcp or udp");
+  if (c.proto == "kernel-tcp") {
+    WHARF_ASSIGN_OR_RETURN(std::vector<SocketAddress> servers, KernelServers(c));
+    return OpenKernelTcpTransport(ip, std::move(servers), clock, max_outstanding);
+  }
+  return UnknownProto(c.proto);
 }
 
 }  // namespace wharf::tools::bench

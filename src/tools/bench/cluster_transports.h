@@ -1,8 +1,9 @@
 // tools/bench/cluster_transports.h: what a `wharf bench cluster` node sends
 // and serves with: wharf (homa:// or tcp://, embedded or managed, ICall with
-// many calls in flight on one endpoint per client thread) and the raw kernel
-// baseline UDP (one datagram per message). Each has an echo server that
-// runs on its own thread until Stop, and a LoadTransport for the driver.
+// many calls in flight on one endpoint per client thread) and the kernel
+// baselines kernel-udp and kernel-tcp (kernel_transports.h). Each has an
+// echo server that runs on its own thread until Stop, and a LoadTransport
+// for the driver.
 #pragma once
 
 #include <memory>
@@ -15,12 +16,8 @@
 
 namespace wharf::tools::bench {
 
-// The largest message the UDP baseline carries in one datagram (65,507 is
-// the IPv4 limit; a round number below it). Longer ones are skipped.
-inline constexpr uint64_t kUdpMaxMessageBytes = 65'000;
-
 struct NodeTransportConfig {
-  std::string proto;            // "homa", "tcp", "udp"
+  std::string proto;            // "homa", "tcp", "kernel-udp", "kernel-tcp"
   bool managed = false;         // wharf only
   std::string daemon_socket;    // managed
   std::vector<std::string> addresses;  // every host's IPv4 address
@@ -40,6 +37,8 @@ class EchoServer {
   virtual ~EchoServer() = default;
   // Stops serving and joins the server thread.
   virtual void Stop() = 0;
+  // What it counted ("name=value ..."; "" if nothing), after Stop.
+  virtual std::string counters() const { return {}; }
 };
 
 // Opens and starts the echo server of this host.
