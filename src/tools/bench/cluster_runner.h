@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "netns/netns_cluster.h"
+#include "wharf/result.h"
 #include "wharf/status.h"
 
 namespace wharf::tools::bench {
@@ -31,15 +32,24 @@ struct ClusterRunConfig {
   int max_outstanding = 64;
   uint64_t seed = 1;
   int unloaded_per_size = 20;
-  std::vector<std::string> protos;  // homa, tcp, udp
+  std::vector<std::string> protos;  // homa, tcp, udp, grpc
   std::vector<std::string> modes;   // embedded, managed
   std::string out_dir;
+  // wharf-grpc-node, which runs the grpc series' nodes (FindGrpcNode when
+  // empty).
+  std::string grpc_node;
   std::function<void(const std::string&)> progress;  // one line of progress
 };
 
 // The series a config runs, as (proto, mode): wharf protocols once per
-// mode, the kernel baseline (udp) once, labelled "udp".
+// mode, the baselines (udp, grpc) once each, labelled "udp" and "grpc".
 std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& config);
+
+// The gRPC node (a separate executable, built only with gRPC) beside the
+// wharf binary `wharf_binary`: in the same directory (installed) or in its
+// grpc/ subdirectory (the build tree). NotFound, saying how to get it, if
+// neither holds an executable wharf-grpc-node.
+Result<std::string> FindGrpcNode(const std::string& wharf_binary);
 
 // Runs everything; an error stops the runs (what finished is not written).
 Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& config);

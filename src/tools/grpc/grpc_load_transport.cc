@@ -58,8 +58,8 @@ Result<std::unique_ptr<GrpcLoadTransport>> GrpcLoadTransport::Open(
   for (size_t h = 0; h < config.addresses.size(); ++h) {
     t->stubs_.push_back(static_cast<int>(h) == config.host
                             ? nullptr
-                            : wharf::bench::Echo::NewStub(Connect(
-                                  config.addresses[h] + ":" + std::to_string(config.port))));
+                            : wharf::bench::Echo::NewStub(Connect(config.addresses[h] + ":" +
+                                                                  std::to_string(config.port))));
   }
   for (size_t h = 0; h < t->stubs_.size(); ++h) {
     if (t->stubs_[h] != nullptr) t->Start(t->TakeCall(), static_cast<int>(h), 1);
@@ -108,7 +108,7 @@ void GrpcLoadTransport::Start(Call* call, int server, uint64_t bytes) {
   call->request.set_payload(payload_.data(), bytes);
   call->response.Clear();
   call->reader = stubs_[static_cast<size_t>(server)]->PrepareAsyncEcho(&*call->context,
-                                                                        call->request, &queue_);
+                                                                       call->request, &queue_);
   call->reader->StartCall();
   call->reader->Finish(&call->response, &call->status, call);
   ++in_flight_;

@@ -10,13 +10,13 @@
 // echo mismatch: the RPC fails (and first_error says so), never a crash.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "echo.grpc.pb.h"
 #include "tools/bench/cluster_transports.h"
@@ -30,8 +30,8 @@ class GrpcLoadTransport final : public bench::LoadTransport {
   // ms) is not measured; waits for those at most `warm_up_ns` (a host not up
   // by then is only slower to answer at first).
   static Result<std::unique_ptr<GrpcLoadTransport>> Open(const bench::NodeTransportConfig& config,
-                                                        const Clock& clock, int max_outstanding,
-                                                        DurationNs warm_up_ns = 3 * kNsPerSec);
+                                                         const Clock& clock, int max_outstanding,
+                                                         DurationNs warm_up_ns = 3 * kNsPerSec);
   // Cancels what is still in flight and drains the queue.
   ~GrpcLoadTransport() override;
 
