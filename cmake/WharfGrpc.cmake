@@ -47,7 +47,8 @@ if(WHARF_GRPC_BUILT)
 else()
   message(STATUS "gRPC baseline (wharf-grpc-node): not built (${wharf_grpc_why})")
   if(WHARF_BUILD_TESTS)
-    foreach(test_name GrpcNode.Throughput GrpcNode.OpenLoopSamples)
+    foreach(test_name GrpcNode.Help GrpcNode.LoopbackUnloaded GrpcNode.LoopbackLoaded
+                      WharfCli.BenchClusterGrpcRun)
       add_test(NAME ${test_name}
                COMMAND sh -c "echo 'gRPC baseline not built: ${wharf_grpc_why}'; exit 77")
       set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 10)

@@ -107,9 +107,10 @@ install(FILES ${PROJECT_BINARY_DIR}/generated/wharf/build_info.h
 install(TARGETS wharf_lib EXPORT wharfTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
 
-# The programs: every target named here that exists. wharfd is listed ahead
-# of its target, so it is installed as soon as src/tools defines it.
-set(WHARF_INSTALL_PROGRAMS wharf wharfd)
+# The programs: every target named here that exists. wharf-grpc-node exists
+# only when gRPC was found (cmake/WharfGrpc.cmake); it goes beside wharf,
+# where `wharf bench cluster --proto grpc` looks for it.
+set(WHARF_INSTALL_PROGRAMS wharf wharfd wharf-grpc-node)
 set(WHARF_INSTALLED_PROGRAMS "")
 foreach(program IN LISTS WHARF_INSTALL_PROGRAMS)
   if(TARGET ${program})

@@ -427,7 +427,8 @@ int RunBench(const BenchOptions& options) {
     return RunBenchCluster(options.cluster);
   }
   if (options.cluster.node_command != nullptr && options.cluster.node_command->parsed()) {
-    return bench::RunBenchClusterNode(options.cluster.node);
+    return bench::RunBenchClusterNode(options.cluster.node,
+                                       bench::BuiltinClusterNodeTransports());
   }
   return 2;
 }

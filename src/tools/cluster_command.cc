@@ -18,6 +18,7 @@
 #include "base/config_value.h"
 #include "netns/bottleneck.h"
 #include "netns/netns_cluster.h"
+#include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_check.h"
 #include "tools/bench/cluster_guard.h"
 #include "tools/bench/cluster_runner.h"
@@ -219,7 +220,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       ->add_option("--proto", o.protos,
                    "Protocols to run, comma-separated: homa (wharf homa://), tcp (wharf tcp://), "
                    "kernel-udp (kernel UDP, messages cut into MTU datagrams; `udp` is an alias), "
-                   "kernel-tcp (kernel TCP, a connection per client and server), grpc (gRPC C++)")
+                   "kernel-tcp (kernel TCP, a connection per client and server), grpc (gRPC C++: "
+                   "wharf-grpc-node beside wharf, built when gRPC is installed; skipped without it)")
       ->capture_default_str()
       ->delimiter(',')
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"udp", "kernel-udp"}}))
@@ -363,13 +365,28 @@ int RunBenchCluster(const BenchClusterOptions& o) {
                                 .out_dir = o.out_dir,
                                 .progress = [&o](const std::string& line) { Progress(o, line); }};
     for (const std::string& p : o.protos) {
-      if (p == "grpc") {
-        std::printf("grpc: not run by this binary (the gRPC node is separate), skipped\n");
-      } else if (std::find(run.protos.begin(), run.protos.end(), p) == run.protos.end()) {
-        run.protos.push_back(p);  // once, also for "udp,kernel-udp" (the alias)
+      if (std::find(run.protos.begin(), run.protos.end(), p) != run.protos.end()) {
+        continue;  // once, also for "udp,kernel-udp" (the alias)
+      }
+      if (p != "grpc") {
+        run.protos.push_back(p);
+        continue;
+      }
+      // The gRPC node is a separate executable, built only with gRPC: a
+      // run without it skips that series instead of failing.
+      Result<std::string> self = bench::SelfExecutable();
+      Result<std::string> grpc_node =
+          self.ok() ? bench::FindGrpcNode(*self) : Result<std::string>(self.status());
+      if (grpc_node.ok()) {
+        run.protos.push_back(p);
+        run.grpc_node = *grpc_node;
+      } else {
+        std::printf("grpc: %s, skipped\n", grpc_node.status().message().c_str());
       }
     }
-    if (Status ran = bench::RunClusterWorkloads(*cluster, run); !ran.ok()) {
+    if (run.protos.empty()) {
+      std::printf("no series to run\n");
+    } else if (Status ran = bench::RunClusterWorkloads(*cluster, run); !ran.ok()) {
       exit_code = Fail(ran);
     }
   }

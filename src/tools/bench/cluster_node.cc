@@ -89,7 +89,7 @@ void SleepUntil(const Clock& clock, TimeNs start_ns) {
 // --closed-loop N: one client thread, N RPCs in flight to --peer; the
 // summary line holds the RPC rate, its latency and this process's CPU over
 // the measured window. The peer runs a `--threads 0` node.
-int RunClosedLoopNode(const ClusterNodeOptions& o) {
+int RunClosedLoopNode(const ClusterNodeOptions& o, const ClusterNodeTransports& factories) {
   Result<NodePlan> planned = Plan(o);
   if (!planned.ok()) return Fail(planned.status());
   const NodePlan& plan = *planned;
@@ -100,7 +100,7 @@ int RunClosedLoopNode(const ClusterNodeOptions& o) {
   Result<DurationNs> warmup_ns = ParseDuration(o.warmup);
   if (!warmup_ns.ok()) return Fail(warmup_ns.status().WithContext("--warmup"));
   const Clock& clock = SystemClock::Get();
-  Result<std::unique_ptr<LoadTransport>> transport = OpenLoadTransport(
+  Result<std::unique_ptr<LoadTransport>> transport = factories.open_load_transport(
       plan.transport, clock, std::max(o.max_outstanding, o.closed_loop));
   if (!transport.ok()) return Fail(transport.status().WithContext("client endpoint"));
   SleepUntil(clock, clock.NowNs() + (o.start_at_ns - clock.WallNs()));
@@ -143,56 +143,86 @@ int RunClosedLoopNode(const ClusterNodeOptions& o) {
 
 }  // namespace
 
+ClusterNodeTransports BuiltinClusterNodeTransports() {
+  return {.start_echo_server = StartEchoServer, .open_load_transport = OpenLoadTransport};
+}
+
+void AddClusterNodeFlags(CLI::App& node, ClusterNodeOptions& o,
+                         const std::vector<std::string>& protos) {
+  node.add_option("--proto", o.proto, "Protocol")->capture_default_str()->check(
+      CLI::IsMember(protos));
+  node.add_option("--mode", o.mode, "wharf: embedded, or managed (through --daemon-socket)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"embedded", "managed"}));
+  node.add_option("--daemon-socket", o.daemon_socket, "The host's wharfd (managed)");
+  node.add_option("--host", o.host, "This node's index in --addresses")->required();
+  node.add_option("--addresses", o.addresses, "Every host's IPv4 address, comma-separated")
+      ->required();
+  node.add_option("--port", o.port, "Every host's server port")->capture_default_str();
+  node.add_option("--workload", o.workload, "w1..w5 or a message size")->capture_default_str();
+  node.add_option("--workload-dir", o.workload_dir, "Directory of w1.csv..w5.csv");
+  node.add_option("--max-message", o.max_message, "Cut longer messages to this (0: no limit)")
+      ->capture_default_str();
+  node.add_option("--load", o.load, "Offered load, a fraction of --link-rate")
+      ->capture_default_str();
+  node.add_option("--link-rate", o.link_rate, "Host link rate (tc units or bits/s)")
+      ->capture_default_str();
+  node.add_option("--threads", o.threads, "Client threads (0: serve only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  node.add_option("--max-outstanding", o.max_outstanding, "RPCs in flight per client thread")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  node.add_option("--start-at", o.start_at_ns, "Start time, CLOCK_REALTIME ns (default: now)");
+  node.add_option("--duration", o.duration, "Issuing window")->capture_default_str();
+  node.add_option("--drain", o.drain, "Wait this long for answers after the window")
+      ->capture_default_str();
+  node.add_option("--seed", o.seed, "Seed of the arrival schedule")->capture_default_str();
+  node.add_flag("--unloaded", o.unloaded, "One RPC at a time to --peer over a size ladder");
+  node.add_option("--peer", o.peer, "--unloaded: the server's host index")->capture_default_str();
+  node.add_option("--per-size", o.per_size, "--unloaded: RPCs per size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  node.add_option("--out", o.out, "Sample file (WBCSMP01; not written with --closed-loop)")
+      ->required();
+  node.add_option("--closed-loop", o.closed_loop,
+                  "Instead of the workload: N RPCs of --size always in flight to --peer")
+      ->check(CLI::Range(0, 1 << 16));
+  node.add_option("--size", o.size, "--closed-loop: request and echo bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{16} << 20));
+  node.add_option("--warmup", o.warmup, "--closed-loop: unmeasured time before the window")
+      ->capture_default_str();
+}
+
 CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& o) {
   CLI::App* node = bench.add_subcommand(
       "cluster-node", "One host of `wharf bench cluster` (internal; docs/benchmarks.md)");
   node->group("");  // hidden
-  node->add_option("--proto", o.proto)->check(CLI::IsMember({"homa", "tcp", "kernel-udp", "kernel-tcp"}));
-  node->add_option("--mode", o.mode)->check(CLI::IsMember({"embedded", "managed"}));
-  node->add_option("--daemon-socket", o.daemon_socket);
-  node->add_option("--host", o.host)->required();
-  node->add_option("--addresses", o.addresses)->required();
-  node->add_option("--port", o.port);
-  node->add_option("--workload", o.workload);
-  node->add_option("--workload-dir", o.workload_dir);
-  node->add_option("--max-message", o.max_message);
-  node->add_option("--load", o.load);
-  node->add_option("--link-rate", o.link_rate);
-  node->add_option("--threads", o.threads)->check(CLI::Range(0, 64));
-  node->add_option("--max-outstanding", o.max_outstanding)->check(CLI::Range(1, 1 << 16));
-  node->add_option("--start-at", o.start_at_ns);
-  node->add_option("--duration", o.duration);
-  node->add_option("--drain", o.drain);
-  node->add_option("--seed", o.seed);
-  node->add_flag("--unloaded", o.unloaded);
-  node->add_option("--peer", o.peer);
-  node->add_option("--per-size", o.per_size)->check(CLI::Range(1, 100000));
-  node->add_option("--out", o.out)->required();
-  node->add_option("--closed-loop", o.closed_loop)->check(CLI::Range(0, 1 << 16));
-  node->add_option("--size", o.size)->check(CLI::Range(uint64_t{1}, uint64_t{16} << 20));
-  node->add_option("--warmup", o.warmup);
+  AddClusterNodeFlags(*node, o, {"homa", "tcp", "kernel-udp", "kernel-tcp"});
   return node;
 }
 
-int RunBenchClusterNode(const ClusterNodeOptions& o) {
-  if (o.closed_loop > 0) return RunClosedLoopNode(o);
+int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports& factories) {
+  if (o.closed_loop > 0) return RunClosedLoopNode(o, factories);
   Result<NodePlan> planned = Plan(o);
   if (!planned.ok()) return Fail(planned.status());
   const NodePlan& plan = *planned;
   const Clock& clock = SystemClock::Get();
 
-  Result<std::unique_ptr<EchoServer>> server = StartEchoServer(plan.transport);
+  Result<std::unique_ptr<EchoServer>> server = factories.start_echo_server(plan.transport);
   if (!server.ok()) return Fail(server.status().WithContext("echo server"));
 
   // The run's start on the monotonic clock (--start-at is wall-clock time,
-  // the one clock every namespace shares).
-  const TimeNs start_ns = clock.NowNs() + (o.start_at_ns - clock.WallNs());
+  // the one clock every namespace shares; absent: now).
+  const int64_t wall_ns = clock.WallNs();
+  const TimeNs start_ns = clock.NowNs() + (o.start_at_ns > 0 ? o.start_at_ns - wall_ns : 0);
   const int threads = o.unloaded ? std::min(o.threads, 1) : o.threads;
   std::vector<std::unique_ptr<LoadTransport>> transports;
   std::vector<ArrivalGenerator> generators;
   for (int t = 0; t < threads; ++t) {
     Result<std::unique_ptr<LoadTransport>> tr =
-        OpenLoadTransport(plan.transport, clock, o.max_outstanding);
+        factories.open_load_transport(plan.transport, clock, o.max_outstanding);
     if (!tr.ok()) return Fail(tr.status().WithContext("client endpoint"));
     transports.push_back(std::move(tr).value());
     if (!o.unloaded) {

@@ -5,10 +5,20 @@
 // (cluster_samples.h) and a one-line JSON summary on stdout; or, with
 // --closed-loop N, one closed-loop client (the throughput rows). Flags and file
 // format: docs/benchmarks.md, "The cluster node".
+//
+// The run is transport-neutral: the protocol comes in as a pair of
+// factories (ClusterNodeTransports), so that wharf-grpc-node (src/tools/grpc)
+// runs the same node, flags, samples and summary over gRPC without gRPC
+// linking into wharf.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "tools/bench/cluster_transports.h"
 
 namespace CLI {
 class App;
@@ -46,10 +56,31 @@ struct ClusterNodeOptions {
   std::string warmup = "500ms";
 };
 
-// Adds the hidden `cluster-node` under `bench`; returns it.
+// What a node serves and sends with, for the protocols it accepts.
+struct ClusterNodeTransports {
+  std::function<Result<std::unique_ptr<EchoServer>>(const NodeTransportConfig&)> start_echo_server;
+  // One client thread's transport (at most `max_outstanding` in flight).
+  std::function<Result<std::unique_ptr<LoadTransport>>(const NodeTransportConfig&, const Clock&,
+                                                       int max_outstanding)>
+      open_load_transport;
+};
+
+// wharf's own: homa and tcp through wharf, udp on kernel sockets
+// (cluster_transports.h).
+ClusterNodeTransports BuiltinClusterNodeTransports();
+
+// Adds the node's flags to `app` (the `cluster-node` subcommand, or the
+// whole command line of another node binary); --proto takes `protos`.
+void AddClusterNodeFlags(CLI::App& app, ClusterNodeOptions& options,
+                         const std::vector<std::string>& protos);
+
+// Adds the hidden `cluster-node` under `bench` (protos homa, tcp, udp);
+// returns it.
 CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& options);
 
-// 0 on success, 1 on a failure (printed on stderr).
-int RunBenchClusterNode(const ClusterNodeOptions& options);
+// Runs the node with `transports`. 0 on success, 1 on a failure (printed on
+// stderr).
+int RunBenchClusterNode(const ClusterNodeOptions& options,
+                        const ClusterNodeTransports& transports);
 
 }  // namespace wharf::tools::bench

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -42,7 +43,8 @@ constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 int PortFor(const std::string& proto) {
   if (proto == "homa") return 4000;
   if (proto == "tcp") return 4001;
-  return proto == "kernel-tcp" ? 4003 : 4002;  // kernel-udp
+  if (proto == "kernel-udp") return 4002;
+  return proto == "kernel-tcp" ? 4003 : 4004;  // grpc
 }
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
 
@@ -90,8 +92,9 @@ struct SeriesRun {
 class SeriesRunner {
  public:
   SeriesRunner(const netns::NetnsCluster& cluster, const ClusterRunConfig& c, std::string self,
-               std::string work_dir)
-      : cluster_(cluster), c_(c), self_(std::move(self)), work_(std::move(work_dir)) {}
+               std::string grpc_node, std::string work_dir)
+      : cluster_(cluster), c_(c), self_(std::move(self)), grpc_node_(std::move(grpc_node)),
+        work_(std::move(work_dir)) {}
 
   Result<SeriesRun> Run(const std::string& proto, const std::string& mode) {
     SeriesRun run{.proto = proto, .mode = mode, .label = Label(proto, mode)};
@@ -195,14 +198,18 @@ class SeriesRunner {
 
   std::vector<std::string> NodeArgv(const std::string& proto, const std::string& mode, int host,
                                     const std::string& socket, int64_t start_at) const {
-    std::vector<std::string> argv = {
-        self_, "bench", "cluster-node", "--proto", proto, "--mode",
+    // The gRPC node takes the same flags as wharf's (cluster_node.h).
+    std::vector<std::string> argv =
+        proto == "grpc" ? std::vector<std::string>{grpc_node_}
+                        : std::vector<std::string>{self_, "bench", "cluster-node"};
+    argv.insert(argv.end(), {
+        "--proto", proto, "--mode",
         IsWharf(proto) ? mode : "embedded", "--host", std::to_string(host), "--addresses",
         JoinAddresses(cluster_), "--port", std::to_string(PortFor(proto)), "--workload",
         c_.workload, "--max-message", std::to_string(c_.max_message), "--load",
         std::to_string(c_.load), "--link-rate", std::to_string(c_.link_bps), "--max-outstanding",
         std::to_string(c_.max_outstanding), "--seed", std::to_string(c_.seed), "--start-at",
-        std::to_string(start_at), "--drain", std::to_string(kDrainNs / kNsPerMs) + "ms"};
+        std::to_string(start_at), "--drain", std::to_string(kDrainNs / kNsPerMs) + "ms"});
     if (!c_.workload_dir.empty()) argv.insert(argv.end(), {"--workload-dir", c_.workload_dir});
     if (!socket.empty()) argv.insert(argv.end(), {"--daemon-socket", socket});
     return argv;
@@ -252,6 +259,7 @@ class SeriesRunner {
   const netns::NetnsCluster& cluster_;
   const ClusterRunConfig& c_;
   std::string self_;
+  std::string grpc_node_;
   std::string work_;
   const Clock& clock_ = SystemClock::Get();
 };
@@ -302,12 +310,31 @@ std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunC
   return out;
 }
 
+Result<std::string> FindGrpcNode(const std::string& wharf_binary) {
+  const std::filesystem::path dir = std::filesystem::path(wharf_binary).parent_path();
+  for (const std::filesystem::path& candidate :
+       {dir / "wharf-grpc-node", dir / "grpc" / "wharf-grpc-node"}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate.string();
+    }
+  }
+  return NotFoundError("wharf-grpc-node not found next to " + wharf_binary +
+                       " (configure with gRPC: apt-get install libgrpc++-dev "
+                       "protobuf-compiler-grpc, then rebuild)");
+}
+
 Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& c) {
   WHARF_ASSIGN_OR_RETURN(
       Workload full,
       Workload::FromSpec(c.workload, c.workload_dir.empty() ? DefaultWorkloadDir() : c.workload_dir));
   const Workload workload = full.Truncated(c.max_message);
   WHARF_ASSIGN_OR_RETURN(std::string self, SelfExecutable());
+  std::string grpc_node = c.grpc_node;
+  if (grpc_node.empty() && std::find(c.protos.begin(), c.protos.end(), "grpc") != c.protos.end()) {
+    WHARF_ASSIGN_OR_RETURN(grpc_node, FindGrpcNode(self));
+  }
   std::error_code ec;
   std::filesystem::create_directories(c.out_dir, ec);
   if (ec) return InternalError("--out " + c.out_dir + ": " + ec.message());
@@ -324,7 +351,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   nlohmann::json series_meta = nlohmann::json::array();
   std::vector<ThroughputRow> throughput;
   Status status = OkStatus();
-  SeriesRunner runner(cluster, c, self, work);
+  SeriesRunner runner(cluster, c, self, grpc_node, work);
   for (const auto& [proto, mode] : ClusterSeries(c)) {
     Result<SeriesRun> run = runner.Run(proto, mode);
     if (!run.ok()) {

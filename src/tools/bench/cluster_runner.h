@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "netns/netns_cluster.h"
+#include "wharf/result.h"
 #include "wharf/status.h"
 
 namespace wharf::tools::bench {
@@ -32,7 +33,7 @@ struct ClusterRunConfig {
   int max_outstanding = 64;
   uint64_t seed = 1;
   int unloaded_per_size = 20;
-  std::vector<std::string> protos;  // homa, tcp, kernel-udp, kernel-tcp
+  std::vector<std::string> protos;  // homa, tcp, kernel-udp, kernel-tcp, grpc
   std::vector<std::string> modes;   // embedded, managed
   // The throughput phase of each series: a closed loop per in-flight
   // count, each measured this long (0: no phase).
@@ -40,13 +41,22 @@ struct ClusterRunConfig {
   std::string throughput_duration = "5s";
   std::vector<int> throughput_in_flight = {1, 32, 256};
   std::string out_dir;
+  // wharf-grpc-node, which runs the grpc series' nodes (FindGrpcNode when
+  // empty).
+  std::string grpc_node;
   std::function<void(const std::string&)> progress;  // one line of progress
 };
 
 // The series a config runs, as (proto, mode): wharf protocols once per
-// mode, each kernel baseline (kernel-udp, kernel-tcp) once, labelled with
-// its name.
+// mode, the baselines (kernel-udp, kernel-tcp, grpc) once each, labelled
+// with their names.
 std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunConfig& config);
+
+// The gRPC node (a separate executable, built only with gRPC) beside the
+// wharf binary `wharf_binary`: in the same directory (installed) or in its
+// grpc/ subdirectory (the build tree). NotFound, saying how to get it, if
+// neither holds an executable wharf-grpc-node.
+Result<std::string> FindGrpcNode(const std::string& wharf_binary);
 
 // Runs everything; an error stops the runs (what finished is not written).
 Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& config);

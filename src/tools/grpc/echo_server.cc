@@ -107,4 +107,20 @@ void EchoServer::Shutdown() {
 
 EchoServer::~EchoServer() { Shutdown(); }
 
+Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
+    const bench::NodeTransportConfig& config) {
+  if (config.proto != "grpc") {
+    return InvalidArgumentError("--proto " + config.proto + ": this node speaks only grpc");
+  }
+  if (config.host < 0 || config.host >= static_cast<int>(config.addresses.size())) {
+    return InvalidArgumentError("grpc server: host is not in the addresses");
+  }
+  WHARF_ASSIGN_OR_RETURN(
+      std::unique_ptr<EchoServer> server,
+      EchoServer::Start(config.addresses[static_cast<size_t>(config.host)] + ":" +
+                            std::to_string(config.port),
+                        kServerThreads));
+  return std::unique_ptr<bench::EchoServer>(std::move(server));
+}
+
 }  // namespace wharf::tools::grpc_node

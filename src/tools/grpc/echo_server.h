@@ -1,9 +1,12 @@
 // tools/grpc/echo_server.h: the gRPC C++ echo server of wharf-grpc-node, on
 // gRPC's asynchronous completion-queue API: `threads` threads, each owning
 // one completion queue with a few calls posted on it, answer Echo with the
-// payload (or a response of the requested size, echo.proto).
+// payload (or a response of the requested size, echo.proto). It is the
+// cluster node's EchoServer (tools/bench/cluster_transports.h) for --proto
+// grpc.
 //
-// It does not send load (echo_client.h) or parse flags (grpc_node_main.cc).
+// It does not send load (grpc_load_transport.h) or parse flags
+// (grpc_node_main.cc).
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "echo.grpc.pb.h"
+#include "tools/bench/cluster_transports.h"
 #include "wharf/result.h"
 
 namespace wharf::tools::grpc_node {
@@ -24,15 +28,18 @@ namespace wharf::tools::grpc_node {
 // refused with INVALID_ARGUMENT (the request is input).
 inline constexpr uint64_t kMaxEchoBytes = 64ull << 20;
 
+// The cluster node's server threads (completion queues).
+inline constexpr int kServerThreads = 2;
+
 // Owns the grpc::Server, its completion queues and threads. Start it once;
 // the destructor shuts it down and joins the threads. served() may be read
 // from any thread.
-class EchoServer {
+class EchoServer final : public bench::EchoServer {
  public:
   // Listens on `address` ("198.18.0.1:7000", "127.0.0.1:0" for any port)
   // without TLS, as the wharf and kernel baselines run without encryption.
   static Result<std::unique_ptr<EchoServer>> Start(const std::string& address, int threads);
-  ~EchoServer();
+  ~EchoServer() override;
 
   EchoServer(const EchoServer&) = delete;
   EchoServer& operator=(const EchoServer&) = delete;
@@ -41,7 +48,9 @@ class EchoServer {
   uint64_t served() const { return served_.load(std::memory_order_relaxed); }
 
   // Stops accepting, fails calls still open, drains the queues, joins.
+  // Idempotent.
   void Shutdown();
+  void Stop() override { Shutdown(); }
 
  private:
   EchoServer() = default;
@@ -55,5 +64,10 @@ class EchoServer {
   int port_ = 0;
   bool shut_down_ = false;
 };
+
+// The cluster-node factory for --proto grpc: serves on
+// config.addresses[config.host]:config.port with kServerThreads threads.
+Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
+    const bench::NodeTransportConfig& config);
 
 }  // namespace wharf::tools::grpc_node

@@ -1,31 +1,49 @@
 #!/usr/bin/env bash
-# Test driver for wharf-grpc-node (src/tools/grpc/CMakeLists.txt): starts a
-# --serve-only server on 127.0.0.1 (any port, read from its first line),
-# runs a client against it, and stops the server, whatever happens.
-#   grpc_node_test.sh NODE throughput|open-loop WORKDIR
+# Test driver for wharf-grpc-node (src/tools/grpc/CMakeLists.txt): two nodes
+# on loopback, host 0 on 127.0.0.1 and host 1 on 127.0.0.2, then checks each
+# client's summary line (completed > 0, failed 0) and sample file.
+#   grpc_node_test.sh NODE unloaded|loaded WORKDIR
 set -euo pipefail
 node="$1" mode="$2" dir="$3"
 rm -rf "$dir" && mkdir -p "$dir"
-# The server bounds its own life too (--duration), should this script die.
-# Its first line, once it listens, names the port: read it from the pipe
-# (no polling), with a 10 s bound.
-exec 3< <(exec "$node" --serve-only --listen 127.0.0.1:0 --duration 40s 2>&1)
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-if ! read -r -t 10 line <&3 || [[ "$line" != *"listening on port "* ]]; then
-  echo "server did not start: ${line:-}"; cat <&3; exit 1
-fi
-port="${line##*listening on port }"
-port="${port%%,*}"
+# A port of this run's own (gRPC listens with SO_REUSEPORT, so a clash with
+# another test would not fail the bind but mix the servers).
+port=$((20000 + $$ % 20000))
+common=(--addresses 127.0.0.1,127.0.0.2 --port "$port" --workload w1 --link-rate 20mbit)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 case "$mode" in
-  throughput)
-    "$node" --throughput 32 --size 64 --target "127.0.0.1:$port" --duration 2s ;;
-  open-loop)
-    # Host 0 sends to host 1 (the server above); its own server binds any port.
-    "$node" --host 0 --peers "127.0.0.1:0,127.0.0.1:$port" --workload w1 --load 0.5 \
-      --link-rate 100mbit --duration 1s --linger 0s --seed 3 --out "$dir/h0.samples"
-    "$node" --check-samples "$dir/h0.samples" ;;
+  unloaded)
+    # The server bounds its own life too (--duration), should this script die.
+    "$node" --host 1 "${common[@]}" --threads 0 --duration 40s --out "$dir/h1.bin" \
+      > "$dir/h1.out" &
+    pids+=($!)
+    # The client's connection waits for the server (no polling needed).
+    "$node" --host 0 "${common[@]}" --unloaded --peer 1 --threads 1 --per-size 3 \
+      --out "$dir/h0.bin" > "$dir/h0.out"
+    clients=(0) ;;
+  loaded)
+    start=$(( $(date +%s%N) + 1000000000 ))
+    for h in 0 1; do
+      "$node" --host "$h" "${common[@]}" --load 0.3 --threads 1 --start-at "$start" \
+        --duration 1s --drain 1s --out "$dir/h$h.bin" > "$dir/h$h.out" &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    clients=(0 1) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
-kill -TERM "$server"
-cat <&3  # the server's last words, up to its exit
+for h in "${clients[@]}"; do
+  cat "$dir/h$h.out"
+  python3 - "$dir/h$h.out" "$dir/h$h.bin" <<'PY'
+import json, os, sys
+line = [l for l in open(sys.argv[1]) if l.startswith("summary ")][-1]
+s = json.loads(line[len("summary "):])
+assert s["proto"] == "grpc", s
+assert s["completed"] > 0 and s["failed"] == 0 and s["unfinished"] == 0, s
+data = open(sys.argv[2], "rb").read()
+assert data[:8] == b"WBCSMP01", data[:8]
+assert (len(data) - 8) == 24 * s["completed"], (len(data), s["completed"])
+PY
+done
+echo "grpc node test ok"
