@@ -340,5 +340,84 @@ TEST(EndpointTest, SleepingCallsWakeForRepliesOnTheHotPeerSocket) {
   EXPECT_EQ(StatOf(**server, "udp.hot_sockets_opened"), 1u);
 }
 
+// WaitForAny: the reaping loop of a client with many calls in flight.
+TEST(EndpointWaitForAnyTest, ReturnsZeroAfterTheTimeoutWithNothingInFlight) {
+  auto ep = OpenLoopback();
+  ASSERT_NE(ep, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ep->WaitForAny(20ms), 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 20ms);
+}
+
+TEST(EndpointWaitForAnyTest, CountsEveryCompletionOnceUntilAllAreReaped) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer req) { return Result<Buffer>(std::move(req)); }).ok());
+  ServerThread st(*server);
+  constexpr int kCalls = 16;
+  std::vector<Completion> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(client->ICall(server->address(), 1, Buffer::Copy(std::to_string(i))));
+  }
+  int reported = 0;
+  int reaped = 0;
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (reaped < kCalls && std::chrono::steady_clock::now() < give_up) {
+    const int n = client->WaitForAny(1s);
+    reported += n;
+    int done_now = 0;
+    for (const Completion& c : calls) done_now += c.done();
+    // What it reports has completed (and no more than has).
+    EXPECT_LE(reported, done_now);
+    reaped = done_now;
+  }
+  ASSERT_EQ(reaped, kCalls);
+  EXPECT_EQ(reported, kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(calls[i].status().ok()) << calls[i].status();
+    EXPECT_EQ(calls[i].TakeMessage().AsStringView(), std::to_string(i));
+  }
+  // Nothing left: the next wait times out.
+  EXPECT_EQ(client->WaitForAny(10ms), 0);
+}
+
+TEST(EndpointWaitForAnyTest, ReportsWhatCompletedBeforeTheCallAtOnce) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer req) { return Result<Buffer>(std::move(req)); }).ok());
+  ServerThread st(*server);
+  Completion call = client->ICall(server->address(), 1, Buffer::Copy("x"));
+  ASSERT_TRUE(call.Wait(10s).ok());  // completed through another wait
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(client->WaitForAny(10s), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(EndpointWaitForAnyTest, ACallThatFailsAtOnceEndsTheWait) {
+  auto client = OpenLoopback();
+  ASSERT_NE(client, nullptr);
+  Completion bad = client->ICall("nope://x", 1, Buffer::Copy("x"));
+  ASSERT_TRUE(bad.done());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(client->WaitForAny(10s), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_FALSE(bad.status().ok());
+}
+
+TEST(EndpointWaitForAnyTest, ShutdownEndsTheWait) {
+  auto client = OpenLoopback();
+  ASSERT_NE(client, nullptr);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(20ms);
+    client->Shutdown();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(client->WaitForAny(30s), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  stopper.join();
+}
+
 }  // namespace
 }  // namespace wharf

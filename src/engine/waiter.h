@@ -119,6 +119,11 @@ class Waiter {
   // exposed. While not, keeping them current can wait (a spinning thread
   // polls the transports itself).
   bool watching() const { return sleepers_.load() > 0 || exposed_.load(); }
+  // Whether the watched fds are in the epoll set now (for tests).
+  bool fds_in_epoll() {
+    std::lock_guard<std::mutex> lock(fds_mu_);
+    return fds_in_epoll_;
+  }
 
  private:
   explicit Waiter(const Clock& clock) : clock_(clock) {}

@@ -111,5 +111,41 @@ TEST_F(WaiterTest, WatchingTheSameFdsAgainIsHarmless) {
   close(other);
 }
 
+// Spins `turns` turns of SpinThenBlock, each finding work (so it never
+// sleeps).
+void SpinTurns(Waiter& waiter, const Clock& clock, int turns) {
+  int left = turns;
+  (void)waiter.SpinThenBlock(
+      [&] { return left == 0; },
+      [&] {
+        --left;
+        return transport::PollResult{.work = 1, .next_deadline = kNever, .now = clock.NowNs()};
+      },
+      [] {}, [] { return false; }, kNever, /*spin_ns=*/kNsPerSec);
+}
+
+// A loop that sleeps between most packets keeps its fds in the epoll set
+// (no epoll_ctl per sleep); one that keeps spinning takes them out (no
+// epoll callback per packet).
+TEST_F(WaiterTest, FdsStayWatchedAfterASleepUntilAThreadKeepsSpinning) {
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  EXPECT_FALSE(waiter_->fds_in_epoll());
+  (void)TimedSleep(1 * kMs);
+  EXPECT_TRUE(waiter_->fds_in_epoll());
+  SpinTurns(*waiter_, clock_, 100);  // a short spin between sleeps
+  EXPECT_TRUE(waiter_->fds_in_epoll());
+  SpinTurns(*waiter_, clock_, 300);  // past 256 turns without a sleep
+  EXPECT_FALSE(waiter_->fds_in_epoll());
+  (void)TimedSleep(1 * kMs);
+  EXPECT_TRUE(waiter_->fds_in_epoll());
+}
+
+TEST_F(WaiterTest, ExposedFdsStayWatchedWhileSpinning) {
+  ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
+  (void)waiter_->Expose();
+  SpinTurns(*waiter_, clock_, 300);
+  EXPECT_TRUE(waiter_->fds_in_epoll());
+}
+
 }  // namespace
 }  // namespace wharf::engine

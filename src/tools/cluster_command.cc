@@ -352,6 +352,7 @@ int RunBenchCluster(const BenchClusterOptions& o) {
                                 .load = o.load,
                                 .link_rate = o.link_rate,
                                 .link_bps = static_cast<uint64_t>(plan->link_rate_bps),
+                                .priority_levels = o.priorities,
                                 .duration_ns = plan->duration_ns,
                                 .duration = o.duration,
                                 .threads = o.threads,

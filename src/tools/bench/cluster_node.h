@@ -65,8 +65,8 @@ struct ClusterNodeTransports {
       open_load_transport;
 };
 
-// wharf's own: homa and tcp through wharf, udp on kernel sockets
-// (cluster_transports.h).
+// wharf's own: homa and tcp through wharf, kernel-udp and kernel-tcp on
+// kernel sockets (cluster_transports.h).
 ClusterNodeTransports BuiltinClusterNodeTransports();
 
 // Adds the node's flags to `app` (the `cluster-node` subcommand, or the
@@ -74,8 +74,8 @@ ClusterNodeTransports BuiltinClusterNodeTransports();
 void AddClusterNodeFlags(CLI::App& app, ClusterNodeOptions& options,
                          const std::vector<std::string>& protos);
 
-// Adds the hidden `cluster-node` under `bench` (protos homa, tcp, udp);
-// returns it.
+// Adds the hidden `cluster-node` under `bench` (protos homa, tcp,
+// kernel-udp, kernel-tcp); returns it.
 CLI::App* AddBenchClusterNodeCommand(CLI::App& bench, ClusterNodeOptions& options);
 
 // Runs the node with `transports`. 0 on success, 1 on a failure (printed on

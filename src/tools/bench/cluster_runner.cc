@@ -410,6 +410,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"load", c.load},
                 {"link_rate", c.link_rate},
                 {"link_bps", c.link_bps},
+                {"priority_levels", c.priority_levels},
                 {"duration", c.duration},
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},

@@ -27,6 +27,7 @@ struct ClusterRunConfig {
   double load = 0.8;
   std::string link_rate = "1gbit";
   uint64_t link_bps = 0;
+  int priority_levels = 8;  // of the bottleneck queues (for the report)
   DurationNs duration_ns = 0;
   std::string duration = "30s";
   int threads = 2;
