@@ -16,6 +16,10 @@ constexpr DurationNs kRpcDeadlineNs = 10 * kNsPerSec;
 constexpr DurationNs kMaxWaitSliceNs = 50 * kNsPerMs;
 
 gpr_timespec In(DurationNs ns) {
+  // gRPC keeps deadlines in whole milliseconds, rounded up: "now" would
+  // wait up to 1 ms for nothing (a closed loop at 1 in flight lost 1 ms per
+  // RPC), while a deadline already past returns at once.
+  if (ns <= 0) return gpr_inf_past(GPR_CLOCK_MONOTONIC);
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                       gpr_time_from_nanos(std::max<DurationNs>(ns, 0), GPR_TIMESPAN));
 }
