@@ -265,6 +265,11 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
       ->capture_default_str()
       ->delimiter(',')
       ->check(CLI::Range(1, 65536));
+  cluster
+      ->add_option("--set", o.settings,
+                   "KEY=VALUE: a wharf setting for every node's endpoints and every wharfd "
+                   "(docs/configuration.md), e.g. --set homa.max_nic_backlog=200us; repeatable")
+      ->allow_extra_args(false);
   cluster->add_option("--workload-dir", o.workload_dir,
                       "Directory of w1.csv..w5.csv (default: the source tree's data/workloads)");
   o.node_command = bench::AddBenchClusterNodeCommand(bench, o.node);
@@ -353,6 +358,7 @@ int RunBenchCluster(const BenchClusterOptions& o) {
                                 .link_rate = o.link_rate,
                                 .link_bps = static_cast<uint64_t>(plan->link_rate_bps),
                                 .priority_levels = o.priorities,
+                                .settings = o.settings,
                                 .duration_ns = plan->duration_ns,
                                 .duration = o.duration,
                                 .threads = o.threads,

@@ -40,6 +40,7 @@ struct BenchClusterOptions {
   uint64_t seed = 1;
   int unloaded_per_size = 20;
   std::string workload_dir;  // empty: the source tree's data/workloads
+  std::vector<std::string> settings;  // --set KEY=VALUE for wharf nodes and wharfds
   // The throughput rows (tools/bench/cluster_throughput.h): per series and
   // in-flight count, a closed loop of 64 B RPCs h0 -> h1 measured this long
   // ("0" skips them).

@@ -49,6 +49,13 @@ Result<NodePlan> Plan(const ClusterNodeOptions& o) {
                     .addresses = SplitCommas(o.addresses),
                     .port = o.port,
                     .host = o.host};
+  for (const std::string& setting : o.settings) {
+    const size_t eq = setting.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--set " + setting + ": expected KEY=VALUE");
+    }
+    plan.transport.settings.emplace_back(setting.substr(0, eq), setting.substr(eq + 1));
+  }
   const int hosts = static_cast<int>(plan.transport.addresses.size());
   if (hosts < 2) return InvalidArgumentError("--addresses: expected at least 2 hosts");
   if (o.host < 0 || o.host >= hosts) return InvalidArgumentError("--host is not in --addresses");
@@ -185,6 +192,8 @@ void AddClusterNodeFlags(CLI::App& node, ClusterNodeOptions& o,
       ->check(CLI::Range(1, 100000));
   node.add_option("--out", o.out, "Sample file (WBCSMP01; not written with --closed-loop)")
       ->required();
+  node.add_option("--set", o.settings, "KEY=VALUE: a wharf setting of the node's endpoints")
+      ->allow_extra_args(false);
   node.add_option("--closed-loop", o.closed_loop,
                   "Instead of the workload: N RPCs of --size always in flight to --peer")
       ->check(CLI::Range(0, 1 << 16));

@@ -48,6 +48,7 @@ struct ClusterNodeOptions {
   int peer = 1;
   int per_size = 20;
   std::string out;
+  std::vector<std::string> settings;  // KEY=VALUE wharf settings (--set)
   // --closed-loop N: instead of the above, one client thread keeping N RPCs
   // of --size bytes in flight to --peer (cluster_load.h's RunClosedLoop)
   // for --warmup then --duration; no echo server, no sample file.

@@ -18,6 +18,7 @@
 #include "netns/netns_process.h"
 #include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_samples.h"
+#include "tools/bench/cluster_tuning.h"
 #include "tools/bench/cluster_throughput.h"
 #include "tools/bench/cpu_usage.h"
 #include "tools/bench/slowdown.h"
@@ -85,6 +86,7 @@ struct SeriesRun {
   nlohmann::json nodes = nlohmann::json::array();
   DurationNs node_cpu_ns = 0;
   DurationNs daemon_cpu_ns = -1;  // -1: no daemons
+  double machine_busy = -1;       // the CPUs' busy share over the sending window
   uint64_t completed = 0, dropped = 0, failed = 0, unfinished = 0;
   std::vector<ThroughputRow> throughput;
 };
@@ -94,7 +96,7 @@ class SeriesRunner {
   SeriesRunner(const netns::NetnsCluster& cluster, const ClusterRunConfig& c, std::string self,
                std::string grpc_node, std::string work_dir)
       : cluster_(cluster), c_(c), self_(std::move(self)), grpc_node_(std::move(grpc_node)),
-        work_(std::move(work_dir)) {}
+        work_(std::move(work_dir)), settings_(WharfSettings(c, cluster.mtu())) {}
 
   Result<SeriesRun> Run(const std::string& proto, const std::string& mode) {
     SeriesRun run{.proto = proto, .mode = mode, .label = Label(proto, mode)};
@@ -106,13 +108,12 @@ class SeriesRunner {
         sockets[h] = work_ + "/h" + std::to_string(h) + ".sock";
         std::error_code ec;
         std::filesystem::remove(sockets[h], ec);
-        WHARF_ASSIGN_OR_RETURN(
-            auto d, NetnsProcess::Spawn(
-                        cluster_, h,
-                        {self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
-                         "listen.homa=" + cluster_.address(h) + ":" + std::to_string(PortFor(proto)),
-                         "--set", "listen.tcp=", "--set",
-                         "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"}));
+        std::vector<std::string> argv = {
+            self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
+            "listen.homa=" + cluster_.address(h) + ":" + std::to_string(PortFor(proto)), "--set",
+            "listen.tcp=", "--set", "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"};
+        for (const std::string& s : settings_) argv.insert(argv.end(), {"--set", s});
+        WHARF_ASSIGN_OR_RETURN(auto d, NetnsProcess::Spawn(cluster_, h, argv));
         daemons.push_back(std::move(d));
       }
       for (const std::string& s : sockets) WHARF_RETURN_IF_ERROR(WaitForDaemon(s, clock_));
@@ -140,15 +141,20 @@ class SeriesRunner {
       nodes.push_back(std::move(n));
     }
     // Progress while the run goes (the nodes are only waited for at the end,
-    // since WaitFor kills on its timeout).
-    const TimeNs end = clock_.NowNs() + kStartLeadNs + c_.duration_ns + 2 * kDrainNs;
-    for (TimeNs next = clock_.NowNs() + 5 * kNsPerSec; next < end; next += 5 * kNsPerSec) {
+    // since WaitFor kills on its timeout), and the machine's CPU over the
+    // sending window.
+    const TimeNs start = clock_.NowNs() + (start_at - clock_.WallNs());
+    const TimeNs window_end = start + c_.duration_ns;
+    const TimeNs end = window_end + 2 * kDrainNs;
+    Sleep(std::max<DurationNs>(0, start - clock_.NowNs()));
+    const Result<MachineCpu> machine_start = ReadMachineCpu();
+    for (TimeNs next = start + 5 * kNsPerSec; next < window_end; next += 5 * kNsPerSec) {
       Sleep(next - clock_.NowNs());
-      Progress(run.label + ": " +
-               std::to_string(std::max<int64_t>(0, (next - (end - 2 * kDrainNs - c_.duration_ns)) /
-                                                       kNsPerSec)) +
-               " of " + c_.duration + " ...");
+      Progress(run.label + ": " + std::to_string((next - start) / kNsPerSec) + " s of " +
+               c_.duration + " ...");
     }
+    Sleep(std::max<DurationNs>(0, window_end - clock_.NowNs()));
+    run.machine_busy = BusyFraction(machine_start, ReadMachineCpu());
     for (size_t h = 0; h < nodes.size(); ++h) {
       WHARF_ASSIGN_OR_RETURN(nlohmann::json summary, Finish(*nodes[h], end));
       run.nodes.push_back(summary);
@@ -212,6 +218,9 @@ class SeriesRunner {
         std::to_string(start_at), "--drain", std::to_string(kDrainNs / kNsPerMs) + "ms"});
     if (!c_.workload_dir.empty()) argv.insert(argv.end(), {"--workload-dir", c_.workload_dir});
     if (!socket.empty()) argv.insert(argv.end(), {"--daemon-socket", socket});
+    if (IsWharf(proto)) {
+      for (const std::string& s : settings_) argv.insert(argv.end(), {"--set", s});
+    }
     return argv;
   }
 
@@ -261,14 +270,26 @@ class SeriesRunner {
   std::string self_;
   std::string grpc_node_;
   std::string work_;
+  std::vector<std::string> settings_;  // for wharf nodes and wharfds
   const Clock& clock_ = SystemClock::Get();
 };
+
+}  // namespace
+
+std::vector<std::string> WharfSettings(const ClusterRunConfig& c, int mtu) {
+  std::vector<std::string> out = HomaSettingsForLink(c.link_bps, mtu);
+  out.insert(out.end(), c.settings.begin(), c.settings.end());  // later ones win
+  return out;
+}
+
+namespace {
 
 double PerMessage(DurationNs cpu_ns, uint64_t messages) {
   return cpu_ns < 0 || messages == 0 ? -1 : static_cast<double>(cpu_ns) / static_cast<double>(messages);
 }
 
-void PrintTable(const SlowdownReport& report) {
+// `machine_busy`: each series' CPU busy share (-1 unknown), in series order.
+void PrintTable(const SlowdownReport& report, const std::vector<double>& machine_busy) {
   std::printf("\nslowdown (P50 / P99) by message size, %s, load %.2f:\n", report.workload.c_str(),
               report.load.target_load);
   std::printf("%-22s", "bucket (bytes)");
@@ -293,6 +314,14 @@ void PrintTable(const SlowdownReport& report) {
   for (const SeriesStats& s : report.series) std::printf(" %20.1f", s.short_slowdown_p99);
   std::printf("\n%-22s", "achieved load");
   for (const SeriesStats& s : report.series) std::printf(" %20.2f", s.achieved_load);
+  std::printf("\n%-22s", "CPUs busy");
+  for (const double busy : machine_busy) {
+    if (busy < 0) {
+      std::printf(" %20s", "?");
+    } else {
+      std::printf(" %19.0f%%", 100 * busy);
+    }
+  }
   std::printf("\n");
 }
 
@@ -385,12 +414,13 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                            {"daemon_cpu_ns", run->daemon_cpu_ns},
                            {"node_cpu_ns_per_message", PerMessage(run->node_cpu_ns, messages)},
                            {"daemon_cpu_ns_per_message", PerMessage(run->daemon_cpu_ns, messages)},
+                           {"cpus_busy", run->machine_busy},
                            {"nodes", run->nodes}});
-    std::printf("%s: %llu RPCs completed, %llu dropped, %llu unfinished; node CPU "
-                "%.0f ns per message%s\n",
+    std::printf("%s: %llu RPCs completed, %llu dropped, %llu unfinished; CPUs %.0f%% busy; node "
+                "CPU %.0f ns per message%s\n",
                 run->label.c_str(), static_cast<unsigned long long>(run->completed),
                 static_cast<unsigned long long>(run->dropped),
-                static_cast<unsigned long long>(run->unfinished),
+                static_cast<unsigned long long>(run->unfinished), 100 * run->machine_busy,
                 PerMessage(run->node_cpu_ns, messages),
                 run->daemon_cpu_ns >= 0
                     ? (", daemons " + std::to_string(static_cast<long long>(
@@ -415,6 +445,7 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
                 {"client_threads_per_host", c.threads},
                 {"max_outstanding_per_thread", c.max_outstanding},
                 {"seed", c.seed},
+                {"wharf_settings", WharfSettings(c, cluster.mtu())},
                 {"throughput_duration", c.throughput_duration},
                 {"throughput_in_flight", c.throughput_in_flight}};
   doc["series_meta"] = series_meta;
@@ -426,7 +457,9 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
     if (!file) return InternalError("writing " + path + " failed");
   }
   std::printf("wrote %s\n", path.c_str());
-  PrintTable(report);
+  std::vector<double> machine_busy;
+  for (const nlohmann::json& meta : series_meta) machine_busy.push_back(meta.value("cpus_busy", -1.0));
+  PrintTable(report, machine_busy);
   PrintThroughputTable(throughput, c.link_rate);
   Result<PlotFiles> plot =
       PlotSlowdown(report, DecileSizeTicks(workload), {.output_dir = c.out_dir});

@@ -28,6 +28,8 @@ struct ClusterRunConfig {
   std::string link_rate = "1gbit";
   uint64_t link_bps = 0;
   int priority_levels = 8;  // of the bottleneck queues (for the report)
+  // KEY=VALUE wharf settings for every node's endpoints and wharfd (--set).
+  std::vector<std::string> settings;
   DurationNs duration_ns = 0;
   std::string duration = "30s";
   int threads = 2;
@@ -58,6 +60,11 @@ std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunC
 // grpc/ subdirectory (the build tree). NotFound, saying how to get it, if
 // neither holds an executable wharf-grpc-node.
 Result<std::string> FindGrpcNode(const std::string& wharf_binary);
+
+// The KEY=VALUE wharf settings every wharf node and wharfd of a run gets:
+// HomaSettingsForLink (cluster_tuning.h), then the config's own (--set),
+// which win.
+std::vector<std::string> WharfSettings(const ClusterRunConfig& config, int mtu);
 
 // Runs everything; an error stops the runs (what finished is not written).
 Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& config);

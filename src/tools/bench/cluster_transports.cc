@@ -46,6 +46,7 @@ EndpointOptions WharfOptions(const NodeTransportConfig& c, const std::string& ad
   // Sleep when idle: two CPUs are shared by every host's node.
   o.settings.emplace_back("endpoint.spin", "0ns");
   if (c.link_bps > 0) o.settings.emplace_back("homa.link_rate", std::to_string(c.link_bps) + "bps");
+  for (const auto& setting : c.settings) o.settings.push_back(setting);
   return o;
 }
 
@@ -57,6 +58,16 @@ class WharfEchoServer final : public EchoServer {
     });
   }
   ~WharfEchoServer() override { Stop(); }
+  // The server endpoint's nonzero packet counters ("homa.packets_sent=..."):
+  // what a message cost on the wire (grants, resends) beside its bytes.
+  std::string counters() const override {
+    std::string out;
+    for (const auto& [name, value] : ep_->Stats()) {
+      if (value == 0 || !(name.starts_with("homa.") || name.starts_with("udp."))) continue;
+      out += name + "=" + std::to_string(value) + " ";
+    }
+    return out;
+  }
   void Stop() override {
     stop_ = true;
     ep_->Shutdown();

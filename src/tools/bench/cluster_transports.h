@@ -27,6 +27,9 @@ struct NodeTransportConfig {
   // and grants must know the real bottleneck, or senders overrun the tbf
   // queue and short messages wait behind long ones there.
   uint64_t link_bps = 0;
+  // Further wharf settings ("homa.max_nic_backlog", "100us"), after the
+  // defaults above (embedded endpoints; a managed node's wharfd has them).
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 // The address clients use to reach host `host`'s server.

@@ -4,6 +4,8 @@
 #include <time.h>
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace wharf::tools::bench {
@@ -41,6 +43,34 @@ DurationNs CpuMeter::Total() const {
     sum += *ns;
   }
   return sum;
+}
+
+Result<MachineCpu> ParseProcStat(std::string_view text) {
+  if (!text.starts_with("cpu ")) return InvalidArgumentError("/proc/stat: no 'cpu ' line first");
+  std::istringstream in{std::string(text.substr(4, text.find('\n')))};
+  // user nice system idle iowait irq softirq steal (guest time is in user).
+  uint64_t v[8] = {};
+  for (uint64_t& x : v) {
+    if (!(in >> x)) return InvalidArgumentError("/proc/stat: short 'cpu' line");
+  }
+  MachineCpu cpu;
+  cpu.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  cpu.total = cpu.busy + v[3] + v[4];
+  return cpu;
+}
+
+Result<MachineCpu> ReadMachineCpu() {
+  std::ifstream file("/proc/stat");
+  if (!file) return UnavailableError("cannot read /proc/stat");
+  std::string line;
+  std::getline(file, line);
+  return ParseProcStat(line);
+}
+
+double BusyFraction(const Result<MachineCpu>& start, const Result<MachineCpu>& end) {
+  if (!start.ok() || !end.ok() || end->total <= start->total) return -1;
+  return static_cast<double>(end->busy - start->busy) /
+         static_cast<double>(end->total - start->total);
 }
 
 }  // namespace wharf::tools::bench

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -41,5 +42,19 @@ class CpuMeter {
   std::vector<pid_t> pids_;
   DurationNs start_ns_ = -1;
 };
+
+// The whole machine's CPU time from /proc/stat's "cpu" line, in clock
+// ticks: every process and the kernel's own work (softirqs of packets
+// forwarded between namespaces run wherever they fall, ksoftirqd included),
+// so it tells whether the CPUs or the network limited a run.
+struct MachineCpu {
+  uint64_t busy = 0;   // user nice system irq softirq steal
+  uint64_t total = 0;  // busy + idle + iowait
+};
+// Parses /proc/stat text; kInvalidArgument without a "cpu " line.
+Result<MachineCpu> ParseProcStat(std::string_view text);
+Result<MachineCpu> ReadMachineCpu();
+// The busy share of the time between `start` and `end` (0..1; -1 if unknown).
+double BusyFraction(const Result<MachineCpu>& start, const Result<MachineCpu>& end);
 
 }  // namespace wharf::tools::bench

@@ -61,4 +61,22 @@ TEST(CpuUsageTest, StopWithoutStartIsUnknown) {
 }
 
 }  // namespace
+TEST(MachineCpuTest, ParsesTheCpuLine) {
+  auto cpu = ParseProcStat("cpu  100 5 50 800 10 2 3 1 0 0\ncpu0 1 2 3\n");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->busy, 100u + 5 + 50 + 2 + 3 + 1);
+  EXPECT_EQ(cpu->total, cpu->busy + 800 + 10);
+  EXPECT_FALSE(ParseProcStat("intr 1 2\n").ok());
+  EXPECT_FALSE(ParseProcStat("cpu 1 2 3\n").ok());
+}
+
+TEST(MachineCpuTest, BusyFractionOfAnInterval) {
+  Result<MachineCpu> a = MachineCpu{.busy = 100, .total = 1000};
+  Result<MachineCpu> b = MachineCpu{.busy = 400, .total = 2000};
+  EXPECT_DOUBLE_EQ(BusyFraction(a, b), 0.3);
+  EXPECT_EQ(BusyFraction(b, a), -1);
+  EXPECT_EQ(BusyFraction(UnavailableError("x"), b), -1);
+  EXPECT_TRUE(ReadMachineCpu().ok());
+}
+
 }  // namespace wharf::tools::bench
