@@ -17,8 +17,11 @@
 //             that the queueing the benchmark measures stays bounded.
 //
 // With priority levels the limit is an htb over strict-priority classes
-// chosen by DSCP (netns_cluster.h, TbfOptions::priority_levels) with the
-// same burst and buffer. Does not hold cluster setup (netns_cluster.h).
+// chosen by DSCP (netns_cluster.h, TbfOptions::priority_levels), the same
+// buffer, and a bucket of max(two frames, rate x 200 us): its queues cut
+// GSO packets into frames, so no 64 KiB floor is needed, and a small
+// bucket keeps an idle link from passing many frames at once (see
+// ApplyBottleneck). Does not hold cluster setup (netns_cluster.h).
 #pragma once
 
 #include <cstdint>

@@ -520,8 +520,8 @@ Status NetnsCluster::ApplyPriorityQueues(const std::string& netns, const std::st
   WHARF_ASSIGN_OR_RETURN(int64_t bits_per_second, ParseRateBitsPerSecond(rate));
   WHARF_ASSIGN_OR_RETURN(int64_t burst_bytes, ParseTcSize(tbf.burst));
   WHARF_ASSIGN_OR_RETURN(DurationNs latency_ns, ParseDuration(tbf.latency));
-  // Each class buffers what the tbf would: `latency` of the rate plus the
-  // burst (a switch shares one buffer among its queues; separate ones keep
+  // Each class buffers what the single tbf would: `latency` of the rate
+  // plus the burst (a switch shares one buffer among its queues; separate ones keep
   // a flood of low-priority bytes from costing high-priority drops, which
   // is the point of the priorities).
   const auto limit = static_cast<int64_t>(static_cast<__int128>(bits_per_second) / 8 *
@@ -533,6 +533,14 @@ Status NetnsCluster::ApplyPriorityQueues(const std::string& netns, const std::st
   // never happens here; an explicit one keeps tc from warning that the
   // rate-derived default is out of range.
   const std::string quantum = "60000";
+  // Each class's queue is a tbf at ten times the rate with the htb's
+  // bucket: it never sets the pace (the htb does), but it cuts a GSO packet
+  // longer than the bucket (a TCP TSO segment or a UDP GSO run, up to
+  // 64 KiB) into its frames as it is queued, so the htb serializes each at
+  // the rate like a switch port. htb alone would let the whole GSO packet
+  // through at once and only make the next one wait.
+  const std::string leaf_rate = std::to_string(10 * bits_per_second) + "bit";
+  const std::string& leaf_burst = burst;
   std::ostringstream script;
   // "replace" of the root swaps out a tbf or an earlier htb in one step;
   // the classes below a fresh htb are new.
@@ -547,7 +555,8 @@ Status NetnsCluster::ApplyPriorityQueues(const std::string& netns, const std::st
            << " htb rate 8bit ceil " << r << " burst " << burst << " cburst " << burst
            << " quantum " << quantum << " prio " << (kMaxPriorityLevels - 1 - level) << "\n";
     script << "qdisc add dev " << device << " parent 1:" << cls << " handle " << (20 + level)
-           << ": bfifo limit " << limit << "\n";
+           << ": tbf rate " << leaf_rate << " burst " << leaf_burst << " limit " << limit
+           << "\n";
   }
   // DSCP class selector p (TOS p << 5) to its class; the levels above the
   // top one share it.

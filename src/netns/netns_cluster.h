@@ -55,8 +55,8 @@ struct TbfOptions {
   // parent at the rate over one class per priority (htb prio order, each
   // borrowing the whole rate), chosen by the DSCP class selector (the top
   // three bits of the IP TOS byte; 0, and everything unmarked such as TCP,
-  // is the lowest), each class a bfifo holding `latency` of the rate plus
-  // `burst`.
+  // is the lowest), each class a queue holding `latency` of the rate plus
+  // `burst` that cuts GSO packets into frames (a tbf well above the rate).
   int priority_levels = 1;
 };
 

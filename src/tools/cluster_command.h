@@ -24,7 +24,7 @@ struct BenchClusterOptions {
   int hosts = 4;                     // 2 to 16 network namespaces
   std::string workload = "w4";       // w1..w5 (../shared/workloads) or a fixed size in bytes
   double load = 0.8;                 // offered load as a fraction of --link-rate
-  std::string link_rate = "1gbit";   // tc rate of every host's bottleneck
+  std::string link_rate = "100mbit";  // tc rate of every host's bottleneck (see --help)
   int priorities = 8;                // strict-priority queues per bottleneck (1: FIFO)
   std::string duration = "30s";      // per protocol and mode
   std::vector<std::string> protos = {"homa", "tcp", "kernel-udp", "kernel-tcp", "grpc"};

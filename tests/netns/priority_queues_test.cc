@@ -56,7 +56,7 @@ struct Delivered {
 };
 
 // Floods host 0 -> host 1 through a 10 Mbit/s bottleneck with
-// `priority_levels` queues: unmarked 1400-byte datagrams, and a 200-byte
+// `priority_levels` queues: unmarked 1400-byte datagrams, and a 100-byte
 // one marked DSCP CS7 (TOS 0xe0) after every kHighEvery of them.
 Delivered Flood(int priority_levels) {
   Delivered got;
@@ -84,11 +84,12 @@ Delivered Flood(int priority_levels) {
                    sizeof(to));
     if ((i + 1) % kHighEvery == 0) {
       payload[0] = 'H';
-      (void)::sendto(high.get(), payload, 200, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      (void)::sendto(high.get(), payload, 100, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
     }
   }
-  // What got queued drains in about 60 ms (the buffers hold 5 ms of the
-  // rate plus a 64 KiB burst); stop after 1 s of silence.
+  // What got queued drains in tens of ms (a class buffers 5 ms of the rate
+  // plus the bucket, 9 kB here: the 50 marked datagrams, 6.4 kB on the
+  // wire, fit); stop after 1 s of silence.
   while (true) {
     pollfd p{receiver.get(), POLLIN, 0};
     if (::poll(&p, 1, 1000) <= 0) break;

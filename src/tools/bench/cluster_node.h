@@ -37,7 +37,7 @@ struct ClusterNodeOptions {
   std::string workload_dir;
   uint64_t max_message = 1'000'000;
   double load = 0.8;
-  std::string link_rate = "1gbit";
+  std::string link_rate = "100mbit";
   int threads = 2;
   int max_outstanding = 64;
   int64_t start_at_ns = 0;  // CLOCK_REALTIME

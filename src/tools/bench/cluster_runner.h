@@ -25,7 +25,7 @@ struct ClusterRunConfig {
   std::string workload_dir;  // empty: DefaultWorkloadDir()
   uint64_t max_message = 1'000'000;
   double load = 0.8;
-  std::string link_rate = "1gbit";
+  std::string link_rate = "100mbit";
   uint64_t link_bps = 0;
   int priority_levels = 8;  // of the bottleneck queues (for the report)
   // KEY=VALUE wharf settings for every node's endpoints and wharfd (--set).

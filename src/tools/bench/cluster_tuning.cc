@@ -19,9 +19,11 @@ std::vector<std::string> HomaSettingsForLink(uint64_t link_bps, int mtu) {
   const uint64_t unsched = std::max<uint64_t>(1, (bdp + packet - 1) / packet) * packet;
   const uint64_t tick_us =
       std::max<uint64_t>(1000, static_cast<uint64_t>(125'000ull * 8 * 1'000'000 / link_bps));
+  const int64_t backlog_ns = std::max<int64_t>(100 * kNsPerUs, 3 * packet_ns);
   return {"homa.unsched_bytes=" + std::to_string(unsched),
           "homa.max_incoming_bytes=" + std::to_string(8 * unsched),
-          "homa.tick=" + std::to_string(tick_us) + "us"};
+          "homa.tick=" + std::to_string(tick_us) + "us",
+          "homa.max_nic_backlog=" + std::to_string(backlog_ns / 1000) + "us"};
 }
 
 }  // namespace wharf::tools::bench

@@ -27,7 +27,12 @@ inline constexpr int64_t kHostRoundTripNs = 50'000;
 //                           125 kB (1 ms of 1 Gbit/s) when longer: resends
 //                           start after 5 ticks, and on a slow link a
 //                           granted message can wait that long behind
-//                           shorter ones at a busy sender.
+//                           shorter ones at a busy sender;
+//   homa.max_nic_backlog    100 us (wharf's default), or three full
+//                           packets' wire time when longer: a sender that
+//                           sleeps between pacer slots must find the next
+//                           packet allowed when it wakes, or the link idles
+//                           (at 100 Mbit/s a packet takes 123 us).
 std::vector<std::string> HomaSettingsForLink(uint64_t link_bps, int mtu);
 
 }  // namespace wharf::tools::bench

@@ -12,14 +12,14 @@ TEST(HomaSettingsForLinkTest, OneGigabitAtMtu1500) {
   // RTT 50 us + 2 x 12.3 us = 74.6 us: 9.3 kB, 7 packets.
   EXPECT_EQ(HomaSettingsForLink(1'000'000'000, 1500),
             (Settings{"homa.unsched_bytes=10500", "homa.max_incoming_bytes=84000",
-                      "homa.tick=1000us"}));
+                      "homa.tick=1000us", "homa.max_nic_backlog=100us"}));
 }
 
 TEST(HomaSettingsForLinkTest, HundredMegabitGetsAFewPacketsAndALongerTick) {
   // RTT 50 + 2 x 123 us = 296 us: 3.7 kB, 3 packets; 125 kB take 10 ms.
   EXPECT_EQ(HomaSettingsForLink(100'000'000, 1500),
             (Settings{"homa.unsched_bytes=4500", "homa.max_incoming_bytes=36000",
-                      "homa.tick=10000us"}));
+                      "homa.tick=10000us", "homa.max_nic_backlog=369us"}));
 }
 
 TEST(HomaSettingsForLinkTest, ASlowLinkCountsTheWireTimeOfItsPackets) {
