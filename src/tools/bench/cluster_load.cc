@@ -201,8 +201,10 @@ LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, co
 LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const UnloadedOptions& o) {
   LoadResult result;
   Slots slots(1, clock, result);
+  int unanswered_in_a_row = 0;
   for (uint64_t size : o.sizes) {
     for (int i = 0; i < o.per_size; ++i) {
+      if (unanswered_in_a_row >= std::max(1, o.give_up_after)) return result;
       const TimeNs now = clock.NowNs();
       const uint32_t tag = slots.Take(size, now);
       ++result.counters.issued;
@@ -219,6 +221,9 @@ LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const Unloa
         // taken for the next RPC's (same tag): only after a 5 s stall.
         ++result.counters.unfinished;
         slots.Release(tag);
+        ++unanswered_in_a_row;
+      } else {
+        unanswered_in_a_row = 0;
       }
     }
   }

@@ -78,9 +78,15 @@ struct UnloadedOptions {
   std::vector<uint64_t> sizes;  // cluster_samples.h's UnloadedSizes
   int per_size = 20;
   DurationNs rpc_timeout_ns = 5 * kNsPerSec;  // an RPC unanswered this long is abandoned
+  // After this many abandoned in a row the pass ends: the sizes are in
+  // increasing order, so the larger ones would be lost too (kernel-udp's
+  // large messages overflow a slow link's queue and never arrive), and
+  // each would cost the whole timeout.
+  int give_up_after = 3;
 };
 
-// One RPC at a time, `per_size` of each size, in size order.
+// One RPC at a time, `per_size` of each size, in size order, until
+// `give_up_after` in a row go unanswered.
 LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock,
                        const UnloadedOptions& options);
 

@@ -132,6 +132,22 @@ TEST(ClusterLoadTest, UnloadedPassSendsOneAtATime) {
   EXPECT_EQ(r.samples.size(), 6u);
 }
 
+// Sizes 10 (3 RPCs), 1000 (3) and 5000 (3): the second 1000-byte RPC and
+// everything after it are lost; the pass stops after 2 in a row instead of
+// waiting out the timeout of every remaining one. A lone loss does not stop it.
+TEST(ClusterLoadTest, UnloadedPassGivesUpAfterUnansweredInARow) {
+  SimClock clock;
+  FakeTransport transport(clock, 20 * kNsPerUs);
+  transport.lost_calls = {1, 4, 5, 6, 7, 8};
+  LoadResult r = RunUnloaded(transport, clock,
+                             {.server = 1, .sizes = {10, 1000, 5000}, .per_size = 3,
+                              .rpc_timeout_ns = kNsPerSec, .give_up_after = 2});
+  EXPECT_EQ(transport.calls, 6u);  // the lone loss (call 1) did not stop it
+  EXPECT_EQ(r.counters.unfinished, 3u);
+  EXPECT_EQ(r.samples.size(), 3u);
+  EXPECT_EQ(clock.NowNs(), 3 * kNsPerSec + 3 * 20 * kNsPerUs);
+}
+
 TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
   SimClock clock(1'000'000);
   FakeTransport transport(clock, 100 * kNsPerUs);
