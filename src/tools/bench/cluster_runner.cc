@@ -19,6 +19,7 @@
 #include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_samples.h"
 #include "tools/bench/cluster_tuning.h"
+#include "tools/bench/node_summary.h"
 #include "tools/bench/cluster_throughput.h"
 #include "tools/bench/cpu_usage.h"
 #include "tools/bench/slowdown.h"
@@ -224,24 +225,13 @@ class SeriesRunner {
     return argv;
   }
 
-  // Waits for a node (bounded) and parses its summary line.
+  // Waits for a node (bounded: a minute past `expected_end`) and parses
+  // its summary line.
   Result<nlohmann::json> Finish(NetnsProcess& node, TimeNs expected_end) {
-    const DurationNs timeout = std::max<DurationNs>(0, expected_end - clock_.NowNs()) + 60 * kNsPerSec;
-    WHARF_ASSIGN_OR_RETURN(int code, node.WaitFor(timeout));
-    if (code != 0) {
-      return InternalError("node on host " + std::to_string(node.host()) + " exited " +
-                           std::to_string(code) + ": " + node.Stderr());
-    }
-    const std::string& out = node.Stdout();
-    const size_t at = out.rfind("summary ");
-    if (at == std::string::npos) {
-      return InternalError("node on host " + std::to_string(node.host()) + " wrote no summary");
-    }
-    const size_t eol = out.find('\n', at);
-    nlohmann::json j = nlohmann::json::parse(out.substr(at + 8, eol - at - 8), nullptr, false);
-    if (j.is_discarded()) return InternalError("node summary is not JSON: " + out.substr(at));
-    return j;
+    return WaitForNodeSummary(
+        node, std::max<DurationNs>(0, expected_end - clock_.NowNs()) + 60 * kNsPerSec);
   }
+
 
   Status Unloaded(const std::string& proto, const std::string& mode,
                   const std::vector<std::string>& sockets, SeriesRun& run) {

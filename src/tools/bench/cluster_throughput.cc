@@ -10,6 +10,7 @@
 
 #include "netns/netns_process.h"
 #include "tools/bench/cpu_usage.h"
+#include "tools/bench/node_summary.h"
 
 namespace wharf::tools::bench {
 namespace {
@@ -28,25 +29,6 @@ void SleepUntil(const Clock& clock, TimeNs until) {
     std::this_thread::sleep_for(
         std::chrono::nanoseconds(std::min<DurationNs>(until - clock.NowNs(), 50 * kNsPerMs)));
   }
-}
-
-// Waits (bounded) for a node and parses its `summary {json}` line.
-Result<nlohmann::json> NodeSummary(NetnsProcess& node, DurationNs timeout_ns) {
-  WHARF_ASSIGN_OR_RETURN(int code, node.WaitFor(timeout_ns));
-  if (code != 0) {
-    return InternalError("closed-loop node on host " + std::to_string(node.host()) + " exited " +
-                         std::to_string(code) + ": " + node.Stderr());
-  }
-  const std::string& out = node.Stdout();
-  const size_t at = out.rfind("summary ");
-  if (at == std::string::npos) {
-    return InternalError("closed-loop node on host " + std::to_string(node.host()) +
-                         " wrote no summary");
-  }
-  const size_t eol = out.find('\n', at);
-  nlohmann::json j = nlohmann::json::parse(out.substr(at + 8, eol - at - 8), nullptr, false);
-  if (j.is_discarded()) return InternalError("node summary is not JSON: " + out.substr(at));
-  return j;
 }
 
 // One in-flight count: the client node, the meters around its window.
@@ -76,7 +58,7 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
   row.server_cpu_ns = server_cpu.Stop();
   if (!s.daemon_pids.empty()) row.daemon_cpu_ns = daemon_cpu.Stop();
 
-  WHARF_ASSIGN_OR_RETURN(nlohmann::json summary, NodeSummary(*client, kFinishGraceNs));
+  WHARF_ASSIGN_OR_RETURN(nlohmann::json summary, WaitForNodeSummary(*client, kFinishGraceNs));
   row.client_summary = summary.dump();
   row.rpcs = summary.value("rpcs", uint64_t{0});
   row.failed = summary.value("failed", uint64_t{0});

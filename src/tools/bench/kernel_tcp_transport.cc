@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "tools/bench/kernel_transports.h"
+#include "tools/bench/little_endian.h"
 
 namespace wharf::tools::bench {
 namespace {
@@ -39,15 +40,6 @@ const char* Filler() {
   return filler.data();
 }
 
-void PutLe(uint64_t v, int bytes, char* out) {
-  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t GetLe(const char* in, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
-  return v;
-}
 
 void EncodeHeader(uint32_t length, uint64_t rpc_id, char* out) {
   PutLe(kKernelTcpMagic, 4, out);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tools/bench/little_endian.h"
+
 namespace wharf::tools::bench {
 namespace {
 
@@ -13,15 +15,6 @@ namespace {
 // larger one is freed, so that idle slots do not hold megabytes each.
 constexpr size_t kRetainBytes = 64 << 10;
 
-void PutLe(uint64_t v, int bytes, char* out) {
-  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t GetLe(const char* in, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
-  return v;
-}
 
 }  // namespace
 
