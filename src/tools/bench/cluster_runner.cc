@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "netns/bottleneck.h"
 #include "netns/netns_process.h"
 #include "tools/bench/bench_daemon.h"
 #include "tools/bench/cluster_samples.h"
@@ -94,7 +95,7 @@ struct SeriesRun {
 
 class SeriesRunner {
  public:
-  SeriesRunner(const netns::NetnsCluster& cluster, const ClusterRunConfig& c, std::string self,
+  SeriesRunner(netns::NetnsCluster& cluster, const ClusterRunConfig& c, std::string self,
                std::string grpc_node, std::string work_dir)
       : cluster_(cluster), c_(c), self_(std::move(self)), grpc_node_(std::move(grpc_node)),
         work_(std::move(work_dir)), settings_(WharfSettings(c, cluster.mtu())) {}
@@ -183,17 +184,37 @@ class SeriesRunner {
         .daemon_pids = {},
         .progress = c_.progress};
     if (managed) series.daemon_pids = {daemons[0]->pid(), daemons[1]->pid()};
-    WHARF_ASSIGN_OR_RETURN(run.throughput,
-                           RunThroughputPhase(cluster_, series,
-                                              {.duration_ns = c_.throughput_duration_ns,
-                                               .in_flight = c_.throughput_in_flight},
-                                              clock_));
+    if (c_.throughput_duration_ns > 0 && !c_.throughput_in_flight.empty()) {
+      // Without the bottleneck: 64 B RPCs at 32 in flight fill a 100 Mbit/s
+      // link with headers (66,000 RPC/s of homa's ~170 wire bytes each way),
+      // and the rows are to measure the protocols, not the link.
+      WHARF_RETURN_IF_ERROR(LiftBottleneck(true));
+      Result<std::vector<ThroughputRow>> rows =
+          RunThroughputPhase(cluster_, series,
+                             {.duration_ns = c_.throughput_duration_ns,
+                              .in_flight = c_.throughput_in_flight},
+                             clock_);
+      WHARF_RETURN_IF_ERROR(LiftBottleneck(false));
+      WHARF_ASSIGN_OR_RETURN(run.throughput, std::move(rows));
+    }
     return run;
   }
 
  private:
   void Progress(const std::string& line) {
     if (c_.progress) c_.progress(line);
+  }
+
+  // Takes the rate limits off host 0's and host 1's links (`lift`), or puts
+  // every host's back as the run started.
+  Status LiftBottleneck(bool lift) {
+    if (lift) {
+      for (int h : {0, 1}) WHARF_RETURN_IF_ERROR(cluster_.ClearRates(h));
+      return OkStatus();
+    }
+    return netns::ApplyBottleneck(cluster_, static_cast<int64_t>(c_.link_bps), /*ingress=*/true,
+                                  c_.priority_levels)
+        .status();
   }
 
   std::string SampleFile(const std::string& label, int host, bool unloaded) const {
@@ -255,7 +276,7 @@ class SeriesRunner {
     return OkStatus();
   }
 
-  const netns::NetnsCluster& cluster_;
+  netns::NetnsCluster& cluster_;
   const ClusterRunConfig& c_;
   std::string self_;
   std::string grpc_node_;
@@ -273,6 +294,12 @@ std::vector<std::string> WharfSettings(const ClusterRunConfig& c, int mtu) {
 }
 
 namespace {
+
+std::string FormatLoad(double load) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "%.2g", load);
+  return text;
+}
 
 double PerMessage(DurationNs cpu_ns, uint64_t messages) {
   return cpu_ns < 0 || messages == 0 ? -1 : static_cast<double>(cpu_ns) / static_cast<double>(messages);
@@ -344,7 +371,7 @@ Result<std::string> FindGrpcNode(const std::string& wharf_binary) {
                        "protobuf-compiler-grpc, then rebuild)");
 }
 
-Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& c) {
+Status RunClusterWorkloads(netns::NetnsCluster& cluster, const ClusterRunConfig& c) {
   WHARF_ASSIGN_OR_RETURN(
       Workload full,
       Workload::FromSpec(c.workload, c.workload_dir.empty() ? DefaultWorkloadDir() : c.workload_dir));
@@ -452,7 +479,11 @@ Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunC
   PrintTable(report, machine_busy);
   PrintThroughputTable(throughput, c.link_rate);
   Result<PlotFiles> plot =
-      PlotSlowdown(report, DecileSizeTicks(workload), {.output_dir = c.out_dir});
+      PlotSlowdown(report, DecileSizeTicks(workload),
+                   {.output_dir = c.out_dir,
+                    .title = "Slowdown, " + report.workload + ", load " + FormatLoad(c.load) +
+                             ", " + std::to_string(cluster.host_count()) + " hosts, " +
+                             c.link_rate + " links"});
   if (plot.ok()) {
     std::printf("wrote %s and %s\n", plot->png.c_str(), plot->svg.c_str());
   } else {

@@ -67,6 +67,6 @@ Result<std::string> FindGrpcNode(const std::string& wharf_binary);
 std::vector<std::string> WharfSettings(const ClusterRunConfig& config, int mtu);
 
 // Runs everything; an error stops the runs (what finished is not written).
-Status RunClusterWorkloads(const netns::NetnsCluster& cluster, const ClusterRunConfig& config);
+Status RunClusterWorkloads(netns::NetnsCluster& cluster, const ClusterRunConfig& config);
 
 }  // namespace wharf::tools::bench

@@ -144,8 +144,8 @@ std::string ThroughputRowsJson(const std::vector<ThroughputRow>& rows) {
 void PrintThroughputTable(const std::vector<ThroughputRow>& rows, const std::string& link_rate) {
   if (rows.empty()) return;
   std::printf(
-      "\nRPC throughput, %llu B, host 0 -> host 1 (closed loop, through the %s bottleneck; "
-      "CPU: both nodes + wharfds when managed):\n",
+      "\nRPC throughput, %llu B, host 0 -> host 1 (closed loop, the %s bottleneck lifted "
+      "from their links; CPU: both nodes + wharfds when managed):\n",
       static_cast<unsigned long long>(rows.front().bytes), link_rate.c_str());
   std::printf("%-22s %9s %12s %10s %10s %12s %8s\n", "series", "in flight", "RPC/s", "P50 us",
               "P99 us", "CPU ns/RPC", "failed");

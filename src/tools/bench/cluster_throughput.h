@@ -3,8 +3,9 @@
 // to host 1 with 1, 32 and 256 kept in flight, RPC/s, latency and CPU per
 // RPC. Host 1 runs a serve-only cluster-node (`--threads 0`), host 0 one
 // `--closed-loop N` node per in-flight count, one after another, while the
-// series' wharfds (managed) are still up. The tbf bottleneck stays in place:
-// the rows are measured through it.
+// series' wharfds (managed) are still up. The runner lifts the bottleneck
+// from the two hosts' links meanwhile (cluster_runner.cc): 64 B RPCs would
+// otherwise measure the link's header capacity, not the protocols.
 //
 // CPU per RPC = (client node's CPU over its measured window, from its
 // summary + the server node's and the two hosts' wharfds' CPU over the same
