@@ -42,10 +42,13 @@ class KernelEchoServer : public EchoServer {
 };
 
 // Serves kernel-udp echo on ip:port (port 0: any). `clock` times the
-// reassembly's idle timeout.
+// reassembly's idle timeout. `response_bytes` > 0: every request is
+// answered with that many (filler) bytes under its RPC id instead of its
+// echo (--response-size); at most kKernelUdpMaxMessageBytes.
 Result<std::unique_ptr<KernelEchoServer>> StartKernelUdpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock);
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes = 0);
 // A kernel-udp client bound to local_ip, sending to `servers` (by host).
 Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string& local_ip,
                                                               std::vector<SocketAddress> servers,
@@ -53,10 +56,13 @@ Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string&
                                                               int max_outstanding);
 
 // Serves kernel-tcp echo on ip:port (port 0: any). `clock` times idle
-// connections.
+// connections. `response_bytes` > 0: every request frame is answered with
+// a frame of that many (filler) bytes and the request's RPC id instead of
+// its echo (--response-size); at most kKernelTcpMaxMessageBytes.
 Result<std::unique_ptr<KernelEchoServer>> StartKernelTcpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock);
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes = 0);
 // A kernel-tcp client: connects to servers[h] (non-blocking) at the first
 // RPC to host h, from local_ip.
 Result<std::unique_ptr<LoadTransport>> OpenKernelTcpTransport(const std::string& local_ip,
