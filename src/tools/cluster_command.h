@@ -23,6 +23,9 @@ namespace wharf::tools {
 struct BenchClusterOptions {
   int hosts = 4;                     // 2 to 16 network namespaces
   std::string workload = "w4";       // w1..w5 (../shared/workloads) or a fixed size in bytes
+  // Longer messages are cut to this (Homa's papers' 1 MB); 0: the full distribution.
+  uint64_t max_message = 1'000'000;
+  uint64_t response_size = 0;        // bytes of every response; 0: echo the request
   double load = 0.8;                 // offered load as a fraction of --link-rate
   std::string link_rate = "100mbit";  // tc rate of every host's bottleneck (see --help)
   int priorities = 8;                // strict-priority queues per bottleneck (1: FIFO)

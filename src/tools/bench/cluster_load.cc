@@ -12,13 +12,21 @@ namespace {
 // allocates nothing but the samples' growth.
 class Slots final : public CompletionSink {
  public:
-  Slots(int capacity, const Clock& clock, LoadResult& result)
-      : clock_(clock), result_(result), slots_(static_cast<size_t>(capacity)) {
+  // `response_bytes`: every answer's size, 0 for an echo of the request.
+  Slots(int capacity, uint64_t response_bytes, const Clock& clock, LoadResult& result)
+      : response_bytes_(response_bytes),
+        clock_(clock),
+        result_(result),
+        slots_(static_cast<size_t>(capacity)) {
     free_.reserve(slots_.size());
     for (int i = capacity - 1; i >= 0; --i) free_.push_back(static_cast<uint32_t>(i));
   }
 
   bool full() const { return free_.empty(); }
+  // Request plus response payload of an RPC of `request_bytes`.
+  uint64_t RoundTripBytes(uint64_t request_bytes) const {
+    return request_bytes + ResponseBytes(request_bytes);
+  }
   int in_flight() const { return static_cast<int>(slots_.size() - free_.size()); }
 
   uint32_t Take(uint64_t bytes, TimeNs now) {
@@ -37,7 +45,7 @@ class Slots final : public CompletionSink {
     const Slot& s = slots_[tag];
     if (ok) {
       result_.samples.push_back({.request_bytes = s.bytes,
-                                 .response_bytes = s.bytes,
+                                 .response_bytes = ResponseBytes(s.bytes),
                                  .rtt_ns = clock_.NowNs() - s.issued_ns});
       ++result_.counters.completed;
     } else {
@@ -52,6 +60,11 @@ class Slots final : public CompletionSink {
     uint64_t bytes = 0;
     TimeNs issued_ns = 0;
   };
+  uint64_t ResponseBytes(uint64_t request_bytes) const {
+    return response_bytes_ > 0 ? response_bytes_ : request_bytes;
+  }
+
+  const uint64_t response_bytes_;
   const Clock& clock_;
   LoadResult& result_;
   std::vector<Slot> slots_;
@@ -159,7 +172,7 @@ class ClosedLoop final : public CompletionSink {
 LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, const Clock& clock,
                        const OpenLoopOptions& o) {
   LoadResult result;
-  Slots slots(std::max(1, o.max_outstanding), clock, result);
+  Slots slots(std::max(1, o.max_outstanding), o.response_bytes, clock, result);
   // Room for the expected RPCs plus a margin, so that vectors rarely grow
   // while measuring.
   const double expected =
@@ -183,7 +196,7 @@ LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, co
     } else {
       const uint32_t tag = slots.Take(next.request_bytes, now);
       ++result.counters.issued;
-      result.counters.issued_bytes += 2 * next.request_bytes;
+      result.counters.issued_bytes += slots.RoundTripBytes(next.request_bytes);
       result.lateness_ns.push_back(now - send_at);
       if (!transport.Issue(tag, next.server, next.request_bytes).ok()) {
         ++result.counters.failed;
@@ -200,7 +213,7 @@ LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, co
 
 LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const UnloadedOptions& o) {
   LoadResult result;
-  Slots slots(1, clock, result);
+  Slots slots(1, o.response_bytes, clock, result);
   int unanswered_in_a_row = 0;
   for (uint64_t size : o.sizes) {
     for (int i = 0; i < o.per_size; ++i) {
@@ -208,7 +221,7 @@ LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const Unloa
       const TimeNs now = clock.NowNs();
       const uint32_t tag = slots.Take(size, now);
       ++result.counters.issued;
-      result.counters.issued_bytes += 2 * size;
+      result.counters.issued_bytes += slots.RoundTripBytes(size);
       if (!transport.Issue(tag, o.server, size).ok()) {
         ++result.counters.failed;
         slots.Release(tag);

@@ -51,11 +51,16 @@ struct OpenLoopOptions {
   DurationNs duration_ns = 0;   // no RPC is issued at or after start + duration
   DurationNs drain_ns = 0;      // then wait this long for outstanding answers
   int max_outstanding = 64;     // per thread, >= 1
+  // What the servers answer with: 0 echoes the request, N > 0 answers
+  // every RPC with N bytes (--response-size). The driver does not ask for
+  // it (the servers are configured); it records it in the samples and
+  // counts it in issued_bytes.
+  uint64_t response_bytes = 0;
 };
 
 struct LoadCounters {
   uint64_t issued = 0;        // handed to the transport
-  uint64_t issued_bytes = 0;  // request + (echoed) response payload of those
+  uint64_t issued_bytes = 0;  // request + response payload of those
   uint64_t completed = 0;
   uint64_t failed = 0;        // Issue errors and error answers
   uint64_t dropped = 0;       // not issued: max_outstanding in flight
@@ -83,6 +88,7 @@ struct UnloadedOptions {
   // large messages overflow a slow link's queue and never arrive), and
   // each would cost the whole timeout.
   int give_up_after = 3;
+  uint64_t response_bytes = 0;  // as OpenLoopOptions': 0 echoes
 };
 
 // One RPC at a time, `per_size` of each size, in size order, until

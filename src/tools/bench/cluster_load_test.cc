@@ -98,8 +98,46 @@ TEST(ClusterLoadTest, IssuesAtTheGeneratorsTimesWithoutWaitingForAnswers) {
   EXPECT_EQ(r.counters.issued_bytes, 2 * 10'000 * r.counters.issued);
   EXPECT_EQ(r.counters.dropped + r.counters.failed + r.counters.unfinished, 0u);
   ASSERT_EQ(r.samples.size(), r.counters.completed);
-  for (const RpcSample& s : r.samples) EXPECT_EQ(s.rtt_ns, 1 * kNsPerMs);
+  for (const RpcSample& s : r.samples) {
+    EXPECT_EQ(s.rtt_ns, 1 * kNsPerMs);
+    EXPECT_EQ(s.request_bytes, 10'000u);
+    EXPECT_EQ(s.response_bytes, 10'000u);  // echoed
+  }
   for (DurationNs late : r.lateness_ns) EXPECT_EQ(late, 0);
+}
+
+// --response-size N: the samples say N bytes came back and issued_bytes
+// counts request + N, not twice the request.
+TEST(ClusterLoadTest, OpenLoopRecordsFixedResponses) {
+  const Workload w = Workload::Fixed(10'000);
+  auto gen = ArrivalGenerator::Create(Config(), w, 1, 0, 7);
+  ASSERT_TRUE(gen.ok());
+  SimClock clock;
+  FakeTransport transport(clock, 1 * kNsPerMs);
+  LoadResult r = RunOpenLoop(*gen, transport, clock,
+                             {.start_ns = 0, .duration_ns = 50 * kNsPerMs,
+                              .drain_ns = 10 * kNsPerMs, .max_outstanding = 64,
+                              .response_bytes = 100});
+  ASSERT_GT(r.counters.completed, 10u);
+  EXPECT_EQ(r.counters.issued_bytes, (10'000u + 100u) * r.counters.issued);
+  ASSERT_EQ(r.samples.size(), r.counters.completed);
+  for (const RpcSample& s : r.samples) {
+    EXPECT_EQ(s.request_bytes, 10'000u);
+    EXPECT_EQ(s.response_bytes, 100u);
+  }
+  for (const auto& issued : transport.issues) EXPECT_EQ(issued.bytes, 10'000u);
+}
+
+TEST(ClusterLoadTest, UnloadedPassRecordsFixedResponses) {
+  SimClock clock;
+  FakeTransport transport(clock, 20 * kNsPerUs);
+  LoadResult r = RunUnloaded(
+      transport, clock, {.server = 1, .sizes = {10, 1000}, .per_size = 2, .response_bytes = 64});
+  ASSERT_EQ(r.samples.size(), 4u);
+  EXPECT_EQ(r.counters.issued_bytes, 2 * (10u + 64u) + 2 * (1000u + 64u));
+  EXPECT_EQ(r.samples[0].request_bytes, 10u);
+  EXPECT_EQ(r.samples[3].request_bytes, 1000u);
+  for (const RpcSample& s : r.samples) EXPECT_EQ(s.response_bytes, 64u);
 }
 
 TEST(ClusterLoadTest, DropsBeyondTheOutstandingBound) {
@@ -130,6 +168,8 @@ TEST(ClusterLoadTest, UnloadedPassSendsOneAtATime) {
   EXPECT_EQ(transport.issues[1].at - transport.issues[0].at, 20 * kNsPerUs);
   for (const auto& i : transport.issues) EXPECT_EQ(i.server, 2);
   EXPECT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(r.counters.issued_bytes, 3 * 2 * 10u + 3 * 2 * 1000u);  // echoed
+  for (const RpcSample& s : r.samples) EXPECT_EQ(s.response_bytes, s.request_bytes);
 }
 
 // Sizes 10 (3 RPCs), 1000 (3) and 5000 (3): the second 1000-byte RPC and

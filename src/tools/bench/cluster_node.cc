@@ -48,7 +48,8 @@ Result<NodePlan> Plan(const ClusterNodeOptions& o) {
                     .daemon_socket = o.daemon_socket,
                     .addresses = SplitCommas(o.addresses),
                     .port = o.port,
-                    .host = o.host};
+                    .host = o.host,
+                    .response_bytes = o.response_size};
   for (const std::string& setting : o.settings) {
     const size_t eq = setting.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -75,6 +76,11 @@ Result<NodePlan> Plan(const ClusterNodeOptions& o) {
                    .link_bps = static_cast<uint64_t>(bps),
                    .hosts = hosts,
                    .client_threads = std::max(1, o.threads)};
+  if (o.response_size > 0) {
+    // The offered load counts the fixed responses, not echoes.
+    plan.arrivals.response = ResponseSize::kFixed;
+    plan.arrivals.fixed_response_bytes = o.response_size;
+  }
   WHARF_ASSIGN_OR_RETURN(plan.duration_ns, ParseDuration(o.duration));
   WHARF_ASSIGN_OR_RETURN(plan.drain_ns, ParseDuration(o.drain));
   return plan;
@@ -131,6 +137,7 @@ int RunClosedLoopNode(const ClusterNodeOptions& o, const ClusterNodeTransports& 
       {"closed_loop", o.closed_loop},
       {"peer", o.peer},
       {"bytes", o.size},
+      {"response_bytes", o.response_size > 0 ? o.response_size : o.size},
       {"rpcs", r.rpcs},
       {"elapsed_ns", r.elapsed_ns},
       {"rpc_per_sec", seconds > 0 ? static_cast<double>(r.rpcs) / seconds : 0.0},
@@ -170,6 +177,10 @@ void AddClusterNodeFlags(CLI::App& node, ClusterNodeOptions& o,
   node.add_option("--workload-dir", o.workload_dir, "Directory of w1.csv..w5.csv");
   node.add_option("--max-message", o.max_message, "Cut longer messages to this (0: no limit)")
       ->capture_default_str();
+  node.add_option("--response-size", o.response_size,
+                  "Bytes of every response (0: echo the request's size)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{16} << 20));
   node.add_option("--load", o.load, "Offered load, a fraction of --link-rate")
       ->capture_default_str();
   node.add_option("--link-rate", o.link_rate, "Host link rate (tc units or bits/s)")
@@ -257,13 +268,15 @@ int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports
         results[t] = RunUnloaded(*transports[t], clock,
                                  {.server = o.peer,
                                   .sizes = UnloadedSizes(plan.workload),
-                                  .per_size = o.per_size});
+                                  .per_size = o.per_size,
+                                  .response_bytes = o.response_size});
       } else {
         results[t] = RunOpenLoop(generators[t], *transports[t], clock,
                                  {.start_ns = start_ns,
                                   .duration_ns = plan.duration_ns,
                                   .drain_ns = plan.drain_ns,
-                                  .max_outstanding = o.max_outstanding});
+                                  .max_outstanding = o.max_outstanding,
+                                  .response_bytes = o.response_size});
       }
     });
   }

@@ -36,6 +36,8 @@ struct ClusterNodeOptions {
   std::string workload = "w4";
   std::string workload_dir;
   uint64_t max_message = 1'000'000;
+  // 0: responses echo the request; N > 0: every response is N bytes.
+  uint64_t response_size = 0;
   double load = 0.8;
   std::string link_rate = "100mbit";
   int threads = 2;

@@ -234,7 +234,8 @@ class SeriesRunner {
         "--proto", proto, "--mode",
         IsWharf(proto) ? mode : "embedded", "--host", std::to_string(host), "--addresses",
         JoinAddresses(cluster_), "--port", std::to_string(PortFor(proto)), "--workload",
-        c_.workload, "--max-message", std::to_string(c_.max_message), "--load",
+        c_.workload, "--max-message", std::to_string(c_.max_message), "--response-size",
+        std::to_string(c_.response_size), "--load",
         std::to_string(c_.load), "--link-rate", std::to_string(c_.link_bps), "--max-outstanding",
         std::to_string(c_.max_outstanding), "--seed", std::to_string(c_.seed), "--start-at",
         std::to_string(start_at), "--drain", std::to_string(kDrainNs / kNsPerMs) + "ms"});
@@ -454,6 +455,7 @@ Status RunClusterWorkloads(netns::NetnsCluster& cluster, const ClusterRunConfig&
   doc["run"] = {{"hosts", cluster.host_count()},
                 {"workload", c.workload},
                 {"max_message", c.max_message},
+                {"response_size", c.response_size},
                 {"load", c.load},
                 {"link_rate", c.link_rate},
                 {"link_bps", c.link_bps},

@@ -23,7 +23,8 @@ namespace wharf::tools::bench {
 struct ClusterRunConfig {
   std::string workload = "w4";
   std::string workload_dir;  // empty: DefaultWorkloadDir()
-  uint64_t max_message = 1'000'000;
+  uint64_t max_message = 1'000'000;  // cut longer messages to this; 0: the full distribution
+  uint64_t response_size = 0;        // bytes of every response; 0: echo the request
   double load = 0.8;
   std::string link_rate = "100mbit";
   uint64_t link_bps = 0;

@@ -26,6 +26,9 @@ for want in ("homa embedded", "kernel-udp", "kernel-tcp"):
     assert want in labels, f"series {want} missing: {sorted(labels)}"
     assert labels[want]["count"] > 0, f"series {want} has no samples"
 assert doc["run"]["hosts"] == 2
+# The defaults: responses echo the request, messages cut at Homa's 1 MB.
+assert doc["run"]["response_size"] == 0, doc["run"]
+assert doc["run"]["max_message"] == 1000000, doc["run"]
 # Without the old 65 kB skip, kernel-udp carries the largest messages too.
 meta = {m["label"]: m for m in doc["series_meta"]}
 assert "udp_max_message_bytes" not in doc["run"]

@@ -144,16 +144,24 @@ Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& c
   if (IsWharf(c.proto)) {
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
                            Endpoint::Open(WharfOptions(c, ServerAddress(c, c.host))));
-    WHARF_RETURN_IF_ERROR(ep->Serve(kEchoMethod, [](const RpcContext&, Buffer request) {
-      return Result<Buffer>(std::move(request));
-    }));
+    Endpoint* raw = ep.get();  // the handler runs on the server's thread, before Shutdown
+    const uint64_t fixed = c.response_bytes;
+    WHARF_RETURN_IF_ERROR(
+        ep->Serve(kEchoMethod, [raw, fixed](const RpcContext&, Buffer request) {
+          if (fixed == 0) return Result<Buffer>(std::move(request));
+          return Result<Buffer>(raw->AllocateBuffer(fixed));
+        }));
     return std::unique_ptr<EchoServer>(new WharfEchoServer(std::move(ep)));
   }
   const std::string& ip = c.addresses.at(static_cast<size_t>(c.host));
   const auto port = static_cast<uint16_t>(c.port);
   Result<std::unique_ptr<KernelEchoServer>> kernel = UnknownProto(c.proto);
-  if (c.proto == "kernel-udp") kernel = StartKernelUdpEchoServer(ip, port, SystemClock::Get());
-  if (c.proto == "kernel-tcp") kernel = StartKernelTcpEchoServer(ip, port, SystemClock::Get());
+  if (c.proto == "kernel-udp") {
+    kernel = StartKernelUdpEchoServer(ip, port, SystemClock::Get(), c.response_bytes);
+  }
+  if (c.proto == "kernel-tcp") {
+    kernel = StartKernelTcpEchoServer(ip, port, SystemClock::Get(), c.response_bytes);
+  }
   if (!kernel.ok()) return kernel.status();
   return std::unique_ptr<EchoServer>(std::move(kernel).value());
 }

@@ -30,6 +30,9 @@ struct NodeTransportConfig {
   // Further wharf settings ("homa.max_nic_backlog", "100us"), after the
   // defaults above (embedded endpoints; a managed node's wharfd has them).
   std::vector<std::pair<std::string, std::string>> settings;
+  // What the echo server answers: 0 echoes the request, N > 0 answers every
+  // RPC with N bytes (--response-size).
+  uint64_t response_bytes = 0;
 };
 
 // The address clients use to reach host `host`'s server.

@@ -61,11 +61,13 @@ bool WouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 
 class TcpEchoServer final : public KernelEchoServer {
  public:
-  TcpEchoServer(UniqueFd listener, UniqueFd epoll, uint16_t port, const Clock& clock)
+  TcpEchoServer(UniqueFd listener, UniqueFd epoll, uint16_t port, const Clock& clock,
+                uint64_t response_bytes)
       : listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         port_(port),
         clock_(clock),
+        response_bytes_(static_cast<uint32_t>(response_bytes)),
         in_(kReadChunkBytes) {
     thread_ = std::thread([this] { Serve(); });
   }
@@ -87,11 +89,14 @@ class TcpEchoServer final : public KernelEchoServer {
  private:
   // One client connection. The echo of a frame is appended to `out` as its
   // bytes arrive (header first), and sent only up to `ready`, the end of
-  // the last complete frame: each message goes back whole.
+  // the last complete frame: each message goes back whole. With a fixed
+  // response size the request's body is skipped and its answer appended
+  // when the frame is complete.
   struct Conn {
     UniqueFd fd;
     char header[kKernelTcpHeaderBytes];
     size_t header_got = 0;
+    uint64_t rpc_id = 0;  // of the frame being read
     uint64_t body_left = 0;
     bool in_body = false;
     std::vector<char> out;
@@ -188,23 +193,37 @@ class TcpEchoServer final : public KernelEchoServer {
         uint32_t length = 0;
         uint64_t rpc_id = 0;
         if (!DecodeHeader(c.header, &length, &rpc_id)) return false;
-        c.out.insert(c.out.end(), c.header, c.header + kKernelTcpHeaderBytes);
+        if (response_bytes_ == 0) c.out.insert(c.out.end(), c.header, c.header + kKernelTcpHeaderBytes);
         c.header_got = 0;
+        c.rpc_id = rpc_id;
         c.body_left = length;
         c.in_body = true;
       }
       const size_t take = static_cast<size_t>(std::min<uint64_t>(n, c.body_left));
-      c.out.insert(c.out.end(), p, p + take);
+      if (response_bytes_ == 0) c.out.insert(c.out.end(), p, p + take);
       p += take;
       n -= take;
       c.body_left -= take;
       if (c.body_left == 0) {
         c.in_body = false;
+        if (response_bytes_ > 0) AppendFixedResponse(c);
         c.ready = c.out.size();
         ++messages_;
       }
     }
     return true;
+  }
+
+  // Appends a frame of response_bytes_ filler bytes answering c.rpc_id.
+  void AppendFixedResponse(Conn& c) {
+    char header[kKernelTcpHeaderBytes];
+    EncodeHeader(response_bytes_, c.rpc_id, header);
+    c.out.insert(c.out.end(), header, header + kKernelTcpHeaderBytes);
+    for (uint64_t left = response_bytes_; left > 0;) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, kFillerBytes));
+      c.out.insert(c.out.end(), Filler(), Filler() + chunk);
+      left -= chunk;
+    }
   }
 
   // Sends the complete echoes; false to close the connection.
@@ -245,6 +264,7 @@ class TcpEchoServer final : public KernelEchoServer {
   UniqueFd epoll_;
   uint16_t port_;
   const Clock& clock_;
+  const uint32_t response_bytes_;  // 0: echo
   std::vector<char> in_;  // the server thread's read buffer
   // Server thread only (read by counters() after Stop).
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;  // by fd, at most kMaxConnections
@@ -517,7 +537,12 @@ class TcpLoadTransport final : public LoadTransport {
 
 Result<std::unique_ptr<KernelEchoServer>> StartKernelTcpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock) {
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes) {
+  if (response_bytes > kKernelTcpMaxMessageBytes) {
+    return InvalidArgumentError("kernel-tcp: response size " + std::to_string(response_bytes) +
+                                " is over " + std::to_string(kKernelTcpMaxMessageBytes) + " B");
+  }
   WHARF_ASSIGN_OR_RETURN(SocketAddress addr, ParseSocketAddress(ip, port));
   WHARF_ASSIGN_OR_RETURN(UniqueFd fd, OpenSocket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK));
   const int one = 1;
@@ -536,7 +561,7 @@ Result<std::unique_ptr<KernelEchoServer>> StartKernelTcpEchoServer(const std::st
     return ErrnoToStatus(errno, "epoll_ctl");
   }
   return std::unique_ptr<KernelEchoServer>(
-      new TcpEchoServer(std::move(fd), std::move(ep), bound, clock));
+      new TcpEchoServer(std::move(fd), std::move(ep), bound, clock, response_bytes));
 }
 
 Result<std::unique_ptr<LoadTransport>> OpenKernelTcpTransport(const std::string& local_ip,

@@ -31,8 +31,9 @@ namespace wharf::tools::bench {
 // message that follows), u64 rpc id (the client's; echoed unchanged).
 inline constexpr size_t kKernelTcpHeaderBytes = 16;
 inline constexpr uint32_t kKernelTcpMagic = 0x3154'4b57;  // "WKT1"
-// Longer frames are malformed: the server closes the connection.
-inline constexpr uint64_t kKernelTcpMaxMessageBytes = 16 << 20;
+// Longer frames are malformed: the server closes the connection. 64 MiB,
+// wharf's homa.max_message_bytes: the full workloads reach 29.4 MB.
+inline constexpr uint64_t kKernelTcpMaxMessageBytes = 64 << 20;
 
 // An echo server with its bound port and counters, for tests and the
 // node's summary.
@@ -42,10 +43,13 @@ class KernelEchoServer : public EchoServer {
 };
 
 // Serves kernel-udp echo on ip:port (port 0: any). `clock` times the
-// reassembly's idle timeout.
+// reassembly's idle timeout. `response_bytes` > 0: every request is
+// answered with that many (filler) bytes under its RPC id instead of its
+// echo (--response-size); at most kKernelUdpMaxMessageBytes.
 Result<std::unique_ptr<KernelEchoServer>> StartKernelUdpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock);
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes = 0);
 // A kernel-udp client bound to local_ip, sending to `servers` (by host).
 Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string& local_ip,
                                                               std::vector<SocketAddress> servers,
@@ -53,10 +57,13 @@ Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string&
                                                               int max_outstanding);
 
 // Serves kernel-tcp echo on ip:port (port 0: any). `clock` times idle
-// connections.
+// connections. `response_bytes` > 0: every request frame is answered with
+// a frame of that many (filler) bytes and the request's RPC id instead of
+// its echo (--response-size); at most kKernelTcpMaxMessageBytes.
 Result<std::unique_ptr<KernelEchoServer>> StartKernelTcpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock);
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes = 0);
 // A kernel-tcp client: connects to servers[h] (non-blocking) at the first
 // RPC to host h, from local_ip.
 Result<std::unique_ptr<LoadTransport>> OpenKernelTcpTransport(const std::string& local_ip,

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tools/bench/kernel_udp_reassembly.h"
+#include "tools/bench/little_endian.h"
 
 namespace wharf::tools::bench {
 namespace {
@@ -138,6 +139,94 @@ TEST(KernelUdpTransportTest, ServerCountsMalformedDatagrams) {
   EXPECT_EQ(sink.completed[0], 1);
   (*server)->Stop();  // the junk came first on the socket, so it was counted
   EXPECT_NE((*server)->counters().find("malformed=1 "), std::string::npos) << (*server)->counters();
+}
+
+// --response-size: the server answers every request, whatever its size,
+// with N bytes under the request's RPC id; the client completes them all.
+TEST(KernelUdpTransportTest, FixedResponseSize) {
+  constexpr uint64_t kResponse = 3000;  // three datagrams
+  auto server = StartKernelUdpEchoServer("127.0.0.1", 0, SystemClock::Get(), kResponse);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const SocketAddress to = Loopback((*server)->port());
+  // By hand first: one 100-byte request, its answer read datagram by datagram.
+  Result<UniqueFd> raw = OpenSocket(AF_INET, SOCK_DGRAM);
+  ASSERT_TRUE(raw.ok());
+  SocketAddress any = Loopback(0);
+  ASSERT_EQ(::bind(raw->get(), any.get(), any.length), 0);
+  ASSERT_TRUE(SetReceiveTimeout(raw->get(), 10 * kNsPerSec).ok());
+  std::string request(kKernelUdpHeaderBytes + 100, 'q');
+  EncodeKernelUdpHeader({.rpc_id = 77, .offset = 0, .total_bytes = 100}, request.data());
+  ASSERT_EQ(::sendto(raw->get(), request.data(), request.size(), 0, to.get(), to.length),
+            static_cast<ssize_t>(request.size()));
+  uint64_t payload = 0;
+  while (payload < kResponse) {
+    char datagram[2048];
+    const ssize_t n = ::recv(raw->get(), datagram, sizeof(datagram), 0);
+    ASSERT_GT(n, static_cast<ssize_t>(kKernelUdpHeaderBytes));
+    const KernelUdpHeader h = DecodeKernelUdpHeader(datagram);
+    EXPECT_EQ(h.rpc_id, 77u);
+    EXPECT_EQ(h.total_bytes, kResponse);
+    EXPECT_EQ(h.offset, payload);
+    payload += static_cast<uint64_t>(n) - kKernelUdpHeaderBytes;
+  }
+  EXPECT_EQ(payload, kResponse);
+  // Then the load transport, every size.
+  auto t = OpenKernelUdpTransport("127.0.0.1", {to}, SystemClock::Get(), 16);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EchoesEverySize(**t);
+  EXPECT_FALSE(StartKernelUdpEchoServer("127.0.0.1", 0, SystemClock::Get(),
+                                        kKernelUdpMaxMessageBytes + 1)
+                   .ok());
+}
+
+TEST(KernelTcpTransportTest, FixedResponseSize) {
+  constexpr uint64_t kResponse = 100'000;
+  auto server = StartKernelTcpEchoServer("127.0.0.1", 0, SystemClock::Get(), kResponse);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const SocketAddress to = Loopback((*server)->port());
+  // By hand first: two frames (10 and 5000 bytes) in one write; each gets a
+  // frame of kResponse bytes with its RPC id, in order.
+  Result<UniqueFd> c = OpenSocket(AF_INET, SOCK_STREAM);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(::connect(c->get(), to.get(), to.length), 0);
+  ASSERT_TRUE(SetReceiveTimeout(c->get(), 10 * kNsPerSec).ok());
+  std::string frames;
+  for (const auto& [length, rpc_id] : {std::pair<uint32_t, uint64_t>{10, 5}, {5000, 6}}) {
+    char header[kKernelTcpHeaderBytes];
+    PutLe(kKernelTcpMagic, 4, header);
+    PutLe(length, 4, header + 4);
+    PutLe(rpc_id, 8, header + 8);
+    frames.append(header, sizeof(header));
+    frames.append(length, 'q');
+  }
+  ASSERT_EQ(::send(c->get(), frames.data(), frames.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(frames.size()));
+  std::string in;
+  const size_t want = 2 * (kKernelTcpHeaderBytes + kResponse);
+  while (in.size() < want) {
+    char buf[65536];
+    const ssize_t n = ::recv(c->get(), buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0);
+    in.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_EQ(in.size(), want);
+  for (uint64_t i = 0; i < 2; ++i) {
+    const char* h = in.data() + i * (kKernelTcpHeaderBytes + kResponse);
+    EXPECT_EQ(GetLe(h, 4), kKernelTcpMagic);
+    EXPECT_EQ(GetLe(h + 4, 4), kResponse);
+    EXPECT_EQ(GetLe(h + 8, 8), 5 + i);
+  }
+  // Then the load transport, every size.
+  auto t = OpenKernelTcpTransport("127.0.0.1", {to}, SystemClock::Get(), 16);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EchoesEverySize(**t);
+  (*server)->Stop();
+  EXPECT_NE((*server)->counters().find("messages=" + std::to_string(2 + 2 * kSizes.size())),
+            std::string::npos)
+      << (*server)->counters();
+  EXPECT_FALSE(StartKernelTcpEchoServer("127.0.0.1", 0, SystemClock::Get(),
+                                        kKernelTcpMaxMessageBytes + 1)
+                   .ok());
 }
 
 TEST(KernelTcpTransportTest, EchoesEverySizeWithSeveralInFlight) {

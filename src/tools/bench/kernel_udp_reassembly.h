@@ -36,8 +36,9 @@ inline constexpr size_t kKernelUdpHeaderBytes = 16;
 inline constexpr size_t kKernelUdpMaxDatagramBytes = 1472;
 inline constexpr size_t kKernelUdpMaxPayloadBytes =
     kKernelUdpMaxDatagramBytes - kKernelUdpHeaderBytes;
-// Larger totals are malformed (the workloads stop at 1 MB).
-inline constexpr uint64_t kKernelUdpMaxMessageBytes = 16 << 20;
+// Larger totals are malformed. 64 MiB, wharf's homa.max_message_bytes: the
+// full workloads (--max-message 0) reach 29.4 MB.
+inline constexpr uint64_t kKernelUdpMaxMessageBytes = 64 << 20;
 
 struct KernelUdpHeader {
   uint64_t rpc_id = 0;

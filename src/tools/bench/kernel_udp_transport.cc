@@ -125,11 +125,13 @@ short PollUntil(int fd, short events, const Clock& clock, TimeNs deadline) {
 
 class UdpEchoServer final : public KernelEchoServer {
  public:
-  UdpEchoServer(UniqueFd fd, uint16_t port, const Clock& clock)
+  UdpEchoServer(UniqueFd fd, uint16_t port, const Clock& clock, uint64_t response_bytes)
       : fd_(std::move(fd)),
         port_(port),
         clock_(clock),
-        table_({}),
+        response_bytes_(static_cast<uint32_t>(response_bytes)),
+        // A fixed-size answer never looks at the request's bytes.
+        table_({.keep_payload = response_bytes == 0}),
         receive_(std::make_unique<ReceiveBatch>()),
         send_(std::make_unique<SendBatch>()) {
     thread_ = std::thread([this] { Serve(); });
@@ -173,24 +175,28 @@ class UdpEchoServer final : public KernelEchoServer {
     }
   }
 
-  // Sends the message back, blocking while the socket's buffer is full (the
-  // kernel's back-pressure; the bottleneck drains it).
+  // Sends the message back (or response_bytes_ of filler under its RPC id),
+  // blocking while the socket's buffer is full (the kernel's back-pressure;
+  // the bottleneck drains it).
   void Echo(const SocketAddress& to, const UdpAddResult& r) {
+    const bool fixed = response_bytes_ > 0;
+    const uint32_t total = fixed ? response_bytes_ : r.total_bytes;
+    const char* payload = fixed ? nullptr : r.message.data();
     uint32_t offset = 0;
     do {
-      const int sent =
-          send_->Send(fd_.get(), to, r.rpc_id, r.total_bytes, r.message.data(), offset, 0);
+      const int sent = send_->Send(fd_.get(), to, r.rpc_id, total, payload, offset, 0);
       if (sent <= 0) {
         ++send_errors_;  // this echo is lost, as a dropped datagram would be
         return;
       }
       offset += static_cast<uint32_t>(sent * kKernelUdpMaxPayloadBytes);
-    } while (offset < r.total_bytes);
+    } while (offset < total);
   }
 
   UniqueFd fd_;
   uint16_t port_;
   const Clock& clock_;
+  const uint32_t response_bytes_;  // 0: echo
   UdpReassembler table_;  // server thread only
   std::unique_ptr<ReceiveBatch> receive_;
   std::unique_ptr<SendBatch> send_;
@@ -319,10 +325,16 @@ class UdpLoadTransport final : public LoadTransport {
 
 Result<std::unique_ptr<KernelEchoServer>> StartKernelUdpEchoServer(const std::string& ip,
                                                                    uint16_t port,
-                                                                   const Clock& clock) {
+                                                                   const Clock& clock,
+                                                                   uint64_t response_bytes) {
+  if (response_bytes > kKernelUdpMaxMessageBytes) {
+    return InvalidArgumentError("kernel-udp: response size " + std::to_string(response_bytes) +
+                                " is over " + std::to_string(kKernelUdpMaxMessageBytes) + " B");
+  }
   WHARF_ASSIGN_OR_RETURN(UniqueFd fd, BoundUdp(ip, port));
   WHARF_ASSIGN_OR_RETURN(uint16_t bound, LocalPort(fd.get()));
-  return std::unique_ptr<KernelEchoServer>(new UdpEchoServer(std::move(fd), bound, clock));
+  return std::unique_ptr<KernelEchoServer>(
+      new UdpEchoServer(std::move(fd), bound, clock, response_bytes));
 }
 
 Result<std::unique_ptr<LoadTransport>> OpenKernelUdpTransport(const std::string& local_ip,

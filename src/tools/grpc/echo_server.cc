@@ -12,9 +12,14 @@ constexpr int kCallsPerQueue = 64;
 
 class EchoCall {
  public:
+  // `fixed_bytes` > 0: the answer to a request that names no size.
   EchoCall(wharf::bench::Echo::AsyncService* service, grpc::ServerCompletionQueue* cq,
-           std::atomic<uint64_t>* served)
-      : service_(service), cq_(cq), served_(served), responder_(&context_) {
+           std::atomic<uint64_t>* served, uint64_t fixed_bytes)
+      : service_(service),
+        cq_(cq),
+        served_(served),
+        fixed_bytes_(fixed_bytes),
+        responder_(&context_) {
     service_->RequestEcho(&context_, &request_, &responder_, cq_, cq_, this);
   }
 
@@ -26,13 +31,14 @@ class EchoCall {
       return;
     }
     // Post the next call before answering, so the queue never runs dry.
-    new EchoCall(service_, cq_, served_);
+    new EchoCall(service_, cq_, served_, fixed_bytes_);
     state_ = State::kFinishing;
     grpc::Status status = grpc::Status::OK;
-    if (!request_.has_response_bytes()) {
+    const uint64_t wanted = request_.has_response_bytes() ? request_.response_bytes() : fixed_bytes_;
+    if (wanted == 0 && !request_.has_response_bytes()) {
       response_.set_payload(std::move(*request_.mutable_payload()));
-    } else if (request_.response_bytes() <= kMaxEchoBytes) {
-      response_.mutable_payload()->assign(request_.response_bytes(), 'r');
+    } else if (wanted <= kMaxEchoBytes) {
+      response_.mutable_payload()->assign(wanted, 'r');
     } else {
       status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "response_bytes above 64 MiB");
     }
@@ -46,6 +52,7 @@ class EchoCall {
   wharf::bench::Echo::AsyncService* service_;
   grpc::ServerCompletionQueue* cq_;
   std::atomic<uint64_t>* served_;
+  const uint64_t fixed_bytes_;
   grpc::ServerContext context_;
   wharf::bench::EchoRequest request_;
   wharf::bench::EchoResponse response_;
@@ -55,12 +62,17 @@ class EchoCall {
 
 }  // namespace
 
-Result<std::unique_ptr<EchoServer>> EchoServer::Start(const std::string& address, int threads) {
+Result<std::unique_ptr<EchoServer>> EchoServer::Start(const std::string& address, int threads,
+                                                      uint64_t response_bytes) {
   if (threads < 1 || threads > 64) {
     return InvalidArgumentError("grpc server threads: expected 1..64, got " +
                                 std::to_string(threads));
   }
+  if (response_bytes > kMaxEchoBytes) {
+    return InvalidArgumentError("grpc server: response size above 64 MiB");
+  }
   std::unique_ptr<EchoServer> server(new EchoServer());
+  server->response_bytes_ = response_bytes;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(&server->service_);
@@ -82,7 +94,9 @@ Result<std::unique_ptr<EchoServer>> EchoServer::Start(const std::string& address
     return UnavailableError("grpc server: cannot listen on " + address);
   }
   for (auto& cq : server->queues_) {
-    for (int i = 0; i < kCallsPerQueue; ++i) new EchoCall(&server->service_, cq.get(), &server->served_);
+    for (int i = 0; i < kCallsPerQueue; ++i) {
+      new EchoCall(&server->service_, cq.get(), &server->served_, server->response_bytes_);
+    }
   }
   for (auto& cq : server->queues_) {
     server->threads_.emplace_back([s = server.get(), q = cq.get()] { s->Serve(q); });
@@ -119,7 +133,7 @@ Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
       std::unique_ptr<EchoServer> server,
       EchoServer::Start(config.addresses[static_cast<size_t>(config.host)] + ":" +
                             std::to_string(config.port),
-                        kServerThreads));
+                        kServerThreads, config.response_bytes));
   return std::unique_ptr<bench::EchoServer>(std::move(server));
 }
 

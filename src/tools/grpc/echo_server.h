@@ -38,7 +38,10 @@ class EchoServer final : public bench::EchoServer {
  public:
   // Listens on `address` ("198.18.0.1:7000", "127.0.0.1:0" for any port)
   // without TLS, as the wharf and kernel baselines run without encryption.
-  static Result<std::unique_ptr<EchoServer>> Start(const std::string& address, int threads);
+  // `response_bytes` > 0: a request without its own response_bytes is
+  // answered with that many bytes instead of its payload (--response-size).
+  static Result<std::unique_ptr<EchoServer>> Start(const std::string& address, int threads,
+                                                   uint64_t response_bytes = 0);
   ~EchoServer() override;
 
   EchoServer(const EchoServer&) = delete;
@@ -61,12 +64,14 @@ class EchoServer final : public bench::EchoServer {
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> served_{0};
+  uint64_t response_bytes_ = 0;  // 0: echo
   int port_ = 0;
   bool shut_down_ = false;
 };
 
 // The cluster-node factory for --proto grpc: serves on
-// config.addresses[config.host]:config.port with kServerThreads threads.
+// config.addresses[config.host]:config.port with kServerThreads threads,
+// answering config.response_bytes bytes when set.
 Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
     const bench::NodeTransportConfig& config);
 

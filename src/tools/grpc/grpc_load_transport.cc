@@ -41,8 +41,9 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& target) {
 
 }  // namespace
 
-GrpcLoadTransport::GrpcLoadTransport(const Clock& clock, int max_outstanding)
-    : clock_(clock), by_tag_(static_cast<size_t>(std::max(1, max_outstanding)), nullptr) {
+GrpcLoadTransport::GrpcLoadTransport(const Clock& clock, int max_outstanding,
+                                     uint64_t response_bytes)
+    : clock_(clock), response_bytes_(response_bytes), by_tag_(static_cast<size_t>(std::max(1, max_outstanding)), nullptr) {
   // Room for every tag plus the warm-up calls; more only if the driver
   // abandons calls that are still in flight.
   for (size_t i = 0; i < by_tag_.size(); ++i) calls_.push_back(std::make_unique<Call>());
@@ -58,7 +59,8 @@ Result<std::unique_ptr<GrpcLoadTransport>> GrpcLoadTransport::Open(
   if (config.host < 0 || config.host >= static_cast<int>(config.addresses.size())) {
     return InvalidArgumentError("grpc client: host is not in the addresses");
   }
-  std::unique_ptr<GrpcLoadTransport> t(new GrpcLoadTransport(clock, max_outstanding));
+  std::unique_ptr<GrpcLoadTransport> t(
+      new GrpcLoadTransport(clock, max_outstanding, config.response_bytes));
   for (size_t h = 0; h < config.addresses.size(); ++h) {
     t->stubs_.push_back(static_cast<int>(h) == config.host
                             ? nullptr
@@ -149,9 +151,11 @@ bool GrpcLoadTransport::Finish(Call* call, bench::CompletionSink* sink) {
         first_error_ = "grpc: code " + std::to_string(static_cast<int>(call->status.error_code())) +
                        ": " + call->status.error_message();
       }
-    } else if (call->response.payload().size() != call->bytes) {
+    } else if (const uint64_t want = response_bytes_ > 0 ? response_bytes_ : call->bytes;
+               call->response.payload().size() != want) {
       if (first_error_.empty()) {
-        first_error_ = "grpc: echo mismatch: sent " + std::to_string(call->bytes) + " B, got " +
+        first_error_ = "grpc: echo mismatch: sent " + std::to_string(call->bytes) +
+                       " B, expected " + std::to_string(want) + " B back, got " +
                        std::to_string(call->response.payload().size()) + " B";
       }
     } else {

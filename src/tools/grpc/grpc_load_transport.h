@@ -6,8 +6,9 @@
 // wharf client thread has its own endpoint.
 //
 // Issue starts an Echo call whose completion-queue tag is the call's slot;
-// Wait drains the queue. A response that is not as long as the request is an
-// echo mismatch: the RPC fails (and first_error says so), never a crash.
+// Wait drains the queue. A response that is not as long as the request (or,
+// with config.response_bytes N > 0, not N bytes long) is an echo mismatch:
+// the RPC fails (and first_error says so), never a crash.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -58,13 +59,14 @@ class GrpcLoadTransport final : public bench::LoadTransport {
     bool counted = false;
   };
 
-  GrpcLoadTransport(const Clock& clock, int max_outstanding);
+  GrpcLoadTransport(const Clock& clock, int max_outstanding, uint64_t response_bytes);
   void Start(Call* call, int server, uint64_t bytes);
   // Takes a finished call off the queue's hands; true if it was reported.
   bool Finish(Call* call, bench::CompletionSink* sink);
   Call* TakeCall();
 
   const Clock& clock_;
+  const uint64_t response_bytes_;  // what every answer must hold; 0: the request's size
   std::vector<std::unique_ptr<wharf::bench::Echo::Stub>> stubs_;  // by host; null for this one
   grpc::CompletionQueue queue_;
   std::vector<std::unique_ptr<Call>> calls_;  // every call ever made, reused

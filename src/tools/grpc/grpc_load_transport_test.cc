@@ -98,6 +98,38 @@ TEST(GrpcLoadTransport, EchoesThroughTheEchoServer) {
   EXPECT_EQ((*t)->first_error(), "");
 }
 
+// --response-size: the server answers N bytes whatever was sent, and the
+// client accepts exactly N (a client expecting another size fails the RPC).
+TEST(GrpcLoadTransport, FixedResponseSize) {
+  Result<std::unique_ptr<EchoServer>> server = EchoServer::Start("127.0.0.1:0", 1, 100);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  bench::NodeTransportConfig config = Config((*server)->port());
+  config.response_bytes = 100;
+  Result<std::unique_ptr<GrpcLoadTransport>> t =
+      GrpcLoadTransport::Open(config, SystemClock::Get(), 4);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE((*t)->Issue(0, 1, 10).ok());
+  ASSERT_TRUE((*t)->Issue(1, 1, 5000).ok());
+  RecordingSink sink;
+  WaitFor(**t, sink, 2);
+  ASSERT_EQ(sink.done.size(), 2u);
+  for (const auto& [tag, ok] : sink.done) EXPECT_TRUE(ok) << tag;
+  EXPECT_EQ((*t)->first_error(), "");
+
+  config.response_bytes = 50;  // not what the server sends
+  Result<std::unique_ptr<GrpcLoadTransport>> wrong =
+      GrpcLoadTransport::Open(config, SystemClock::Get(), 4);
+  ASSERT_TRUE(wrong.ok()) << wrong.status().ToString();
+  ASSERT_TRUE((*wrong)->Issue(2, 1, 10).ok());
+  RecordingSink wrong_sink;
+  WaitFor(**wrong, wrong_sink, 1);
+  ASSERT_EQ(wrong_sink.done.size(), 1u);
+  EXPECT_EQ(wrong_sink.done[0], std::make_pair(2u, false));
+  EXPECT_EQ((*wrong)->first_error(),
+            "grpc: echo mismatch: sent 10 B, expected 50 B back, got 100 B");
+  EXPECT_FALSE(EchoServer::Start("127.0.0.1:0", 1, kMaxEchoBytes + 1).ok());
+}
+
 TEST(GrpcLoadTransport, RefusesBadTagsAndServers) {
   Result<std::unique_ptr<GrpcLoadTransport>> t =
       GrpcLoadTransport::Open(Config(1), SystemClock::Get(), 2, /*warm_up_ns=*/0);
@@ -124,7 +156,7 @@ TEST(GrpcLoadTransport, EchoOfTheWrongSizeFails) {
   WaitFor(**t, sink, 1);
   ASSERT_EQ(sink.done.size(), 1u);
   EXPECT_EQ(sink.done[0], std::make_pair(1u, false));
-  EXPECT_EQ((*t)->first_error(), "grpc: echo mismatch: sent 100 B, got 101 B");
+  EXPECT_EQ((*t)->first_error(), "grpc: echo mismatch: sent 100 B, expected 100 B back, got 101 B");
   server->Shutdown();
 }
 
