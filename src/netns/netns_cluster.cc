@@ -542,9 +542,10 @@ Status NetnsCluster::ApplyPriorityQueues(const std::string& netns, const std::st
   const std::string leaf_rate = std::to_string(10 * bits_per_second) + "bit";
   const std::string& leaf_burst = burst;
   std::ostringstream script;
-  // "replace" of the root swaps out a tbf or an earlier htb in one step;
-  // the classes below a fresh htb are new.
-  script << "qdisc replace dev " << device << " root handle 1: htb default 10\n";
+  // An earlier limit goes first: "replace" cannot turn an htb into a new
+  // one ("change operation not supported"), and its classes would clash.
+  WHARF_RETURN_IF_ERROR(ClearTbf(netns, device));
+  script << "qdisc add dev " << device << " root handle 1: htb default 10\n";
   script << "class add dev " << device << " parent 1: classid 1:1 htb rate " << r << " ceil "
          << r << " burst " << burst << " cburst " << burst << " quantum " << quantum << "\n";
   for (int level = 0; level < tbf.priority_levels; ++level) {

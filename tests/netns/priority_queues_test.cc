@@ -129,16 +129,23 @@ TEST_F(PriorityQueuesTest, OneFifoDropsMarkedDatagramsWithTheFlood) {
   EXPECT_LT(got.high, kHighDatagrams * 3 / 4);
 }
 
-TEST_F(PriorityQueuesTest, LevelsOutsideOneToEightAreRefused) {
+TEST_F(PriorityQueuesTest, LevelsAreCheckedAndQueuesReplaceEarlierLimits) {
   auto cluster = NetnsCluster::Create({.hosts = 2});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   EXPECT_EQ((*cluster)->SetEgressRate(0, "10mbit", {.priority_levels = 9}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ((*cluster)->SetEgressRate(0, "10mbit", {.priority_levels = 0}).code(),
             StatusCode::kInvalidArgument);
-  // Installed, shown by tc as an htb with classes, and cleared.
-  ASSERT_OK((*cluster)->SetEgressRate(0, "10mbit", {.burst = "64kb", .latency = "5ms", .priority_levels = 4}));
+  // Installed, installed again over itself (the throughput rows lift and
+  // restore the bottleneck), over a tbf and back, and cleared.
+  const TbfOptions prio = {.burst = "64kb", .latency = "5ms", .priority_levels = 4};
+  ASSERT_OK((*cluster)->SetEgressRate(0, "10mbit", prio));
+  ASSERT_OK((*cluster)->SetEgressRate(0, "20mbit", prio));
+  ASSERT_OK((*cluster)->SetEgressRate(0, "10mbit", {.burst = "64kb", .latency = "5ms"}));
+  ASSERT_OK((*cluster)->SetEgressRate(0, "10mbit", prio));
   ASSERT_OK((*cluster)->ClearRates(0));
+  ASSERT_OK(ApplyBottleneck(**cluster, 10'000'000, true, 8).status());
+  ASSERT_OK(ApplyBottleneck(**cluster, 10'000'000, true, 8).status());
 }
 
 }  // namespace
