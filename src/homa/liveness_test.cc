@@ -25,7 +25,8 @@ TEST(LivenessTest, ServerPausedForOneSecondLosesNoRpc) {
   s.AddHost("A");
   s.AddHost("B");
   std::vector<uint64_t> ids;
-  for (size_t size : {100, 5'000, 200'000}) ids.push_back(s.Call("A", "B", size));
+  // 2 MB: still in flight after 20 us even with the pacer's 100 us backlog.
+  for (size_t size : {100, 5'000, 2'000'000}) ids.push_back(s.Call("A", "B", size));
   s.RunFor(20 * kNsPerUs);  // mid-transfer
   s.net().Partition("A", "B");
   s.RunFor(1 * kSecond);
