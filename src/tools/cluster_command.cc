@@ -183,7 +183,8 @@ CLI::App* AddBenchClusterCommand(CLI::App& bench, BenchClusterOptions& o) {
   CLI::App* cluster = bench.add_subcommand(
       "cluster",
       "Multi-host benchmark: --hosts network namespaces on a Linux bridge (addresses in "
-      "198.18.0.0/15), a tc tbf bottleneck of --link-rate on every host's links, each --proto "
+      "198.18.0.0/15), a bottleneck of --link-rate with --priorities strict-priority queues on "
+      "every host's links (tc htb; one FIFO tbf with --priorities 1), each --proto "
       "and --mode in turn, results in --out DIR. Needs root. Everything is taken down at the "
       "end, on Ctrl-C, SIGTERM or a failed step; a cluster left by a killed run is removed at "
       "the next start. Each series gets an unloaded pass, a loaded run and RPC throughput rows "

@@ -1,7 +1,7 @@
 // `wharf bench cluster`: the multi-host benchmark (issue 11). Brings up
-// --hosts network namespaces on a bridge (198.18.0.0/15) with a tbf
-// bottleneck of --link-rate on every host's links, checks connectivity and
-// the rate the bottleneck lets through, writes DIR/cluster.json and takes
+// --hosts network namespaces on a bridge (198.18.0.0/15) with a bottleneck
+// of --link-rate (strict-priority queues, or one FIFO) on every host's
+// links, checks connectivity and the rate the bottleneck lets through, writes DIR/cluster.json and takes
 // everything down, also on Ctrl-C (tools/bench/cluster_guard.h); a cluster
 // left by a killed run is swept at the next start. The workload runs are in
 // tools/bench/cluster_runner.h (results.json, slowdown.png). The cluster
