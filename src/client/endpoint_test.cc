@@ -341,6 +341,8 @@ TEST(EndpointTest, SleepingCallsWakeForRepliesOnTheHotPeerSocket) {
 }
 
 // WaitForAny: the reaping loop of a client with many calls in flight.
+Result<Buffer> Echo(const RpcContext&, Buffer request) { return request; }
+
 TEST(EndpointWaitForAnyTest, ReturnsZeroAfterTheTimeoutWithNothingInFlight) {
   auto ep = OpenLoopback();
   ASSERT_NE(ep, nullptr);
@@ -353,7 +355,7 @@ TEST(EndpointWaitForAnyTest, CountsEveryCompletionOnceUntilAllAreReaped) {
   auto server = OpenLoopback();
   auto client = OpenLoopback();
   ASSERT_TRUE(server && client);
-  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer req) { return Result<Buffer>(std::move(req)); }).ok());
+  ASSERT_TRUE(server->Serve(1, Echo).ok());
   ServerThread st(*server);
   constexpr int kCalls = 16;
   std::vector<Completion> calls;
@@ -386,7 +388,7 @@ TEST(EndpointWaitForAnyTest, ReportsWhatCompletedBeforeTheCallAtOnce) {
   auto server = OpenLoopback();
   auto client = OpenLoopback();
   ASSERT_TRUE(server && client);
-  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer req) { return Result<Buffer>(std::move(req)); }).ok());
+  ASSERT_TRUE(server->Serve(1, Echo).ok());
   ServerThread st(*server);
   Completion call = client->ICall(server->address(), 1, Buffer::Copy("x"));
   ASSERT_TRUE(call.Wait(10s).ok());  // completed through another wait
