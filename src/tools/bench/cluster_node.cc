@@ -254,10 +254,7 @@ int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports
   }
 
   // Everything is open: wait for the common start.
-  while (clock.NowNs() < start_ns) {
-    const DurationNs left = start_ns - clock.NowNs();
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<DurationNs>(left, 50 * kNsPerMs)));
-  }
+  SleepUntil(clock, start_ns);
   const Result<DurationNs> cpu_start = ProcessCpuNs(0);
 
   std::vector<LoadResult> results(static_cast<size_t>(threads));
@@ -285,10 +282,7 @@ int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports
   // Serve the other hosts' stragglers until their drain is over too.
   if (!o.unloaded) {
     const TimeNs serve_until = start_ns + plan.duration_ns + 2 * plan.drain_ns;
-    while (clock.NowNs() < serve_until) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(
-          std::min<DurationNs>(serve_until - clock.NowNs(), 50 * kNsPerMs)));
-    }
+    SleepUntil(clock, serve_until);
   }
   const Result<DurationNs> cpu_end = ProcessCpuNs(0);
   (*server)->Stop();
