@@ -180,6 +180,18 @@ class Endpoint {
   // The same for a handler that answers later, through a Responder.
   Status ServeAsync(uint32_t method, AsyncRpcHandler handler);
 
+  // --- batching ---
+  // What calls, sends and responses send between BeginBatch() and the
+  // matching EndBatch() (they nest; any thread) may wait there and then
+  // leave together: over homa:// one system call, and one GSO send for a
+  // run of packets to one peer, instead of one call per packet; managed,
+  // one doorbell to wharfd. For a loop that issues many operations at once;
+  // around a single operation it only costs the two calls. Waiting on the
+  // endpoint (Wait, Run, Poll, WaitForAny) also sends what waits. Prefer the
+  // scoped SendBatch below.
+  void BeginBatch();
+  void EndBatch();
+
   // --- progress ---
   // One non-blocking pass of the engine; returns the work it did.
   int Poll();
@@ -209,6 +221,20 @@ class Endpoint {
   // Shared with Connections and Completions so they stay safe after the
   // Endpoint is destroyed (they then fail with kCancelled).
   std::shared_ptr<internal::EndpointCore> core_;
+};
+
+// Batches the sends of `endpoint` for its lifetime (Endpoint::BeginBatch):
+//   { wharf::SendBatch batch(*endpoint);
+//     for (auto& r : requests) completions.push_back(endpoint->ICall(...)); }
+class SendBatch {
+ public:
+  explicit SendBatch(Endpoint& endpoint) : endpoint_(endpoint) { endpoint_.BeginBatch(); }
+  ~SendBatch() { endpoint_.EndBatch(); }
+  SendBatch(const SendBatch&) = delete;
+  SendBatch& operator=(const SendBatch&) = delete;
+
+ private:
+  Endpoint& endpoint_;
 };
 
 // A logical session with one peer endpoint. Owned by the application;

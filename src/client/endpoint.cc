@@ -102,6 +102,14 @@ Status Endpoint::ServeAsync(uint32_t method, AsyncRpcHandler handler) {
   return core_->SyncEngine();
 }
 
+void Endpoint::BeginBatch() {
+  core_->WithEngine([](engine::EngineApi& e) { e.BeginBatch(); });
+}
+
+void Endpoint::EndBatch() {
+  core_->WithEngine([](engine::EngineApi& e) { e.EndBatch(); });
+}
+
 int Endpoint::Poll() { return core_->PollOnce(); }
 
 Status Endpoint::Run(std::chrono::nanoseconds timeout) {

@@ -159,6 +159,13 @@ void EndpointCore::AfterEngineCall() {
 }
 
 void EndpointCore::RunCallbacks() {
+  if (callbacks_.empty()) return;
+  // Callbacks that each issue the next operation send them together.
+  struct Batch {
+    engine::EngineApi& engine;
+    explicit Batch(engine::EngineApi& e) : engine(e) { engine.BeginBatch(); }
+    ~Batch() { engine.EndBatch(); }
+  } batch_sends(*engine_);
   while (!callbacks_.empty()) {
     auto batch = std::move(callbacks_);
     callbacks_.clear();

@@ -434,6 +434,17 @@ std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
 
 // ----------------------------------------------------------------- poll
 
+void Engine::BeginBatch() {
+  if (batch_depth_++ > 0) return;
+  batched_transports_ = transports_.size();
+  for (size_t i = 0; i < batched_transports_; ++i) transports_[i]->BeginBatch();
+}
+
+void Engine::EndBatch() {
+  if (batch_depth_ == 0 || --batch_depth_ > 0) return;
+  for (size_t i = 0; i < batched_transports_; ++i) transports_[i]->EndBatch();
+}
+
 transport::PollResult Engine::Poll() {
   transport::PollResult r;
   r.next_deadline = kNever;
@@ -447,14 +458,28 @@ transport::PollResult Engine::Poll() {
     // noticeable share of a round trip in a VM).
     poll_now_ns_ = one.now != 0 ? one.now : clock_.NowNs();
     transport::MessageEvent event;
-    while (transports_[i]->PopEvent(&event)) {
+    transport::MessageTransport& t = *transports_[i];
+    t.BeginBatch();
+    TimeNs batch_start_ns = poll_now_ns_;
+    bool answered = false;  // a request of this batch ran its handler
+    while (t.PopEvent(&event)) {
       ++r.work;
       if (event.kind == transport::MessageEvent::Kind::kRequest) {
+        if (answered) {
+          const TimeNs now = clock_.NowNs();
+          if (now - batch_start_ns > kMaxBatchHoldNs) {
+            t.EndBatch();  // the next handler may be slow: send what waits
+            t.BeginBatch();
+            batch_start_ns = now;
+          }
+        }
         HandleRequest(static_cast<uint8_t>(i), event);
+        answered = true;
       } else {
         HandleReply(event);
       }
     }
+    t.EndBatch();
   }
   if (r.now == 0) r.now = clock_.NowNs();
   ExpireDeadlines(r.now);

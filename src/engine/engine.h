@@ -124,6 +124,16 @@ class Engine final : public EngineApi {
   // Fails everything pending with `why` (the host is closing).
   void Shutdown(const Status& why) override;
 
+  // Every transport's batch (MessageTransport::BeginBatch). Poll also
+  // batches on its own the answers to the requests one transport delivered
+  // in one pass: they leave together once that pass's handlers have run, or
+  // before the next handler starts once the first has waited
+  // kMaxBatchHoldNs (a slow handler then delays those before it by at most
+  // that plus its own run time).
+  void BeginBatch() override;
+  void EndBatch() override;
+  static constexpr DurationNs kMaxBatchHoldNs = 20 * kNsPerUs;
+
   // Runs the transports and dispatches what they report; expires deadlines.
   transport::PollResult Poll() override;
   // When Poll() must run next at the latest.
@@ -245,6 +255,10 @@ class Engine final : public EngineApi {
   // The clock as the transport being polled read it (Poll sets it before
   // dispatching that transport's events).
   TimeNs poll_now_ns_ = 0;
+  // BeginBatch nesting, and how many transports (the first ones) the
+  // outermost BeginBatch opened a batch on: one opened later has none to end.
+  int batch_depth_ = 0;
+  size_t batched_transports_ = 0;
   // PeerUri's memory, bounded (cleared when full).
   std::map<PeerRef, std::string> peer_uris_;
   Counts counts_;

@@ -65,6 +65,14 @@ class EngineApi {
   // Fails everything pending with `why` (the host is closing).
   virtual void Shutdown(const Status& why) = 0;
 
+  // --- batching ---
+  // Between BeginBatch and the matching EndBatch (they nest), what the calls
+  // above send may wait and leave together at EndBatch or the next Poll: one
+  // system call (one GSO send per peer over homa) instead of one each, or,
+  // managed, one doorbell to wharfd. An unmatched EndBatch is ignored.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
+
   // --- progress ---
   virtual transport::PollResult Poll() = 0;
   virtual TimeNs NextDeadline() const = 0;

@@ -81,6 +81,9 @@ class SwitchedTransport final : public transport::MessageTransport {
                                  Buffer request, uint64_t cookie) override;
   Status SendResponse(const transport::ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
+  // Local deliveries are not sent, so only the inner transport batches.
+  void BeginBatch() override { inner_->BeginBatch(); }
+  void EndBatch() override { inner_->EndBatch(); }
   // Polls the inner transport, then makes the local events that arrived
   // since the last Poll poppable.
   transport::PollResult Poll() override;

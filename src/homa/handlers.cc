@@ -277,6 +277,7 @@ void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::Comm
     rpc.state = RpcState::kClientReceiving;
     // A response means the server holds the whole request: stop sending it.
     DequeueFromSend(rpc);
+    FlushBorrowed();  // a held batch may still point into the request
     rpc.out.reset();
   }
   if (data.header.message_length != rpc.in->length()) {

@@ -24,6 +24,8 @@ void HomaEndpoint::Close() {
   if (closed_) return;
   closed_ = true;
   if (host_ != nullptr) {
+    // An open batch of ours must not hold the host's sends for good.
+    for (; batch_depth_ > 0; --batch_depth_) host_->EndBatch();
     host_->CloseEndpoint(*this,
                          CancelledError("homa: endpoint " + std::to_string(id_) + " closed"));
   }
@@ -58,6 +60,18 @@ Status HomaEndpoint::SendResponse(const ServerRpcKey& key, Buffer response) {
 
 bool HomaEndpoint::Cancel(uint64_t client_id) {
   return !closed_ && host_->Cancel(*this, client_id);
+}
+
+void HomaEndpoint::BeginBatch() {
+  if (closed_) return;
+  ++batch_depth_;
+  host_->BeginBatch();
+}
+
+void HomaEndpoint::EndBatch() {
+  if (batch_depth_ == 0) return;  // unmatched, or the endpoint closed since
+  --batch_depth_;
+  if (host_ != nullptr) host_->EndBatch();
 }
 
 PollResult HomaEndpoint::Poll() {

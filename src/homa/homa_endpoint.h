@@ -62,6 +62,10 @@ class HomaEndpoint final : public transport::MessageTransport {
                                  Buffer request, uint64_t cookie = 0) override;
   Status SendResponse(const ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
+  // The host's batch (HomaHost::BeginBatch): every endpoint of the socket
+  // shares its transmit batch.
+  void BeginBatch() override;
+  void EndBatch() override;
   // Drives the host (HomaHost::Poll): every endpoint of the socket makes
   // progress, and events land in each one's own queue.
   PollResult Poll() override;
@@ -101,6 +105,9 @@ class HomaEndpoint final : public transport::MessageTransport {
   const Clock* clock_;
   const uint16_t id_;
   bool closed_ = false;
+  // Batches this endpoint opened on the host and has not ended (Close ends
+  // them, so the host is never left holding).
+  int batch_depth_ = 0;
   // Client RPCs by our id (owning). Ids are unique over the host.
   IdMap<std::unique_ptr<Rpc>> client_rpcs_;
   // Server RPCs of this endpoint (owned by the host's peer table).

@@ -143,6 +143,8 @@ HomaEndpoint* HomaHost::FindEndpointSlow(uint16_t id) {
 }
 
 void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
+  // What the endpoint asked to send goes out before its messages are freed.
+  FlushTx();
   // Acks and floors already received may name its RPCs: apply them first.
   if (!deferred_releases_.empty()) ReleaseFinished();
   // Collect first: failing and destroying unlinks RPCs from the list.
@@ -214,7 +216,7 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   peer.outstanding[EndpointPair(ep.id_, server_port)].Add(id);
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
-  FlushTx();
+  if (batch_depth_ == 0) FlushTx();
   return id;
 }
 
@@ -243,13 +245,24 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
   rpc.Heard();
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
-  FlushTx();
+  if (batch_depth_ == 0) FlushTx();
   return OkStatus();
+}
+
+void HomaHost::BeginBatch() { ++batch_depth_; }
+
+void HomaHost::EndBatch() {
+  if (batch_depth_ == 0) return;
+  if (--batch_depth_ == 0) {
+    if (!tx_batch_.empty()) ++stats_.batched_flushes;
+    FlushTx();
+  }
 }
 
 bool HomaHost::Cancel(HomaEndpoint& ep, uint64_t client_id) {
   std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(client_id);
   if (rpc == nullptr) return false;
+  FlushBorrowed();  // its request may still sit, uncopied, in a held batch
   FinishClientRpc(**rpc);
   return true;
 }
@@ -307,6 +320,7 @@ TimeNs HomaHost::NextDeadline() const {
 std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> all = {
       {"homa.packets_sent", stats_.packets_sent},
+      {"homa.batched_flushes", stats_.batched_flushes},
       {"homa.packets_received", stats_.packets_received},
       {"homa.data_sent", stats_.data_sent},
       {"homa.data_retransmitted", stats_.data_retransmitted},
@@ -444,6 +458,7 @@ void HomaHost::EmitData(Rpc& rpc, TimeNs now) {
     // (see tx_batch_).
     tx_batch_.push_back(
         {rpc.peer_addr, slot.first(wire::kDataHeaderBytes), slice.priority, payload});
+    ++tx_borrowed_;
   }
   if (rpc.peer->paced) pacer_.OnSent(now, wire::kDataHeaderBytes + slice.length);
   ++stats_.data_sent;
@@ -493,6 +508,7 @@ void HomaHost::FlushTx() {
   }
   stats_.packets_sent += std::min(sent, tx_batch_.size());
   tx_batch_.clear();
+  tx_borrowed_ = 0;
 }
 
 // ----------------------------------------------------------------- grants
@@ -574,6 +590,7 @@ std::unique_ptr<Rpc> HomaHost::AllocateRpc() {
 }
 
 void HomaHost::RecycleRpc(std::unique_ptr<Rpc> rpc) {
+  FlushBorrowed();  // the batch may point into its messages
   if (!kRecycleMemory || spare_rpcs_.size() >= kMaxSpareRpcs) return;
   *rpc = Rpc{};  // drops the messages now; keeps the allocation
   spare_rpcs_.push_back(std::move(rpc));

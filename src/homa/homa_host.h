@@ -73,6 +73,14 @@ class HomaHost {
   // naming both).
   Result<std::unique_ptr<HomaEndpoint>> OpenEndpoint(std::string_view name);
 
+  // Between BeginBatch and the matching EndBatch (they nest), the packets of
+  // SendRequest / SendResponse wait in the transmit batch, which EndBatch,
+  // the next Poll or a full batch (32 datagrams) sends with one system call;
+  // runs to one peer then coalesce into GSO sends. For callers that send
+  // several messages back to back (MessageTransport::BeginBatch).
+  void BeginBatch();
+  void EndBatch();
+
   // Receives and dispatches packets, sends what grants and the pacer allow,
   // and runs the protocol timer when due: the work of every endpoint. Any
   // endpoint's Poll() calls it; calling it again at once costs one empty
@@ -187,6 +195,11 @@ class HomaHost {
                    uint64_t rpc_id, const wire::Body& body, uint8_t flags = 0);
   std::span<std::byte> NextTxSlot();
   void FlushTx();
+  // Flushes only if the batch borrows message bytes (gather sends): before
+  // anything frees a message, while a batch is held (BeginBatch).
+  void FlushBorrowed() {
+    if (tx_borrowed_ > 0) FlushTx();
+  }
   void RunGrantPass();
   void SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority);
   // What grants to rpc's incoming message are rounded to: the sender's
@@ -324,6 +337,11 @@ class HomaHost {
   // while the batch still points into it.
   std::vector<std::byte> tx_buffer_;
   std::vector<transport::OutDatagram> tx_batch_;
+  // Entries of tx_batch_ whose payload points into a message.
+  size_t tx_borrowed_ = 0;
+  // BeginBatch nesting: while > 0, the endpoints' sends stay in tx_batch_
+  // until EndBatch, the next Poll, or a full batch.
+  int batch_depth_ = 0;
   size_t max_datagram_bytes_;
   std::vector<transport::InDatagram> rx_batch_;
 

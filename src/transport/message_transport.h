@@ -91,6 +91,13 @@ class MessageTransport {
   // Answers a request delivered as a kRequest event. NotFound when the RPC is
   // gone (the client gave up or died), FailedPrecondition when answered twice.
   virtual Status SendResponse(const ServerRpcKey& key, Buffer response) = 0;
+  // Batching: between BeginBatch() and the matching EndBatch() (they nest),
+  // SendRequest and SendResponse may hold what they would send, and
+  // EndBatch (or the next Poll) sends it together, in fewer system calls.
+  // For a caller about to send several messages back to back; never needed
+  // for correctness, and a transport that does not batch ignores both.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
   // Client side: abandons an RPC. No event follows. False if unknown.
   virtual bool Cancel(uint64_t client_id) = 0;
 

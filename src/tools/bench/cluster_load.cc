@@ -112,6 +112,13 @@ class ClosedLoop final : public CompletionSink {
   // Issues an RPC on every free slot, unless a failure put issuing on hold
   // (then the slots stay free until the hold ends).
   void Refill(LoadTransport& transport) {
+    if (free_.empty()) return;
+    // The slots freed by one wait are refilled as one burst.
+    struct Burst {
+      LoadTransport& t;
+      explicit Burst(LoadTransport& transport) : t(transport) { t.BeginBurst(); }
+      ~Burst() { t.EndBurst(); }
+    } burst(transport);
     while (!free_.empty()) {
       const uint32_t tag = free_.back();
       const TimeNs now = clock_.NowNs();

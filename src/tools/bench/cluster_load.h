@@ -42,6 +42,10 @@ class LoadTransport {
   // Waits until the Clock reaches `deadline` or at least one RPC finished,
   // reporting every finished one to `sink`. May return early.
   virtual void Wait(TimeNs deadline, CompletionSink& sink) = 0;
+  // Around a burst of Issue calls (a closed loop refilling its window): a
+  // transport that can send them together does so by EndBurst.
+  virtual void BeginBurst() {}
+  virtual void EndBurst() {}
   // The first error answer's status, for the summary ("" if none).
   virtual std::string first_error() const { return {}; }
 };

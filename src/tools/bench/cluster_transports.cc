@@ -98,6 +98,8 @@ class WharfLoadTransport final : public LoadTransport {
   }
 
   std::string first_error() const override { return first_error_; }
+  void BeginBurst() override { ep_->BeginBatch(); }
+  void EndBurst() override { ep_->EndBatch(); }
 
   void Wait(TimeNs deadline, CompletionSink& sink) override {
     // The endpoint's own wait: its timers are armed only while it sleeps,
