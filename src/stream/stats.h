@@ -42,6 +42,7 @@ struct TcpStats {
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
   uint64_t writes = 0;                // writev calls that moved bytes
+  uint64_t batched_flushes = 0;       // EndBatch calls that found frames queued
   uint64_t reads = 0;                 // readv calls that moved bytes
   uint64_t peak_incoming_buffer_bytes = 0;  // gauge: highest partial-message memory seen
 };

@@ -182,7 +182,7 @@ Result<uint64_t> TcpMessageTransport::SendRequest(const transport::NetAddress& s
   // Dialling, pings and the peer-death deadline are the timer's business.
   timers_dirty_ = true;
   if (peer.CountOpen() == 0 && NeedsDial(peer) && now_ >= peer.next_dial_ns) Dial(peer);
-  FlushDirty();
+  if (batch_depth_ == 0) FlushDirty();
   Reap();
   return id;
 }
@@ -216,9 +216,16 @@ Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buf
     if (Connection* conn = peer->LeastLoaded()) QueueResponse(served, key.client_id, *conn);
   }
   EvictStoredResponses();
-  FlushDirty();
+  if (batch_depth_ == 0) FlushDirty();
   Reap();
   return OkStatus();
+}
+
+void TcpMessageTransport::EndBatch() {
+  if (batch_depth_ == 0 || --batch_depth_ > 0) return;
+  if (!dirty_.empty()) ++stats_.batched_flushes;
+  FlushDirty();
+  Reap();
 }
 
 bool TcpMessageTransport::Cancel(uint64_t client_id) {
@@ -308,6 +315,7 @@ std::vector<std::pair<std::string, uint64_t>> TcpMessageTransport::Counters() co
       {"tcp.bytes_sent", s.bytes_sent},
       {"tcp.bytes_received", s.bytes_received},
       {"tcp.writes", s.writes},
+      {"tcp.batched_flushes", s.batched_flushes},
       {"tcp.reads", s.reads},
   };
 }

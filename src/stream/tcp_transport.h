@@ -68,6 +68,12 @@ class TcpMessageTransport final : public transport::MessageTransport,
   // server to drop what it received. A request already written whole may
   // still run; its response is dropped on arrival.
   bool Cancel(uint64_t client_id) override;
+  // While a batch is open (they nest), SendRequest and SendResponse only
+  // queue their frames on the connections (dirty_), and EndBatch or the
+  // next Poll writes each connection once: one writev for a burst of
+  // messages instead of one each.
+  void BeginBatch() override { ++batch_depth_; }
+  void EndBatch() override;
   // Accepts, connects, reads, writes and runs the timers that are due;
   // never blocks.
   transport::PollResult Poll() override;
@@ -202,6 +208,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
   std::vector<std::unique_ptr<Connection>> graveyard_;
   // Connections with frames queued since they were last written (ids).
   std::vector<uint64_t> dirty_;
+  // Open BeginBatch calls; while > 0 the API calls leave dirty_ to EndBatch.
+  int batch_depth_ = 0;
 
   PeerTable peers_;
   std::unordered_map<uint64_t, std::unique_ptr<ClientRpc>> client_rpcs_;
