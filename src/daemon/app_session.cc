@@ -262,10 +262,15 @@ void AppSession::TakeCommands(TimeNs now) {
     Close(n.status());
     return;
   }
+  // What the commands of one pass send leaves together (one sendmmsg, one
+  // GSO send per peer) when they are done.
+  const bool batch = engine_ != nullptr && *n > 1;
+  if (batch) engine_->BeginBatch();
   for (size_t i = 0; i < *n && !closing_; ++i) {
     ++counters_.commands;
     Execute(batch_[i], now);
   }
+  if (batch && engine_ != nullptr) engine_->EndBatch();
 }
 
 void AppSession::Push(Descriptor entry, Buffer payload) {
