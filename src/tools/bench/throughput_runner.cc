@@ -2,11 +2,15 @@
 // iperf3 stream; the rows come from the throughput phase.
 #include "tools/bench/throughput_runner.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "netns/netns_cluster.h"
@@ -30,12 +34,30 @@ constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
 // long (as cluster_runner.cc).
 constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 
+constexpr std::string_view kWorkPrefix = "wharf-bench-tput-";
+
+// Removes the work directories of earlier runs whose process is gone (a
+// signal ends a run without its destructors): "wharf-bench-tput-<pid>-...".
+void SweepStaleWorkDirs() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kWorkPrefix)) continue;
+    const long pid = std::strtol(name.c_str() + kWorkPrefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::filesystem::remove_all(entry.path(), ec);
+    }
+  }
+}
+
 // A temporary directory removed on every path out (daemon sockets).
 class TempDir {
  public:
   static Result<TempDir> Make() {
-    char pattern[] = "/tmp/wharf-bench-tput-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) return ErrnoToStatus(errno, "mkdtemp");
+    SweepStaleWorkDirs();
+    std::string pattern =
+        "/tmp/" + std::string(kWorkPrefix) + std::to_string(::getpid()) + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) return ErrnoToStatus(errno, "mkdtemp");
     return TempDir(pattern);
   }
   TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
