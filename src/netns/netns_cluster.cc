@@ -220,6 +220,10 @@ Status ValidateOptions(const ClusterOptions& options) {
     return InvalidArgumentError(
         "ClusterOptions.prefix must match [a-z][a-z0-9]* (at most 32), got '" + prefix + "'");
   }
+  if (options.direct_pair && options.hosts != 2) {
+    return InvalidArgumentError("ClusterOptions.direct_pair needs hosts = 2, got " +
+                                std::to_string(options.hosts));
+  }
   if (options.command_timeout_ns <= 0) {
     return InvalidArgumentError("ClusterOptions.command_timeout_ns must be positive");
   }
@@ -232,7 +236,7 @@ NetnsCluster::NetnsCluster(ClusterOptions options, int pid, int counter, int sub
     : options_(std::move(options)),
       counter_(counter),
       tag_(options_.prefix + "-" + std::to_string(pid) + "-" + std::to_string(counter)),
-      switch_netns_(tag_ + "-sw"),
+      switch_netns_(options_.direct_pair ? "" : tag_ + "-sw"),
       mtu_(options_.mtu),
       subnet_octet_(subnet_octet),
       loss_table_(options_.prefix + "_" + std::to_string(pid) + "_" + std::to_string(counter) +
@@ -263,7 +267,8 @@ Result<std::unique_ptr<NetnsCluster>> NetnsCluster::Create(ClusterOptions option
   // On any failure below, `cluster` going out of scope runs Destroy(), which
   // removes whatever part was built.
   WHARF_RETURN_IF_ERROR(cluster->CreateNamespaces());
-  WHARF_RETURN_IF_ERROR(cluster->BuildSwitch());
+  WHARF_RETURN_IF_ERROR(cluster->direct_pair() ? cluster->BuildDirectPair()
+                                               : cluster->BuildSwitch());
   for (int i = 0; i < cluster->host_count(); ++i) {
     WHARF_RETURN_IF_ERROR(cluster->ConfigureHost(i));
   }
@@ -353,7 +358,7 @@ Status NetnsCluster::Destroy() {
   destroyed_ = true;
   std::vector<std::string> names;
   for (const Host& host : hosts_) names.push_back(host.netns);
-  names.push_back(switch_netns_);
+  if (!switch_netns_.empty()) names.push_back(switch_netns_);
   std::string script;
   for (const std::string& name : names) {
     if (!NetnsExists(name)) continue;
@@ -396,7 +401,7 @@ Status NetnsCluster::RunIpBatch(const std::string& netns, std::string script) {
 }
 
 Status NetnsCluster::CreateNamespaces() {
-  std::string script = "netns add " + switch_netns_ + "\n";
+  std::string script = switch_netns_.empty() ? "" : "netns add " + switch_netns_ + "\n";
   for (const Host& host : hosts_) script += "netns add " + host.netns + "\n";
   return RunIpBatch("", std::move(script)).WithContext("creating namespaces of " + tag_);
 }
@@ -432,6 +437,16 @@ Status NetnsCluster::BuildSwitch() {
                     CommandOptions(switch_netns_), options_.command_timeout_ns)
       .status()
       .WithContext("turning bridge netfilter off in the switch of " + tag_);
+}
+
+Status NetnsCluster::BuildDirectPair() {
+  // Host 0's eth0 with its peer created directly in host 1 as eth0: no
+  // interface ever appears in the root namespace (as BuildSwitch).
+  const std::string mtu = std::to_string(mtu_);
+  return RunIpBatch(hosts_[0].netns, std::string("link add ") + kHostInterface + " mtu " + mtu +
+                                         " type veth peer name " + kHostInterface + " mtu " + mtu +
+                                         " netns " + hosts_[1].netns + "\n")
+      .WithContext("building the veth pair of " + tag_);
 }
 
 Status NetnsCluster::ConfigureHost(int host) {
@@ -594,6 +609,10 @@ Status NetnsCluster::SetEgressRate(int host, std::string_view rate, const TbfOpt
 
 Status NetnsCluster::SetIngressRate(int host, std::string_view rate, const TbfOptions& tbf) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
+  if (direct_pair()) {
+    return FailedPreconditionError("SetIngressRate: a direct pair has no switch; limit the other "
+                                   "host's egress instead");
+  }
   return ApplyTbf(switch_netns_, SwitchPort(host), rate, tbf)
       .WithContext("SetIngressRate(host " + std::to_string(host) + ")");
 }
@@ -601,6 +620,7 @@ Status NetnsCluster::SetIngressRate(int host, std::string_view rate, const TbfOp
 Status NetnsCluster::ClearRates(int host) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
   WHARF_RETURN_IF_ERROR(ClearTbf(hosts_[host].netns, kHostInterface));
+  if (direct_pair()) return OkStatus();
   return ClearTbf(switch_netns_, SwitchPort(host));
 }
 
@@ -608,6 +628,7 @@ Status NetnsCluster::SetLinkUp(int host, bool up) {
   WHARF_RETURN_IF_ERROR(CheckHost(host));
   const std::string context =
       "SetLinkUp(host " + std::to_string(host) + ", " + (up ? "true" : "false") + ")";
+  if (direct_pair()) return FailedPreconditionError(context + ": a direct pair has no switch");
   WHARF_RETURN_IF_ERROR(
       RunChecked({"ip", "-n", switch_netns_, "link", "set", SwitchPort(host), up ? "up" : "down"},
                  {}, options_.command_timeout_ns)
@@ -625,9 +646,14 @@ Status NetnsCluster::WaitForLink(int host, TimeNs deadline) {
     WHARF_ASSIGN_OR_RETURN(CommandOutput eth, RunChecked({"ip", "-n", hosts_[host].netns, "-o",
                                                           "link", "show", kHostInterface},
                                                          {}, options_.command_timeout_ns));
-    WHARF_ASSIGN_OR_RETURN(CommandOutput port, RunChecked({"ip", "-n", switch_netns_, "-d", "-o",
-                                                           "link", "show", SwitchPort(host)},
-                                                          {}, options_.command_timeout_ns));
+    // A direct pair has no switch port: its eth0 up (which needs the peer
+    // up too) is the whole link.
+    CommandOutput port{.exit_code = 0, .stdout_text = "state forwarding"};
+    if (!direct_pair()) {
+      WHARF_ASSIGN_OR_RETURN(port, RunChecked({"ip", "-n", switch_netns_, "-d", "-o", "link",
+                                               "show", SwitchPort(host)},
+                                              {}, options_.command_timeout_ns));
+    }
     if (eth.stdout_text.find("state UP") != std::string::npos &&
         port.stdout_text.find("state forwarding") != std::string::npos) {
       return OkStatus();

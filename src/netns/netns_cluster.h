@@ -7,6 +7,10 @@
 //                                      │     │
 //   host namespaces <tag>-h<i>:       eth0  eth0     198.18.<X>.<i+1>/24
 //
+// With ClusterOptions::direct_pair, two hosts and no switch: one veth pair
+// whose ends are the two hosts' eth0 (a back-to-back cable, nothing between
+// them to forward or queue), for point-to-point measurements.
+//
 // <tag> is "<prefix>-<pid>-<n>": the creating process and a per-process
 // counter, so clusters of parallel tests (and of parallel instances of one
 // test) never share a name. Every interface lives inside the cluster's own
@@ -39,6 +43,11 @@ struct ClusterOptions {
   // First part of every namespace name: [a-z][a-z0-9]*, at most 32
   // characters. Tests that inspect or clean up namespaces use their own.
   std::string prefix = "wharf";
+  // Exactly 2 hosts joined by one veth pair (host 0's eth0 to host 1's
+  // eth0), no bridge and no switch namespace: switch_namespace() is empty,
+  // and SetIngressRate and SetLinkUp, which act on the switch, fail
+  // (kFailedPrecondition). `hosts` must be 2.
+  bool direct_pair = false;
   // Bound on each ip/nft/tc command the cluster runs.
   DurationNs command_timeout_ns = 20 * kNsPerSec;
 };
@@ -114,7 +123,9 @@ class NetnsCluster {
   // ("198.18.7.2"); an index out of range throws std::out_of_range.
   const std::string& namespace_name(int host) const { return hosts_.at(host).netns; }
   const std::string& address(int host) const { return hosts_.at(host).address; }
+  // The switch's namespace; "" for a direct pair.
   const std::string& switch_namespace() const { return switch_netns_; }
+  bool direct_pair() const { return options_.direct_pair; }
   // "198.18.7.0/24".
   std::string subnet() const;
 
@@ -152,6 +163,8 @@ class NetnsCluster {
   // The steps of Create; each runs one command (an `ip -batch` script).
   Status CreateNamespaces();
   Status BuildSwitch();
+  // direct_pair: the one veth pair between the two hosts.
+  Status BuildDirectPair();
   Status ConfigureHost(int host);
 
   Status CheckHost(int host) const;
@@ -163,7 +176,7 @@ class NetnsCluster {
                              std::string_view rate, const TbfOptions& tbf);
   Status ClearTbf(const std::string& netns, const std::string& device);
   // Waits until `host`'s link carries packets: its eth0 operationally up
-  // and the switch port forwarding. The kernel brings a new or restored
+  // and the switch port forwarding (a direct pair: both eth0 up). The kernel brings a new or restored
   // veth up from its link-watch work, which it runs at most once a second,
   // and drops packets until then; it announces the change only on netlink,
   // so this polls `ip` every 5 ms. kDeadlineExceeded after `deadline`.

@@ -26,6 +26,7 @@ Result<std::unique_ptr<NetnsProcess>> NetnsProcess::Spawn(const NetnsCluster& cl
   WHARF_ASSIGN_OR_RETURN(SubprocessOptions options, OptionsFor(cluster, host));
   options.extra_env = std::move(spawn_options.extra_env);
   options.stdin_data = std::move(spawn_options.stdin_data);
+  options.cpu = spawn_options.cpu;
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> process,
                          Subprocess::Start(std::move(argv), std::move(options)));
   return std::unique_ptr<NetnsProcess>(new NetnsProcess(host, std::move(process)));

@@ -29,6 +29,8 @@ struct SpawnOptions {
   std::vector<std::string> extra_env{};
   // Written to the child's stdin, which is then closed; nullopt: /dev/null.
   std::optional<std::string> stdin_data{};
+  // >= 0: pinned to this CPU from before exec (SubprocessOptions::cpu).
+  int cpu = -1;
 };
 
 // Owned by the test; not thread-safe. Destroying it kills and reaps the

@@ -41,7 +41,7 @@ constexpr int kPipeBytes = 1 << 20;
 constexpr size_t kTailBytes = 2000;
 
 // What the child reports through the exec-error pipe when a step fails.
-enum class ChildStage : int { kSetns = 1, kDup = 2, kExec = 3 };
+enum class ChildStage : int { kSetns = 1, kDup = 2, kExec = 3, kAffinity = 4 };
 struct ChildError {
   ChildStage stage;
   int errno_value;
@@ -179,6 +179,8 @@ std::string DescribeChildError(const ChildError& error, const std::string& path,
       return "redirecting stdio of the child";
     case ChildStage::kExec:
       return "exec " + path;
+    case ChildStage::kAffinity:
+      return "pinning the child to its CPU";
   }
   return "starting the child";
 }
@@ -250,6 +252,14 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Start(std::vector<std::string> a
     if (in.read_end < 0) return ErrnoToStatus(errno, "open /dev/null");
   }
 
+  if (options.cpu >= CPU_SETSIZE) {
+    return InvalidArgumentError("CPU " + std::to_string(options.cpu) + " is out of range");
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (options.cpu >= 0) CPU_SET(options.cpu, &cpus);
+  const bool pin = options.cpu >= 0;
+
   auto process = std::unique_ptr<Subprocess>(new Subprocess(argv, std::move(options.label)));
   std::vector<char*> c_argv = CStringArray(argv);
   std::vector<char*> c_env = CStringArray(env);
@@ -270,6 +280,9 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Start(std::vector<std::string> a
     ::sigaction(SIGPIPE, &default_action, nullptr);  // an ignored signal stays ignored over exec
     if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
       ChildFail(report.write_end, ChildStage::kSetns);
+    }
+    if (pin && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      ChildFail(report.write_end, ChildStage::kAffinity);
     }
     if (!MoveFdTo(in.read_end, STDIN_FILENO) || !MoveFdTo(out.write_end, STDOUT_FILENO) ||
         !MoveFdTo(err.write_end, STDERR_FILENO)) {

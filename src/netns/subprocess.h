@@ -32,6 +32,10 @@ struct SubprocessOptions {
   // Names the process in error messages ("host 1 (wharf-12-0-h1)"); the
   // command line is always included as well.
   std::string label{};
+  // >= 0: the child pins itself to this CPU (sched_setaffinity, as taskset
+  // does) before exec, so every thread it starts stays there; a CPU it may
+  // not use fails the start. -1: the caller's affinity.
+  int cpu = -1;
 };
 
 // The outcome of a command run to completion. The fields are not called

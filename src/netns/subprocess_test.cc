@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,6 +96,36 @@ TEST(SubprocessTest, ExecFailureInTheChildIsReported) {
   ASSERT_FALSE(started.ok());
   EXPECT_EQ(started.status().code(), StatusCode::kPermissionDenied) << started.status();
   EXPECT_NE(started.status().message().find("exec /etc/passwd"), std::string::npos);
+}
+
+// The child is pinned before exec: its allowed CPUs are exactly the one asked
+// for (and, unpinned, what this process has).
+TEST(SubprocessTest, CpuPinsTheChildBeforeExec) {
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mine)) ++cpu;
+  SubprocessOptions options;
+  options.cpu = cpu;
+  Result<CommandOutput> out =
+      RunCommand(Sh("grep Cpus_allowed_list /proc/self/status"), options, kWaitNs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->stdout_text, "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n");
+}
+
+TEST(SubprocessTest, CpuOutOfRangeFailsTheStart) {
+  SubprocessOptions options;
+  options.cpu = 100000;
+  EXPECT_FALSE(Subprocess::Start(Sh("true"), options).ok());
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int absent = 0;
+  while (absent < CPU_SETSIZE && CPU_ISSET(absent, &mine)) ++absent;
+  if (absent == CPU_SETSIZE) GTEST_SKIP() << "every CPU is allowed";
+  options.cpu = absent;  // not ours: sched_setaffinity refuses it in the child
+  Result<std::unique_ptr<Subprocess>> started = Subprocess::Start(Sh("true"), options);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.status().message().find("pinning"), std::string::npos) << started.status();
 }
 
 TEST(SubprocessTest, UnknownNamespaceIsNotFound) {

@@ -329,6 +329,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       "--managed-remote --goodput");
   options.baseline_command = baseline;
   options.cluster_command = AddBenchClusterCommand(*bench, options.cluster);
+  options.throughput_command = AddBenchThroughputCommand(*bench, options.throughput);
   BenchBaselineOptions& o = options.baseline;
   baseline->add_option("--size", o.size_bytes, "Request (= echoed response) size in bytes")
       ->capture_default_str()
@@ -425,6 +426,9 @@ int RunBench(const BenchOptions& options) {
   }
   if (options.cluster_command != nullptr && options.cluster_command->parsed()) {
     return RunBenchCluster(options.cluster);
+  }
+  if (options.throughput_command != nullptr && options.throughput_command->parsed()) {
+    return RunBenchThroughput(options.throughput);
   }
   if (options.cluster.node_command != nullptr && options.cluster.node_command->parsed()) {
     return bench::RunBenchClusterNode(options.cluster.node,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/cluster_command.h"
+#include "tools/throughput_command.h"
 
 namespace CLI {
 class App;
@@ -53,6 +54,9 @@ struct BenchOptions {
   // `wharf bench cluster` (tools/cluster_command.h).
   BenchClusterOptions cluster;
   CLI::App* cluster_command = nullptr;
+  // `wharf bench throughput` (tools/throughput_command.h).
+  bench::ThroughputOptions throughput;
+  CLI::App* throughput_command = nullptr;
 };
 
 // Adds `bench` (with its subcommands) to `app`; returns the `bench` command.

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -390,6 +391,52 @@ TEST_F(NetnsClusterTest, DestroyRemovesEverythingAndKillsProcessesInside) {
   ASSERT_TRUE(links.ok()) << links.status();
   EXPECT_EQ(links->stdout_text.find(tag), std::string::npos) << links->stdout_text;
   EXPECT_EQ(server.process->WaitFor(kWaitNs).value_or(-1), 128 + SIGKILL);
+}
+
+// direct_pair: two hosts, one veth pair between their eth0 (its peer is the
+// other host's eth0, no bridge), the MTU applied, UDP both ways, and
+// Destroy removes both namespaces with the processes inside.
+TEST_F(NetnsClusterTest, DirectPairIsOneVethBetweenTwoHosts) {
+  auto cluster = MustCreate({.hosts = 2, .mtu = 4000, .direct_pair = true});
+  ASSERT_NE(cluster, nullptr);
+  const std::string tag = cluster->tag();
+  EXPECT_TRUE(cluster->direct_pair());
+  EXPECT_EQ(cluster->switch_namespace(), "");
+  EXPECT_EQ(NamespacesStartingWith(tag + "-").size(), 2u) << "no switch namespace";
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("host " + std::to_string(i));
+    const std::string link = MustRunIn(*cluster, i, {"ip", "-d", "-o", "link", "show", "eth0"});
+    EXPECT_NE(link.find("mtu 4000"), std::string::npos) << link;
+    EXPECT_NE(link.find("veth"), std::string::npos) << link;
+    EXPECT_EQ(link.find("bridge_slave"), std::string::npos) << link;
+    // Only eth0 and lo: nothing else stands between the two hosts.
+    const std::string links = MustRunIn(*cluster, i, {"ip", "-o", "link", "show"});
+    EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 2) << links;
+  }
+  // 3000-byte datagrams leave unfragmented at MTU 4000, both ways.
+  const std::vector<std::string> big = {"--size", "3000", "--dont-fragment"};
+  for (int to : {1, 0}) {
+    SCOPED_TRACE("to host " + std::to_string(to));
+    EchoServer server = StartEchoServer(*cluster, to, 10);
+    ASSERT_FALSE(server.endpoint.empty());
+    const ProbeResult probe = Probe(*cluster, 1 - to, server.endpoint, 10, big);
+    ASSERT_EQ(probe.exit_code, 0) << probe.stderr_text;
+    EXPECT_EQ(probe.received, 10);
+  }
+  // The switch's operations have no switch to act on; egress limits work.
+  EXPECT_EQ(cluster->SetIngressRate(1, "10mbit").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cluster->SetLinkUp(1, false).code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(cluster->SetEgressRate(0, "10mbit"));
+  ASSERT_OK(cluster->ClearRates(0));
+
+  EchoServer left = StartEchoServer(*cluster, 1, 0);
+  ASSERT_FALSE(left.endpoint.empty());
+  ASSERT_OK(cluster->Destroy());
+  EXPECT_TRUE(NamespacesStartingWith(tag + "-").empty());
+  EXPECT_EQ(left.process->WaitFor(kWaitNs).value_or(-1), 128 + SIGKILL);
+
+  EXPECT_EQ(NetnsCluster::Create({.hosts = 3, .direct_pair = true}).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // A namespace for `pid` under `prefix` in CleanupStale's naming scheme.

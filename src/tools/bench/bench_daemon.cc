@@ -44,6 +44,19 @@ std::string HomaListen(const std::string& address) {
 
 }  // namespace
 
+Status WaitForDaemonSocket(const std::string& path, const Clock& clock, DurationNs timeout_ns) {
+  const TimeNs deadline = clock.NowNs() + timeout_ns;
+  while (!Accepts(path)) {
+    if (clock.NowNs() >= deadline) {
+      return DeadlineExceededError("wharfd at " + path + " did not come up in " +
+                                   std::to_string(timeout_ns / kNsPerMs) + " ms");
+    }
+    // Waiting on another process's start-up: nothing to be woken by.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return OkStatus();
+}
+
 Result<std::string> SelfExecutable() {
   std::string path(4096, '\0');
   const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);

@@ -57,6 +57,11 @@ class BenchDaemon {
   ChildProcess process_;
 };
 
+// Waits until a wharfd's control socket at `path` accepts a connection (a
+// daemon started elsewhere: in a cluster host, on a BenchHosts side);
+// kDeadlineExceeded after `timeout_ns`.
+Status WaitForDaemonSocket(const std::string& path, const Clock& clock, DurationNs timeout_ns);
+
 // The running binary (readlink /proc/self/exe).
 Result<std::string> SelfExecutable();
 

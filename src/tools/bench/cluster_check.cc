@@ -19,7 +19,7 @@ namespace wharf::tools::bench {
 namespace {
 
 constexpr uint16_t kPingPort = 7;  // inside a fresh namespace nothing else has it
-constexpr const char* kIperf3Port = "5201";
+constexpr uint16_t kIperf3Port = 5201;
 constexpr DurationNs kIperf3StartupNs = 10 * kNsPerSec;
 constexpr DurationNs kIperf3SlackNs = 20 * kNsPerSec;
 
@@ -93,22 +93,29 @@ Result<UdpPingResult> UdpPing(const netns::NetnsCluster& cluster, int from, int 
 
 Result<Iperf3Result> RunIperf3Between(const netns::NetnsCluster& cluster, int client, int server,
                                       int seconds, const std::string& binary) {
-  WHARF_ASSIGN_OR_RETURN(
-      std::unique_ptr<netns::NetnsProcess> listener,
-      netns::NetnsProcess::Spawn(cluster, server,
-                                 {binary, "-s", "-1", "-B", cluster.address(server), "-p",
-                                  kIperf3Port, "--forceflush"}));
+  return RunIperf3OnHosts(BenchHosts::OnCluster(cluster), client, server, seconds, binary,
+                          kIperf3Port);
+}
+
+Result<Iperf3Result> RunIperf3OnHosts(const BenchHosts& hosts, int client, int server,
+                                      int seconds, const std::string& binary, uint16_t port) {
+  const std::string port_text = std::to_string(port);
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<netns::Subprocess> listener,
+                         hosts.Spawn(server, {binary, "-s", "-1", "-B", hosts.address(server),
+                                              "-p", port_text, "--forceflush"}));
   WHARF_RETURN_IF_ERROR(
       listener->WaitForStdoutLine("Server listening", kIperf3StartupNs).status().WithContext(
           "iperf3 server on host " + std::to_string(server)));
   WHARF_ASSIGN_OR_RETURN(
       netns::CommandOutput out,
-      netns::RunIn(cluster, client,
-                   {binary, "-c", cluster.address(server), "-p", kIperf3Port, "-t",
-                    std::to_string(seconds), "-J"},
-                   seconds * kNsPerSec + kIperf3SlackNs));
+      hosts.Run(client,
+                {binary, "-c", hosts.address(server), "-B", hosts.address(client), "-p",
+                 port_text, "-t", std::to_string(seconds), "-J"},
+                seconds * kNsPerSec + kIperf3SlackNs));
   // The client's JSON carries iperf3's own error message when it failed.
-  return ParseIperf3ClientJson(out.stdout_text);
+  WHARF_ASSIGN_OR_RETURN(Iperf3Result result, ParseIperf3ClientJson(out.stdout_text));
+  result.port = port;
+  return result;
 }
 
 double TcpGoodputPerWireBit(int mtu) {

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "netns/netns_cluster.h"
+#include "tools/bench/bench_hosts.h"
 #include "tools/bench/iperf3_runner.h"
 #include "wharf/result.h"
 
@@ -48,6 +49,10 @@ Result<UdpPingResult> UdpPing(const netns::NetnsCluster& cluster, int from, int 
 // client reported. Bounded: both are killed after seconds + 20 s.
 Result<Iperf3Result> RunIperf3Between(const netns::NetnsCluster& cluster, int client, int server,
                                       int seconds, const std::string& binary = "iperf3");
+// The same between two BenchHosts sides (each pinned to its CPU, if any),
+// on `port`.
+Result<Iperf3Result> RunIperf3OnHosts(const BenchHosts& hosts, int client, int server,
+                                      int seconds, const std::string& binary, uint16_t port);
 
 // The TCP goodput a link of `mtu` carries per bit the tbf lets through: the
 // payload of one full frame (mtu - 20 IP - 20 TCP - 12 timestamp option)

@@ -41,22 +41,38 @@ struct NodePlan {
   DurationNs drain_ns = 0;
 };
 
-Result<NodePlan> Plan(const ClusterNodeOptions& o) {
-  NodePlan plan;
-  plan.transport = {.proto = o.proto,
-                    .managed = o.mode == "managed",
-                    .daemon_socket = o.daemon_socket,
-                    .addresses = SplitCommas(o.addresses),
-                    .port = o.port,
-                    .host = o.host,
-                    .response_bytes = o.response_size};
+}  // namespace
+
+Result<NodeTransportConfig> NodeTransportFromOptions(const ClusterNodeOptions& o) {
+  NodeTransportConfig t{.proto = o.proto,
+                        .managed = o.mode == "managed",
+                        .daemon_socket = o.daemon_socket,
+                        .addresses = SplitCommas(o.addresses),
+                        .port = o.port,
+                        .host = o.host,
+                        .response_bytes = o.response_size,
+                        .endpoint_defaults = o.endpoint_defaults};
   for (const std::string& setting : o.settings) {
     const size_t eq = setting.find('=');
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgumentError("--set " + setting + ": expected KEY=VALUE");
     }
-    plan.transport.settings.emplace_back(setting.substr(0, eq), setting.substr(eq + 1));
+    t.settings.emplace_back(setting.substr(0, eq), setting.substr(eq + 1));
   }
+  if (o.link_rate != "default") {
+    Result<int64_t> bps = netns::ParseRateBitsPerSecond(o.link_rate);
+    if (!bps.ok()) return bps.status().WithContext("--link-rate");
+    if (*bps < 0) return InvalidArgumentError("--link-rate " + o.link_rate + " is negative");
+    t.link_bps = static_cast<uint64_t>(*bps);
+  }
+  return t;
+}
+
+namespace {
+
+Result<NodePlan> Plan(const ClusterNodeOptions& o) {
+  NodePlan plan;
+  WHARF_ASSIGN_OR_RETURN(plan.transport, NodeTransportFromOptions(o));
   const int hosts = static_cast<int>(plan.transport.addresses.size());
   if (hosts < 2) return InvalidArgumentError("--addresses: expected at least 2 hosts");
   if (o.host < 0 || o.host >= hosts) return InvalidArgumentError("--host is not in --addresses");
@@ -70,10 +86,10 @@ Result<NodePlan> Plan(const ClusterNodeOptions& o) {
       Workload w, Workload::FromSpec(o.workload, o.workload_dir.empty() ? DefaultWorkloadDir()
                                                                        : o.workload_dir));
   plan.workload = w.Truncated(o.max_message);
-  WHARF_ASSIGN_OR_RETURN(int64_t bps, netns::ParseRateBitsPerSecond(o.link_rate));
-  plan.transport.link_bps = static_cast<uint64_t>(bps);
+  // An open-loop run needs the rate (ArrivalGenerator refuses 0); closed
+  // loops and servers do not.
   plan.arrivals = {.load = o.load,
-                   .link_bps = static_cast<uint64_t>(bps),
+                   .link_bps = plan.transport.link_bps,
                    .hosts = hosts,
                    .client_threads = std::max(1, o.threads)};
   if (o.response_size > 0) {
@@ -183,8 +199,13 @@ void AddClusterNodeFlags(CLI::App& node, ClusterNodeOptions& o,
       ->check(CLI::Range(uint64_t{0}, uint64_t{16} << 20));
   node.add_option("--load", o.load, "Offered load, a fraction of --link-rate")
       ->capture_default_str();
-  node.add_option("--link-rate", o.link_rate, "Host link rate (tc units or bits/s)")
+  node.add_option("--link-rate", o.link_rate,
+                  "Host link rate (tc units or bits/s); 'default' or 0 leaves homa's link rate "
+                  "to wharf (closed loop and serving only: the open loop needs a rate)")
       ->capture_default_str();
+  node.add_flag("--endpoint-defaults", o.endpoint_defaults,
+                "wharf endpoints keep wharf's default settings (else they sleep when idle: "
+                "endpoint.spin=0)");
   node.add_option("--threads", o.threads, "Client threads (0: serve only)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));

@@ -39,7 +39,10 @@ struct ClusterNodeOptions {
   // 0: responses echo the request; N > 0: every response is N bytes.
   uint64_t response_size = 0;
   double load = 0.8;
+  // tc units or bits/s; "default" or 0 leaves homa's link rate to wharf.
   std::string link_rate = "100mbit";
+  // Embedded endpoints keep wharf's default settings (NodeTransportConfig).
+  bool endpoint_defaults = false;
   int threads = 2;
   int max_outstanding = 64;
   int64_t start_at_ns = 0;  // CLOCK_REALTIME
@@ -58,6 +61,10 @@ struct ClusterNodeOptions {
   uint64_t size = 64;
   std::string warmup = "500ms";
 };
+
+// The transport part of `options` (--proto ... --set): addresses split,
+// --link-rate parsed ("default" and 0: link_bps 0), KEY=VALUE checked.
+Result<NodeTransportConfig> NodeTransportFromOptions(const ClusterNodeOptions& options);
 
 // What a node serves and sends with, for the protocols it accepts.
 struct ClusterNodeTransports {

@@ -3,8 +3,6 @@
 // itself is in cluster_throughput.cc).
 #include "tools/bench/cluster_runner.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,12 +41,6 @@ constexpr DurationNs kDaemonStartNs = 10 * kNsPerSec;
 // between one node's exit and the next one's start on the same host.
 constexpr DurationNs kDaemonReleaseNs = 500 * kNsPerMs;
 
-int PortFor(const std::string& proto) {
-  if (proto == "homa") return 4000;
-  if (proto == "tcp") return 4001;
-  if (proto == "kernel-udp") return 4002;
-  return proto == "kernel-tcp" ? 4003 : 4004;  // grpc
-}
 bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
 
 std::string Label(const std::string& proto, const std::string& mode) {
@@ -62,23 +54,6 @@ std::string JoinAddresses(const netns::NetnsCluster& cluster) {
 }
 
 void Sleep(DurationNs ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
-
-// Waits until a wharfd's control socket accepts a connection.
-Status WaitForDaemon(const std::string& path, const Clock& clock) {
-  const TimeNs deadline = clock.NowNs() + kDaemonStartNs;
-  while (clock.NowNs() < deadline) {
-    Result<UniqueFd> fd = OpenSocket(AF_UNIX, SOCK_SEQPACKET);
-    if (!fd.ok()) return fd.status();
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-    if (::connect(fd->get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      return OkStatus();
-    }
-    Sleep(20 * kNsPerMs);
-  }
-  return DeadlineExceededError("wharfd at " + path + " did not come up in 10 s");
-}
 
 // What one series measured.
 struct SeriesRun {
@@ -112,13 +87,15 @@ class SeriesRunner {
         std::filesystem::remove(sockets[h], ec);
         std::vector<std::string> argv = {
             self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
-            "listen.homa=" + cluster_.address(h) + ":" + std::to_string(PortFor(proto)), "--set",
+            "listen.homa=" + cluster_.address(h) + ":" + std::to_string(ClusterNodePort(proto)), "--set",
             "listen.tcp=", "--set", "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"};
         for (const std::string& s : settings_) argv.insert(argv.end(), {"--set", s});
         WHARF_ASSIGN_OR_RETURN(auto d, NetnsProcess::Spawn(cluster_, h, argv));
         daemons.push_back(std::move(d));
       }
-      for (const std::string& s : sockets) WHARF_RETURN_IF_ERROR(WaitForDaemon(s, clock_));
+      for (const std::string& s : sockets) {
+        WHARF_RETURN_IF_ERROR(WaitForDaemonSocket(s, clock_, kDaemonStartNs));
+      }
     }
 
     Progress(run.label + ": unloaded pass h0 -> h1 ...");
@@ -190,7 +167,7 @@ class SeriesRunner {
       // and the rows are to measure the protocols, not the link.
       WHARF_RETURN_IF_ERROR(LiftBottleneck(true));
       Result<std::vector<ThroughputRow>> rows =
-          RunThroughputPhase(cluster_, series,
+          RunThroughputPhase(BenchHosts::OnCluster(cluster_), series,
                              {.duration_ns = c_.throughput_duration_ns,
                               .in_flight = c_.throughput_in_flight},
                              clock_);
@@ -233,7 +210,7 @@ class SeriesRunner {
     argv.insert(argv.end(), {
         "--proto", proto, "--mode",
         IsWharf(proto) ? mode : "embedded", "--host", std::to_string(host), "--addresses",
-        JoinAddresses(cluster_), "--port", std::to_string(PortFor(proto)), "--workload",
+        JoinAddresses(cluster_), "--port", std::to_string(ClusterNodePort(proto)), "--workload",
         c_.workload, "--max-message", std::to_string(c_.max_message), "--response-size",
         std::to_string(c_.response_size), "--load",
         std::to_string(c_.load), "--link-rate", std::to_string(c_.link_bps), "--max-outstanding",
@@ -287,6 +264,13 @@ class SeriesRunner {
 };
 
 }  // namespace
+
+int ClusterNodePort(const std::string& proto) {
+  if (proto == "homa") return 4000;
+  if (proto == "tcp") return 4001;
+  if (proto == "kernel-udp") return 4002;
+  return proto == "kernel-tcp" ? 4003 : 4004;  // grpc
+}
 
 std::vector<std::string> WharfSettings(const ClusterRunConfig& c, int mtu) {
   std::vector<std::string> out = HomaSettingsForLink(c.link_bps, mtu);

@@ -62,6 +62,11 @@ std::vector<std::pair<std::string, std::string>> ClusterSeries(const ClusterRunC
 // neither holds an executable wharf-grpc-node.
 Result<std::string> FindGrpcNode(const std::string& wharf_binary);
 
+// The server port of `proto`'s nodes (and a managed series' wharfds' homa
+// listener): homa 4000, tcp 4001, kernel-udp 4002, kernel-tcp 4003, grpc
+// 4004 (wharf-grpc-node's convention).
+int ClusterNodePort(const std::string& proto);
+
 // The KEY=VALUE wharf settings every wharf node and wharfd of a run gets:
 // HomaSettingsForLink (cluster_tuning.h), then the config's own (--set),
 // which win.

@@ -3,19 +3,18 @@
 // CPU meters around each measured window, the rows, their JSON and table.
 #include "tools/bench/cluster_throughput.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "netns/netns_process.h"
 #include "tools/bench/cpu_usage.h"
 #include "tools/bench/node_summary.h"
 
 namespace wharf::tools::bench {
 namespace {
-
-using netns::NetnsProcess;
 
 constexpr int kClientHost = 0;
 constexpr int kServerHost = 1;
@@ -32,7 +31,13 @@ void SleepUntil(const Clock& clock, TimeNs until) {
 }
 
 // One in-flight count: the client node, the meters around its window.
-Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const ThroughputSeries& s,
+// CPUs the /proc/stat "cpu" line sums over.
+double MachineCpus() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<double>(n) : -1;
+}
+
+Result<ThroughputRow> RunOne(const BenchHosts& hosts, const ThroughputSeries& s,
                              const ThroughputConfig& c, const Clock& clock, int in_flight,
                              pid_t server_pid) {
   const int64_t start_at = clock.WallNs() + kStartLeadNs;
@@ -41,7 +46,7 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
                            std::to_string(c.bytes), "--peer", std::to_string(kServerHost),
                            "--duration", std::to_string(c.duration_ns) + "ns", "--warmup",
                            std::to_string(c.warmup_ns) + "ns", "--out", "/dev/null"});
-  WHARF_ASSIGN_OR_RETURN(auto client, NetnsProcess::Spawn(cluster, kClientHost, argv));
+  WHARF_ASSIGN_OR_RETURN(auto client, hosts.Spawn(kClientHost, argv));
 
   // The client's window on this process's monotonic clock (start_at is
   // wall-clock time, the one clock every namespace shares).
@@ -52,13 +57,17 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
   SleepUntil(clock, window_start);
   server_cpu.Start();
   if (!s.daemon_pids.empty()) daemon_cpu.Start();
+  const Result<MachineCpu> machine_start = ReadMachineCpu();
   SleepUntil(clock, window_end);
+  const double busy = BusyFraction(machine_start, ReadMachineCpu());
   ThroughputRow row{
       .label = s.label, .proto = s.proto, .mode = s.mode, .in_flight = in_flight, .bytes = c.bytes};
   row.server_cpu_ns = server_cpu.Stop();
   if (!s.daemon_pids.empty()) row.daemon_cpu_ns = daemon_cpu.Stop();
+  if (busy >= 0 && MachineCpus() > 0) row.cpus_busy = busy * MachineCpus();
 
-  WHARF_ASSIGN_OR_RETURN(nlohmann::json summary, WaitForNodeSummary(*client, kFinishGraceNs));
+  WHARF_ASSIGN_OR_RETURN(nlohmann::json summary,
+                         WaitForNodeSummary(*client, "client node on host 0", kFinishGraceNs));
   row.client_summary = summary.dump();
   row.rpcs = summary.value("rpcs", uint64_t{0});
   row.failed = summary.value("failed", uint64_t{0});
@@ -75,6 +84,7 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
     row.cpu_includes.insert(row.cpu_includes.end(), {"wharfd h0", "wharfd h1"});
     cpu = cpu < 0 || row.daemon_cpu_ns < 0 ? -1 : cpu + row.daemon_cpu_ns;
   }
+  row.total_cpu_ns = cpu;
   if (cpu >= 0 && row.rpcs > 0) {
     row.cpu_ns_per_rpc = static_cast<double>(cpu) / static_cast<double>(row.rpcs);
   }
@@ -87,7 +97,7 @@ Result<ThroughputRow> RunOne(const netns::NetnsCluster& cluster, const Throughpu
 
 }  // namespace
 
-Result<std::vector<ThroughputRow>> RunThroughputPhase(const netns::NetnsCluster& cluster,
+Result<std::vector<ThroughputRow>> RunThroughputPhase(const BenchHosts& hosts,
                                                       const ThroughputSeries& s,
                                                       const ThroughputConfig& c,
                                                       const Clock& clock) {
@@ -98,14 +108,14 @@ Result<std::vector<ThroughputRow>> RunThroughputPhase(const netns::NetnsCluster&
   std::vector<std::string> server_argv = s.node_argv(kServerHost, clock.WallNs());
   server_argv.insert(server_argv.end(),
                      {"--threads", "0", "--duration", "3600s", "--out", "/dev/null"});
-  WHARF_ASSIGN_OR_RETURN(auto server, NetnsProcess::Spawn(cluster, kServerHost, server_argv));
+  WHARF_ASSIGN_OR_RETURN(auto server, hosts.Spawn(kServerHost, server_argv));
   for (int n : c.in_flight) {
     if (s.progress) {
       s.progress(s.label + ": throughput, " + std::to_string(c.bytes) + " B RPCs h0 -> h1, " +
                  std::to_string(n) + " in flight, " + std::to_string(c.duration_ns / kNsPerMs) +
                  " ms ...");
     }
-    Result<ThroughputRow> row = RunOne(cluster, s, c, clock, n, server->pid());
+    Result<ThroughputRow> row = RunOne(hosts, s, c, clock, n, server->pid());
     if (!row.ok()) {
       server->Kill();
       return row.status().WithContext(std::to_string(n) + " in flight");
@@ -131,6 +141,8 @@ std::string ThroughputRowsJson(const std::vector<ThroughputRow>& rows) {
                    {"p50_us", r.p50_us},
                    {"p99_us", r.p99_us},
                    {"cpu_ns_per_rpc", r.cpu_ns_per_rpc},
+                   {"total_cpu_ns", r.total_cpu_ns},
+                   {"cpus_busy", r.cpus_busy},
                    {"cpu_includes", r.cpu_includes},
                    {"client_cpu_ns", r.client_cpu_ns},
                    {"server_cpu_ns", r.server_cpu_ns},

@@ -13,7 +13,9 @@
 // processes it includes is in each row.
 //
 // It spawns, waits and computes; the series' daemons and node flags come
-// from cluster_runner.cc.
+// from its caller: cluster_runner.cc (hosts of the cluster), or
+// throughput_runner.cc (`wharf bench throughput`: loopback or a veth pair,
+// pinned, 64 B RPCs and one-way goodput rows alike).
 #pragma once
 
 #include <sys/types.h>
@@ -24,7 +26,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "netns/netns_cluster.h"
+#include "tools/bench/bench_hosts.h"
 #include "wharf/result.h"
 
 namespace wharf::tools::bench {
@@ -63,13 +65,18 @@ struct ThroughputRow {
   DurationNs server_cpu_ns = -1;
   DurationNs daemon_cpu_ns = -1;          // -1 also when there are no daemons
   double cpu_ns_per_rpc = -1;             // -1: unknown (a CPU reading failed, or no RPC)
+  DurationNs total_cpu_ns = -1;           // what cpu_ns_per_rpc divides; -1: unknown
+  // The whole machine's busy CPUs over the window (/proc/stat: every
+  // process and the kernel's softirqs), e.g. 1.6 of 2; -1: unknown.
+  double cpus_busy = -1;
   std::vector<std::string> cpu_includes;  // "client node h0", "server node h1", "wharfd h0", ...
   std::string client_summary;             // the client node's summary JSON, as printed
 };
 
-// Runs the phase for one series (nothing when config.duration_ns is 0).
+// Runs the phase for one series (nothing when config.duration_ns is 0):
+// host 1 serves, host 0 is the client.
 // An error (a node that failed or wrote no summary) stops the phase.
-Result<std::vector<ThroughputRow>> RunThroughputPhase(const netns::NetnsCluster& cluster,
+Result<std::vector<ThroughputRow>> RunThroughputPhase(const BenchHosts& hosts,
                                                       const ThroughputSeries& series,
                                                       const ThroughputConfig& config,
                                                       const Clock& clock);

@@ -35,7 +35,9 @@ Status UnknownProto(const std::string& proto) {
 
 // --- wharf ---
 
-EndpointOptions WharfOptions(const NodeTransportConfig& c, const std::string& address) {
+}  // namespace
+
+EndpointOptions WharfEndpointOptions(const NodeTransportConfig& c, const std::string& address) {
   EndpointOptions o{.address = address};
   if (c.managed) {
     o.hosting = Hosting::kManaged;
@@ -44,11 +46,13 @@ EndpointOptions WharfOptions(const NodeTransportConfig& c, const std::string& ad
     o.hosting = Hosting::kEmbedded;
   }
   // Sleep when idle: two CPUs are shared by every host's node.
-  o.settings.emplace_back("endpoint.spin", "0ns");
+  if (!c.endpoint_defaults) o.settings.emplace_back("endpoint.spin", "0ns");
   if (c.link_bps > 0) o.settings.emplace_back("homa.link_rate", std::to_string(c.link_bps) + "bps");
   for (const auto& setting : c.settings) o.settings.push_back(setting);
   return o;
 }
+
+namespace {
 
 class WharfEchoServer final : public EchoServer {
  public:
@@ -145,7 +149,7 @@ std::string ServerAddress(const NodeTransportConfig& c, int host) {
 Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& c) {
   if (IsWharf(c.proto)) {
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                           Endpoint::Open(WharfOptions(c, ServerAddress(c, c.host))));
+                           Endpoint::Open(WharfEndpointOptions(c, ServerAddress(c, c.host))));
     Endpoint* raw = ep.get();  // the handler runs on the server's thread, before Shutdown
     const uint64_t fixed = c.response_bytes;
     WHARF_RETURN_IF_ERROR(
@@ -174,7 +178,7 @@ Result<std::unique_ptr<LoadTransport>> OpenLoadTransport(const NodeTransportConf
   const std::string& ip = c.addresses.at(static_cast<size_t>(c.host));
   if (IsWharf(c.proto)) {
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                           Endpoint::Open(WharfOptions(c, c.proto + "://" + ip + ":0")));
+                           Endpoint::Open(WharfEndpointOptions(c, c.proto + "://" + ip + ":0")));
     std::vector<std::string> servers;
     for (size_t h = 0; h < c.addresses.size(); ++h) {
       servers.push_back(ServerAddress(c, static_cast<int>(h)));

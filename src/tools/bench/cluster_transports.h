@@ -33,7 +33,16 @@ struct NodeTransportConfig {
   // What the echo server answers: 0 echoes the request, N > 0 answers every
   // RPC with N bytes (--response-size).
   uint64_t response_bytes = 0;
+  // Embedded wharf endpoints keep wharf's defaults (a user's view, `wharf
+  // bench throughput`): without it they sleep when idle (endpoint.spin=0),
+  // since a cluster's hosts share the machine's CPUs.
+  bool endpoint_defaults = false;
 };
+
+// The options of a node's embedded or managed wharf endpoint at `address`:
+// endpoint.spin=0 unless endpoint_defaults, homa.link_rate when link_bps > 0,
+// then `settings`.
+EndpointOptions WharfEndpointOptions(const NodeTransportConfig& config, const std::string& address);
 
 // The address clients use to reach host `host`'s server.
 std::string ServerAddress(const NodeTransportConfig& config, int host);

@@ -94,6 +94,13 @@ Result<Iperf3Result> ParseIperf3ClientJson(std::string_view json_text) {
   if (const Json* v = Member(sent, "retransmits"); v && v->is_number_integer()) {
     result.retransmits = v->get<int64_t>();
   }
+  const Json* cpu = Member(end, "cpu_utilization_percent");
+  if (const Json* v = Member(cpu, "host_total"); v && v->is_number()) {
+    result.client_cpu_percent = v->get<double>();
+  }
+  if (const Json* v = Member(cpu, "remote_total"); v && v->is_number()) {
+    result.server_cpu_percent = v->get<double>();
+  }
   if (const Json* v = Member(Member(&doc, "start"), "version"); v && v->is_string()) {
     result.version = v->get<std::string>();
   }

@@ -41,6 +41,11 @@ struct Iperf3Result {
   double sent_bits_per_second = 0;      // end.sum_sent
   double seconds = 0;                   // end.sum_received.seconds
   int64_t retransmits = -1;             // end.sum_sent.retransmits; -1 if not reported
+  // end.cpu_utilization_percent: the client's (host_total) and the
+  // server's (remote_total) CPU as a share of one CPU over the test; -1
+  // if not reported.
+  double client_cpu_percent = -1;
+  double server_cpu_percent = -1;
   std::string version;                  // start.version, e.g. "iperf 3.12"
   uint16_t port = 0;                    // the port actually used
   PinPlan pinning;

@@ -17,7 +17,9 @@ constexpr const char* kClientJson = R"({
     "sum_sent": {"seconds": 1.0004, "bytes": 1668546560, "bits_per_second": 13342648483.8,
                  "retransmits": 7, "sender": true},
     "sum_received": {"seconds": 1.0005, "bytes": 1662910464, "bits_per_second": 13297087269.3,
-                     "sender": true}
+                     "sender": true},
+    "cpu_utilization_percent": {"host_total": 41.5, "host_user": 1.2, "host_system": 40.3,
+                                "remote_total": 63.25, "remote_user": 2, "remote_system": 61.25}
   }
 })";
 
@@ -29,6 +31,15 @@ TEST(Iperf3ParseTest, ReadsReceiverGoodput) {
   EXPECT_DOUBLE_EQ(r->seconds, 1.0005);
   EXPECT_EQ(r->retransmits, 7);
   EXPECT_EQ(r->version, "iperf 3.12");
+  EXPECT_DOUBLE_EQ(r->client_cpu_percent, 41.5);
+  EXPECT_DOUBLE_EQ(r->server_cpu_percent, 63.25);
+}
+
+TEST(Iperf3ParseTest, CpuUnknownWithoutUtilization) {
+  auto r = ParseIperf3ClientJson(R"({"end": {"sum_received": {"bits_per_second": 5}}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->client_cpu_percent, -1);
+  EXPECT_EQ(r->server_cpu_percent, -1);
 }
 
 TEST(Iperf3ParseTest, ToleratesStderrAroundTheDocument) {

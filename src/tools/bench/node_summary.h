@@ -9,10 +9,14 @@
 
 #include "base/clock.h"
 #include "netns/netns_process.h"
+#include "netns/subprocess.h"
 #include "wharf/result.h"
 
 namespace wharf::tools::bench {
 
 Result<nlohmann::json> WaitForNodeSummary(netns::NetnsProcess& node, DurationNs timeout_ns);
+// The same for a node started elsewhere (BenchHosts); `who` names it in errors.
+Result<nlohmann::json> WaitForNodeSummary(netns::Subprocess& node, const std::string& who,
+                                          DurationNs timeout_ns);
 
 }  // namespace wharf::tools::bench

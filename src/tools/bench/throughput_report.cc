@@ -1,0 +1,217 @@
+// `wharf bench throughput`: ratios, targets, tables and JSON of a run.
+#include "tools/bench/throughput_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace wharf::tools::bench {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
+
+std::string Format(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
+// "12.3x", or "-" when unknown.
+std::string RatioCell(double ratio) { return ratio < 0 ? "-" : Format("%.2fx", ratio); }
+
+// "10x met", "10x MISSED", or "" without a target.
+std::string TargetCell(double target, double ratio) {
+  if (target <= 0) return "";
+  const std::string t = Format("%gx", target);
+  if (ratio < 0) return t + " ?";
+  return t + (ratio >= target ? " met" : " MISSED");
+}
+
+std::string Number(double value, const char* format) {
+  return value < 0 ? "-" : Format(format, value);
+}
+
+nlohmann::json RatioJson(double ratio, double target) {
+  nlohmann::json j = {{"ratio", ratio < 0 ? nlohmann::json() : nlohmann::json(ratio)}};
+  if (target > 0) {
+    j["target"] = target;
+    j["met"] = ratio < 0 ? nlohmann::json() : nlohmann::json(ratio >= target);
+  }
+  return j;
+}
+
+}  // namespace
+
+double GoodputBitsPerSecond(const ThroughputRow& row) {
+  return row.rpc_per_sec * static_cast<double>(row.bytes) * 8;
+}
+
+double CpuMsPerMiB(const ThroughputRow& row) {
+  const double mib = static_cast<double>(row.rpcs) * static_cast<double>(row.bytes) / kMiB;
+  if (row.total_cpu_ns < 0 || mib <= 0) return -1;
+  return static_cast<double>(row.total_cpu_ns) / 1e6 / mib;
+}
+
+double Iperf3CpuMsPerMiB(const Iperf3Result& r) {
+  if (r.client_cpu_percent < 0 || r.server_cpu_percent < 0 || r.received_bits_per_second <= 0 ||
+      r.seconds <= 0) {
+    return -1;
+  }
+  const double cpu_ms = (r.client_cpu_percent + r.server_cpu_percent) / 100 * r.seconds * 1e3;
+  const double mib = r.received_bits_per_second / 8 * r.seconds / kMiB;
+  return cpu_ms / mib;
+}
+
+double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row) {
+  for (const ThroughputRow& g : path.rpc) {
+    if (g.proto == "grpc" && g.in_flight == row.in_flight && g.bytes == row.bytes &&
+        g.rpc_per_sec > 0) {
+      return row.rpc_per_sec / g.rpc_per_sec;
+    }
+  }
+  return -1;
+}
+
+double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row) {
+  if (!path.iperf3.has_value() || path.iperf3->received_bits_per_second <= 0) return -1;
+  return GoodputBitsPerSecond(row) / path.iperf3->received_bits_per_second;
+}
+
+double RpcTarget(const ThroughputRow& row) {
+  if (row.in_flight != 32 && row.in_flight != 256) return 0;
+  if (row.proto == "homa") return 10;
+  return row.proto == "tcp" ? 5 : 0;
+}
+
+double GoodputTarget(const std::string& path, const ThroughputRow& row) {
+  if (!IsWharf(row.proto)) return 0;
+  if (path == "loopback") return 2.0;
+  return row.proto == "homa" ? 1.0 : 0.8;
+}
+
+std::string FormatThroughputReport(const ThroughputReport& report) {
+  std::string out;
+  char line[512];
+  const PinPlan& pin = report.plan.pin;
+  for (const ThroughputPathResult& p : report.paths) {
+    out += "\npath " + p.path + ": " + p.description + "; " +
+           (pin.pin ? "client side on CPU " + std::to_string(pin.client_cpu) +
+                          ", server side on CPU " + std::to_string(pin.server_cpu)
+                    : std::string("not pinned")) +
+           "\n";
+    if (!p.rpc.empty()) {
+      std::snprintf(line, sizeof(line),
+                    "RPC throughput, %llu B requests and responses, closed loop:\n",
+                    static_cast<unsigned long long>(p.rpc.front().bytes));
+      out += line;
+      std::snprintf(line, sizeof(line), "%-16s %9s %12s %9s %9s %11s %9s %9s %12s %7s\n",
+                    "series", "in flight", "RPC/s", "P50 us", "P99 us", "CPU ns/RPC",
+                    "CPUs busy", "vs grpc", "target", "failed");
+      out += line;
+      for (const ThroughputRow& r : p.rpc) {
+        const double ratio = RpcRatio(p, r);
+        std::snprintf(line, sizeof(line), "%-16s %9d %12.0f %9.1f %9.1f %11s %9s %9s %12s %7llu\n",
+                      r.label.c_str(), r.in_flight, r.rpc_per_sec, r.p50_us, r.p99_us,
+                      Number(r.cpu_ns_per_rpc, "%.0f").c_str(), Number(r.cpus_busy, "%.2f").c_str(),
+                      RatioCell(ratio).c_str(), TargetCell(RpcTarget(r), ratio).c_str(),
+                      static_cast<unsigned long long>(r.failed));
+        out += line;
+      }
+    }
+    if (!p.goodput.empty() || p.iperf3.has_value() || !p.iperf3_error.empty()) {
+      const uint64_t bytes = p.goodput.empty() ? report.plan.goodput_bytes : p.goodput.front().bytes;
+      std::snprintf(line, sizeof(line),
+                    "Goodput, %llu B requests one way (1 B responses), request payload:\n",
+                    static_cast<unsigned long long>(bytes));
+      out += line;
+      std::snprintf(line, sizeof(line), "%-16s %9s %10s %11s %9s %10s %12s %7s\n", "series",
+                    "in flight", "Gbit/s", "CPU ms/MiB", "CPUs busy", "vs iperf3", "target",
+                    "failed");
+      out += line;
+      if (p.iperf3.has_value()) {
+        std::snprintf(line, sizeof(line), "%-16s %9s %10.2f %11s %9s %10s %12s %7s\n",
+                      "iperf3 (1 TCP)", "-", p.iperf3->received_bits_per_second / 1e9,
+                      Number(Iperf3CpuMsPerMiB(*p.iperf3), "%.2f").c_str(), "-", "1.00x", "", "-");
+        out += line;
+      } else if (!p.iperf3_error.empty()) {
+        out += "iperf3: not measured: " + p.iperf3_error + "\n";
+      }
+      for (const ThroughputRow& r : p.goodput) {
+        const double ratio = GoodputRatio(p, r);
+        std::snprintf(line, sizeof(line), "%-16s %9d %10.2f %11s %9s %10s %12s %7llu\n",
+                      r.label.c_str(), r.in_flight, GoodputBitsPerSecond(r) / 1e9,
+                      Number(CpuMsPerMiB(r), "%.2f").c_str(), Number(r.cpus_busy, "%.2f").c_str(),
+                      RatioCell(ratio).c_str(), TargetCell(GoodputTarget(p.path, r), ratio).c_str(),
+                      static_cast<unsigned long long>(r.failed));
+        out += line;
+      }
+    }
+    for (const std::string& n : p.notes) out += "note: " + n + "\n";
+    for (const std::string& e : p.errors) out += "FAILED: " + e + "\n";
+  }
+  return out;
+}
+
+std::string ThroughputReportJson(const ThroughputReport& report) {
+  const ThroughputPlan& plan = report.plan;
+  nlohmann::json series = nlohmann::json::array();
+  for (const ThroughputSeriesSpec& s : plan.series) series.push_back(s.label);
+  nlohmann::json doc = {
+      {"plan",
+       {{"paths", plan.paths},
+        {"mtu", plan.mtu},
+        {"series", series},
+        {"rpc", plan.rpc},
+        {"size", plan.size},
+        {"in_flight", plan.in_flight},
+        {"duration_ns", plan.duration_ns},
+        {"warmup_ns", plan.warmup_ns},
+        {"goodput", plan.goodput},
+        {"goodput_bytes", plan.goodput_bytes},
+        {"goodput_in_flight", plan.goodput_in_flight},
+        {"goodput_seconds", plan.goodput_seconds},
+        {"pinned", plan.pin.pin},
+        {"client_cpu", plan.pin.client_cpu},
+        {"server_cpu", plan.pin.server_cpu},
+        {"pin_note", plan.pin.note},
+        {"settings", report.settings}}}};
+  nlohmann::json paths = nlohmann::json::array();
+  for (const ThroughputPathResult& p : report.paths) {
+    nlohmann::json rpc = nlohmann::json::parse(ThroughputRowsJson(p.rpc));
+    for (size_t i = 0; i < p.rpc.size(); ++i) {
+      rpc[i]["vs_grpc"] = RatioJson(RpcRatio(p, p.rpc[i]), RpcTarget(p.rpc[i]));
+    }
+    nlohmann::json goodput = nlohmann::json::parse(ThroughputRowsJson(p.goodput));
+    for (size_t i = 0; i < p.goodput.size(); ++i) {
+      const ThroughputRow& r = p.goodput[i];
+      goodput[i]["goodput_bits_per_second"] = GoodputBitsPerSecond(r);
+      goodput[i]["cpu_ms_per_mib"] = CpuMsPerMiB(r);
+      goodput[i]["vs_iperf3"] = RatioJson(GoodputRatio(p, r), GoodputTarget(p.path, r));
+    }
+    nlohmann::json iperf3;
+    if (p.iperf3.has_value()) {
+      iperf3 = {{"received_bits_per_second", p.iperf3->received_bits_per_second},
+                {"sent_bits_per_second", p.iperf3->sent_bits_per_second},
+                {"seconds", p.iperf3->seconds},
+                {"retransmits", p.iperf3->retransmits},
+                {"client_cpu_percent", p.iperf3->client_cpu_percent},
+                {"server_cpu_percent", p.iperf3->server_cpu_percent},
+                {"cpu_ms_per_mib", Iperf3CpuMsPerMiB(*p.iperf3)},
+                {"version", p.iperf3->version}};
+    } else if (!p.iperf3_error.empty()) {
+      iperf3 = {{"error", p.iperf3_error}};
+    }
+    paths.push_back({{"path", p.path},
+                     {"description", p.description},
+                     {"rpc", rpc},
+                     {"goodput", goodput},
+                     {"iperf3", iperf3},
+                     {"errors", p.errors},
+                     {"notes", p.notes}});
+  }
+  doc["paths"] = paths;
+  return doc.dump(2);
+}
+
+}  // namespace wharf::tools::bench

@@ -1,0 +1,62 @@
+// tools/bench/throughput_report.h: the results of a `wharf bench throughput`
+// run and how they are read: per path, the RPC rows (RPC/s, latency, CPU per
+// RPC) with their ratio to the gRPC row of the same in-flight count, the
+// goodput rows (Gbit/s of request payload, CPU per MiB) with their ratio to
+// one iperf3 TCP stream on the same path, issue 12's targets and whether
+// this run met them; as tables for stdout and as JSON. Pure: no processes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/bench/cluster_throughput.h"
+#include "tools/bench/iperf3_runner.h"
+#include "tools/bench/throughput_plan.h"
+
+namespace wharf::tools::bench {
+
+// What one path measured.
+struct ThroughputPathResult {
+  std::string path;         // loopback, veth
+  std::string description;  // "127.0.0.1 -> 127.0.0.2 on lo", "... one veth pair, MTU 1500"
+  std::vector<ThroughputRow> rpc;
+  std::vector<ThroughputRow> goodput;
+  std::optional<Iperf3Result> iperf3;
+  std::string iperf3_error;         // why there is no iperf3 row ("" if none was asked)
+  std::vector<std::string> errors;  // series that failed ("tcp managed: ...")
+  std::vector<std::string> notes;   // series skipped ("grpc: wharf-grpc-node not found")
+};
+
+struct ThroughputReport {
+  ThroughputPlan plan;
+  std::vector<std::string> settings;  // --set
+  std::vector<ThroughputPathResult> paths;
+};
+
+// Request payload bits per second of a goodput row (RPC/s x bytes x 8).
+double GoodputBitsPerSecond(const ThroughputRow& row);
+// CPU milliseconds per MiB of request payload; -1 unknown.
+double CpuMsPerMiB(const ThroughputRow& row);
+// The same for iperf3 (its client's and server's CPU shares); -1 unknown.
+double Iperf3CpuMsPerMiB(const Iperf3Result& iperf3);
+
+// `row`'s RPC/s over the gRPC row's of the same path and in-flight count;
+// -1 when there is none (or it answered nothing).
+double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row);
+// `row`'s goodput over iperf3's on the same path; -1 without iperf3.
+double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row);
+
+// Issue 12's targets (0: none for this row): homa 10x and tcp 5x gRPC's
+// RPC/s at 32 and 256 in flight; goodput over a veth pair 1.0x (homa) and
+// 0.8x (tcp) one iperf3 stream, over loopback 2x (both).
+double RpcTarget(const ThroughputRow& row);
+double GoodputTarget(const std::string& path, const ThroughputRow& row);
+
+// The tables, one block per path (stdout).
+std::string FormatThroughputReport(const ThroughputReport& report);
+// Everything: the plan, each path's rows with their ratios and targets,
+// iperf3, errors and notes.
+std::string ThroughputReportJson(const ThroughputReport& report);
+
+}  // namespace wharf::tools::bench
