@@ -5,7 +5,7 @@
 // (Cancel, a response arriving for a held request, closing an endpoint);
 // endpoints closing, or their host dying, inside a batch.
 //
-// Send() calls are counted by a Datagram wrapper that also copies every
+// Send() calls are counted by CountingDatagram, which also copies every
 // datagram as it was handed over, so a test can check the bytes that went
 // out. Requests whose bytes the test lends (Buffer::Wrap) are scribbled over
 // when wharf releases them: a datagram sent from a freed message shows the
@@ -22,6 +22,7 @@
 #include "homa/homa_endpoint.h"
 #include "homa/homa_host.h"
 #include "transport/datagram.h"
+#include "transport/fake/counting_datagram.h"
 #include "transport/fake/fake_network.h"
 #include "wire/packet.h"
 
@@ -29,10 +30,9 @@ namespace wharf::homa {
 namespace {
 
 using transport::Datagram;
-using transport::InDatagram;
 using transport::NetAddress;
 using transport::OutDatagram;
-using transport::PathError;
+using transport::fake::CountingDatagram;
 using transport::fake::FakeDatagram;
 using transport::fake::FakeNetwork;
 
@@ -48,36 +48,6 @@ Buffer Pattern(size_t size) {
   for (size_t i = 0; i < size; ++i) b.data()[i] = PatternByte(i);
   return b;
 }
-
-// A FakeDatagram that counts Send() calls and keeps a copy of every datagram
-// each call carried (header and payload joined), in order.
-class CountingDatagram final : public Datagram {
- public:
-  explicit CountingDatagram(std::unique_ptr<FakeDatagram> inner) : inner_(std::move(inner)) {}
-
-  NetAddress LocalAddress() const override { return inner_->LocalAddress(); }
-  size_t MaxDatagramBytes() const override { return inner_->MaxDatagramBytes(); }
-  Result<size_t> Send(std::span<const OutDatagram> batch) override {
-    ++send_calls;
-    batch_sizes.push_back(batch.size());
-    for (const OutDatagram& d : batch) {
-      std::vector<std::byte> bytes(d.bytes.begin(), d.bytes.end());
-      bytes.insert(bytes.end(), d.payload.begin(), d.payload.end());
-      sent.push_back(std::move(bytes));
-    }
-    return inner_->Send(batch);
-  }
-  Result<size_t> Receive(std::span<InDatagram> out) override { return inner_->Receive(out); }
-  int ReadableFd() const override { return -1; }
-  size_t TakePathErrors(std::span<PathError> out) override { return inner_->TakePathErrors(out); }
-
-  int send_calls = 0;
-  std::vector<size_t> batch_sizes;  // datagrams per Send() call
-  std::vector<std::vector<std::byte>> sent;
-
- private:
-  std::unique_ptr<FakeDatagram> inner_;
-};
 
 // The DATA packets among `datagrams`, decoded (payload views into them).
 std::vector<wire::Packet> DataPackets(const std::vector<std::vector<std::byte>>& datagrams) {
