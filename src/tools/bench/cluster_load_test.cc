@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 
 #include "base/sim_clock.h"
 
@@ -22,6 +24,7 @@ class FakeTransport final : public LoadTransport {
 
   Status Issue(uint32_t tag, int server, uint64_t bytes) override {
     const size_t call = calls++;
+    trace += 'I';
     attempt_times.push_back(clock_.NowNs());
     if (fail_calls.count(call) != 0) return UnavailableError("refused");
     issues.push_back({clock_.NowNs(), server, bytes});
@@ -33,6 +36,7 @@ class FakeTransport final : public LoadTransport {
   }
 
   void Wait(TimeNs deadline, CompletionSink& sink) override {
+    trace += 'W';
     in_flight_at_wait.push_back(in_flight);
     if (pending_.empty() || pending_.begin()->first > deadline) {
       clock_.AdvanceTo(std::max(clock_.NowNs(), deadline));
@@ -49,6 +53,9 @@ class FakeTransport final : public LoadTransport {
     }
   }
 
+  void BeginBurst() override { trace += '['; }
+  void EndBurst() override { trace += ']'; }
+
   struct Issued {
     TimeNs at;
     int server;
@@ -60,6 +67,8 @@ class FakeTransport final : public LoadTransport {
   int in_flight = 0;  // answers still to come
   int max_in_flight = 0;
   std::vector<int> in_flight_at_wait;  // `in_flight` as each Wait began
+  // The calls in order: '[' BeginBurst, ']' EndBurst, 'I' Issue, 'W' Wait.
+  std::string trace;
 
  private:
   SimClock& clock_;
@@ -211,6 +220,57 @@ TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
   EXPECT_EQ(r.elapsed_ns, 10 * kNsPerMs);
   ASSERT_EQ(r.rtt_ns.size(), r.rpcs);
   for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
+}
+
+TEST(ClusterLoadTest, ClosedLoopRefillsEachWindowAsOneBurst) {
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  RunClosedLoop(transport, clock,
+                {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
+                 .duration_ns = 1 * kNsPerMs});
+  // The first refill issues all 8 in one burst; each later one re-issues
+  // the 8 that one wait finished, in one burst; nothing is issued outside a
+  // burst, no burst is empty or nested, and no wait happens inside one.
+  ASSERT_EQ(transport.trace.rfind("[IIIIIIII]W", 0), 0u) << transport.trace.substr(0, 40);
+  int depth = 0;
+  int in_burst = 0;
+  for (size_t i = 0; i < transport.trace.size(); ++i) {
+    const char c = transport.trace[i];
+    if (c == '[') {
+      ASSERT_EQ(depth, 0) << "nested burst at " << i;
+      ++depth;
+      in_burst = 0;
+    } else if (c == ']') {
+      ASSERT_EQ(depth, 1) << "unmatched EndBurst at " << i;
+      --depth;
+      EXPECT_EQ(in_burst, 8) << "burst ending at " << i;
+    } else if (c == 'I') {
+      ASSERT_EQ(depth, 1) << "Issue outside a burst at " << i;
+      ++in_burst;
+    } else {
+      ASSERT_EQ(depth, 0) << "Wait inside a burst at " << i;
+    }
+  }
+  EXPECT_EQ(depth, 0);
+  EXPECT_EQ(static_cast<size_t>(std::count(transport.trace.begin(), transport.trace.end(), 'I')),
+            transport.calls);
+}
+
+TEST(ClusterLoadTest, ClosedLoopBurstsHoldWhatOneWaitFreed) {
+  // One RPC in flight: every refill is a burst of the one slot the wait
+  // before it freed.
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  RunClosedLoop(transport, clock,
+                {.server = 1, .bytes = 64, .in_flight = 1, .warmup_ns = 1 * kNsPerMs,
+                 .duration_ns = 1 * kNsPerMs});
+  ASSERT_GE(transport.calls, 10u);
+  std::string expected;
+  for (size_t i = 0; i < transport.calls; ++i) expected += "[I]W";
+  // The run may end after a refill, before its wait.
+  EXPECT_EQ(transport.trace.substr(0, expected.size() - 1), expected.substr(0, expected.size() - 1));
+  EXPECT_EQ(static_cast<size_t>(std::count(transport.trace.begin(), transport.trace.end(), 'I')),
+            transport.calls);
 }
 
 TEST(ClusterLoadTest, ClosedLoopCountsOnlyTheWindow) {
