@@ -48,7 +48,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
   }
   host.reset(new EngineHost(config));
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
-  host->waiter_->set_yield_while_spinning(config.spin_yield);
+  host->waiter_->set_yield_while_spinning(config.YieldsWhileSpinning(/*managed=*/false));
   host->transports_ = std::make_unique<engine::TransportSet>(host->config_, host->clock_);
   WHARF_ASSIGN_OR_RETURN(*endpoint,
                          host->transports_->OpenEndpoint(uri.scheme, uri.address, uri.endpoint_id));
@@ -61,7 +61,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
 Result<std::shared_ptr<EngineHost>> EngineHost::Private(const engine::EngineConfig& config) {
   std::shared_ptr<EngineHost> host(new EngineHost(config));
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
-  host->waiter_->set_yield_while_spinning(config.spin_yield);
+  host->waiter_->set_yield_while_spinning(config.YieldsWhileSpinning(/*managed=*/true));
   return host;
 }
 

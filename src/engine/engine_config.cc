@@ -208,7 +208,12 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
     return InvalidArgumentError("tcp.peer_timeout and tcp.ping_interval: expected > 0");
   }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
-  WHARF_RETURN_IF_ERROR(Bool(l, "endpoint.spin_yield", &c.spin_yield));
+  {
+    using SY = EngineConfig::SpinYield;
+    std::string yield = c.spin_yield == SY::kAuto ? "auto" : c.spin_yield == SY::kAlways ? "true" : "false";
+    WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.spin_yield", &yield, {"auto", "true", "false"}));
+    c.spin_yield = yield == "auto" ? SY::kAuto : yield == "true" ? SY::kAlways : SY::kNever;
+  }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keepalive", &c.limits.keepalive_ns));
   WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));
   WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",

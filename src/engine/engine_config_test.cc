@@ -61,6 +61,26 @@ TEST(EngineConfigTest, DefaultTransportIsHomaOrTcp) {
       << bad.status();
 }
 
+TEST(EngineConfigTest, SpinYieldIsAutoByDefaultSoManagedEndpointsYield) {
+  using SY = EngineConfig::SpinYield;
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->spin_yield, SY::kAuto);
+  EXPECT_TRUE(c->YieldsWhileSpinning(/*managed=*/true));
+  EXPECT_FALSE(c->YieldsWhileSpinning(/*managed=*/false));
+  auto always = LoadEngineConfig("", {{"endpoint.spin_yield", "true"}});
+  ASSERT_TRUE(always.ok());
+  EXPECT_TRUE(always->YieldsWhileSpinning(false));
+  auto never = LoadEngineConfig("", {{"endpoint.spin_yield", "false"}});
+  ASSERT_TRUE(never.ok());
+  EXPECT_FALSE(never->YieldsWhileSpinning(true));
+  auto bad = LoadEngineConfig("", {{"endpoint.spin_yield", "sometimes"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("endpoint.spin_yield: expected auto or true or false"),
+            std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());
