@@ -138,9 +138,26 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   WHARF_RETURN_IF_ERROR(Uint(l, "homa.cutoff_version", &h.cutoff_version, UINT16_MAX));
   WHARF_RETURN_IF_ERROR(Int(l, "homa.max_sched_priority", &h.max_sched_priority, 0, 7));
   WHARF_RETURN_IF_ERROR(Uint(l, "homa.control_priority", &h.control_priority, 7));
-  WHARF_RETURN_IF_ERROR(l.Read(&h.link_bps, [](const ConfigDoc& d, uint64_t def) {
-    return d.GetRate("homa.link_rate", def);
-  }));
+  // "auto" or a rate: auto keeps the default rate but leaves paths through
+  // software devices unpaced (homa/config.h link_rate_auto).
+  {
+    struct LinkRate {
+      uint64_t bps;
+      bool automatic;
+    } rate{h.link_bps, h.link_rate_auto};
+    WHARF_RETURN_IF_ERROR(l.Read(&rate, [](const ConfigDoc& d, LinkRate def) -> Result<LinkRate> {
+      WHARF_ASSIGN_OR_RETURN(std::string text, d.GetString("homa.link_rate", ""));
+      if (text.empty()) return def;
+      if (text == "auto") return LinkRate{homa::HomaConfig{}.link_bps, true};
+      Result<uint64_t> bps = d.GetRate("homa.link_rate", def.bps);
+      if (!bps.ok()) {
+        return InvalidArgumentError(std::string(bps.status().message()) + ", or 'auto'");
+      }
+      return LinkRate{*bps, false};
+    }));
+    h.link_bps = rate.bps;
+    h.link_rate_auto = rate.automatic;
+  }
   WHARF_RETURN_IF_ERROR(Duration(l, "homa.max_nic_backlog", &h.max_nic_backlog_ns));
   WHARF_RETURN_IF_ERROR(Bytes(l, "homa.pacer_bypass_bytes", &h.pacer_bypass_bytes, UINT32_MAX));
   WHARF_RETURN_IF_ERROR(Duration(l, "homa.tick", &h.tick_ns));

@@ -81,6 +81,24 @@ TEST(EngineConfigTest, SpinYieldIsAutoByDefaultSoManagedEndpointsYield) {
       << bad.status().ToString();
 }
 
+TEST(EngineConfigTest, LinkRateIsAutoUnlessARateIsGiven) {
+  auto d = LoadEngineConfig("", {});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->homa.link_rate_auto);
+  EXPECT_EQ(d->homa.link_bps, 25'000'000'000u);
+  auto explicit_rate = LoadEngineConfig("", {{"homa.link_rate", "10Gbps"}});
+  ASSERT_TRUE(explicit_rate.ok()) << explicit_rate.status().ToString();
+  EXPECT_FALSE(explicit_rate->homa.link_rate_auto);
+  EXPECT_EQ(explicit_rate->homa.link_bps, 10'000'000'000u);
+  auto back = LoadEngineConfig("", {{"homa.link_rate", "auto"}});
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->homa.link_rate_auto);
+  auto bad = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("homa.link_rate"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("or 'auto'"), std::string::npos) << bad.status().ToString();
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());

@@ -59,6 +59,15 @@ struct HomaConfig {
   // wakes 50-100 us late on a loaded 2-CPU VM (timer slack and the cross-CPU
   // wake-up), so 100 us rather than the 2-5 us of Homa's spinning pacer.
   uint64_t link_bps = 25'000'000'000;
+  // homa.link_rate: auto (the default) paces at link_bps only the paths
+  // that cross a device with a wire: a path through a software device (a
+  // veth pair between network namespaces, a tun; transport::Datagram::
+  // IsSoftwarePath) is left unpaced like a local one, since its "link" runs
+  // as fast as the CPUs hand packets on and no device queue builds below the
+  // socket. A configured rate (false here) paces every path that leaves the
+  // host, which is what a veth that leads on to a NIC (a container behind
+  // a bridge or NAT) or a shaped link (tc) needs.
+  bool link_rate_auto = true;
   DurationNs max_nic_backlog_ns = 100 * kNsPerUs;
   uint32_t pacer_bypass_bytes = 1'000;
 

@@ -676,9 +676,11 @@ Peer* HomaHost::PeerFor(const transport::NetAddress& addr) {
 void HomaHost::LearnPath(Peer& peer) {
   if (peer.payload_bytes != 0) return;
   size_t datagram = std::min(net_->MaxDatagramBytesTo(peer.addr), max_datagram_bytes_);
-  // Nothing queues below the socket on a local path: the pacer, which
-  // models a NIC queue, would only hold such packets back.
-  peer.paced = !net_->IsLocalPath(peer.addr);
+  // Nothing queues below the socket on a local path, nor (unless a rate was
+  // configured) through a software device: the pacer, which models a NIC
+  // queue, would only hold such packets back.
+  peer.paced = config_.link_rate_auto ? !net_->IsSoftwarePath(peer.addr)
+                                      : !net_->IsLocalPath(peer.addr);
   peer.payload_bytes = static_cast<uint32_t>(
       datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
 }

@@ -97,6 +97,13 @@ class Datagram {
   // costs none.
   virtual bool IsLocalPath(const NetAddress& /*to*/) { return false; }
 
+  // True when datagrams to `to` leave through no wire: a local path, or a
+  // software device (a veth pair between network namespaces, a tun): the
+  // send call hands them on and no device queue builds below the socket.
+  // Control path like MaxDatagramBytesTo (called once per peer; may make
+  // system calls, answers are cached).
+  virtual bool IsSoftwarePath(const NetAddress& to) { return IsLocalPath(to); }
+
   // Sends a batch in order. Returns how many were accepted; fewer than
   // batch.size() means the socket is full (try the rest later). A datagram
   // whose size() is over MaxDatagramBytes() is an InvalidArgument error.

@@ -37,8 +37,12 @@ class CountingDatagram final : public Datagram {
   Result<size_t> Receive(std::span<InDatagram> out) override { return inner_->Receive(out); }
   int ReadableFd() const override { return -1; }
   size_t TakePathErrors(std::span<PathError> out) override { return inner_->TakePathErrors(out); }
+  bool IsSoftwarePath(const NetAddress& /*to*/) override { return software_path; }
 
   FakeDatagram& inner() { return *inner_; }
+
+  // What IsSoftwarePath answers for every destination (a veth path when true).
+  bool software_path = false;
 
   int send_calls = 0;
   std::vector<size_t> batch_sizes;          // datagrams per Send() call, in order

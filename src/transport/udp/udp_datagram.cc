@@ -1,6 +1,7 @@
 // UdpDatagram: opening the socket, batched GSO sends, batched GRO receives.
 #include "transport/udp/udp_datagram.h"
 
+#include "transport/udp/udp_egress_device.h"
 #include "transport/udp/udp_path_errors.h"
 
 #include <ifaddrs.h>
@@ -86,29 +87,41 @@ NetAddress PathKey(const NetAddress& a) {
   return a.WithPort(0);
 }
 
-// The route's datagram limit towards `to` as the kernel sees it (connect()
-// on a UDP socket only looks up the route; IP_MTU then reports that route's
-// MTU; nothing is sent), at most `limit`.
-size_t RouteMaxBytes(const NetAddress& to, size_t limit) {
-  size_t result = limit;
+// What the kernel's route towards `to` says (connect() on a UDP socket only
+// looks up the route; nothing is sent): its datagram limit from IP_MTU, at
+// most `limit`, and the source address it would use (kNone if unknown).
+struct Route {
+  size_t max_bytes;
+  NetAddress source;
+};
+Route RouteTo(const NetAddress& to, size_t limit) {
+  Route route{limit, NetAddress()};
   const bool v6 = to.is_v6();
   int probe = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
-  if (probe < 0) return result;
+  if (probe < 0) return route;
   sockaddr_storage address;
   auto len = static_cast<socklen_t>(to.WithPort(to.port() == 0 ? 9 : to.port()).ToSockaddr(&address));
   int mtu = 0;
   socklen_t mtu_len = sizeof(mtu);
-  if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0 &&
-      getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu, &mtu_len) ==
-          0 &&
-      mtu > 0) {
-    const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
-    if (static_cast<size_t>(mtu) > headers) {
-      result = std::min(result, static_cast<size_t>(mtu) - headers);
+  if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0) {
+    if (getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu,
+                   &mtu_len) == 0 &&
+        mtu > 0) {
+      const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
+      if (static_cast<size_t>(mtu) > headers) {
+        route.max_bytes = std::min(route.max_bytes, static_cast<size_t>(mtu) - headers);
+      }
+    }
+    sockaddr_storage source;
+    socklen_t source_len = sizeof(source);
+    if (getsockname(probe, reinterpret_cast<sockaddr*>(&source), &source_len) == 0) {
+      Result<NetAddress> from = NetAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&source),
+                                                         source_len);
+      if (from.ok()) route.source = PathKey(*from);
     }
   }
   close(probe);
-  return result;
+  return route;
 }
 
 bool IsFullSocket(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS; }
@@ -144,17 +157,30 @@ UdpDatagram::~UdpDatagram() {
 
 size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
   if (IsLocalPath(to)) return local_path_max_bytes_;
+  return PathTo(to).max_bytes;
+}
+
+bool UdpDatagram::IsSoftwarePath(const NetAddress& to) {
+  return IsLocalPath(to) || PathTo(to).software;
+}
+
+const UdpDatagram::PathInfo& UdpDatagram::PathTo(const NetAddress& to) {
   const NetAddress key = PathKey(to);
-  auto cached = path_max_bytes_.find(key);
-  if (cached != path_max_bytes_.end()) return cached->second;
-  if (path_max_bytes_.size() >= kMaxPathCacheEntries) {
+  auto cached = paths_.find(key);
+  if (cached != paths_.end()) return cached->second;
+  if (paths_.size() >= kMaxPathCacheEntries) {
     // A cap, not an LRU: asking again costs one probe per destination.
-    stats_.path_cache_evictions += path_max_bytes_.size();
-    path_max_bytes_.clear();
+    stats_.path_cache_evictions += paths_.size();
+    paths_.clear();
   }
-  const size_t result = RouteMaxBytes(to, max_datagram_bytes_);
-  path_max_bytes_.emplace(key, result);
-  return result;
+  const Route route = RouteTo(to, max_datagram_bytes_);
+  PathInfo info{.max_bytes = route.max_bytes, .software = false};
+  for (const NetAddress& mine : software_ips_) {
+    if (route.source.family() != NetAddress::Family::kNone && mine == route.source) {
+      info.software = true;
+    }
+  }
+  return paths_.emplace(key, info).first->second;
 }
 
 bool UdpDatagram::IsLocalPath(const NetAddress& to) {
@@ -168,6 +194,7 @@ bool UdpDatagram::IsLocalPath(const NetAddress& to) {
 
 void UdpDatagram::RefreshPaths() {
   host_ips_.clear();
+  software_ips_.clear();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) == 0) {
     for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
@@ -175,17 +202,23 @@ void UdpDatagram::RefreshPaths() {
       if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) continue;
       const socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
       Result<NetAddress> mine = NetAddress::FromSockaddr(sa, len);
-      if (mine.ok()) host_ips_.push_back(PathKey(*mine));
+      if (!mine.ok()) continue;
+      host_ips_.push_back(PathKey(*mine));
+      if (udp::IsSoftwareDriver(udp::InterfaceDriver(fd_, i->ifa_name))) {
+        software_ips_.push_back(PathKey(*mine));
+      }
     }
     freeifaddrs(list);
   }
   // Every local path goes through the loopback device, whatever address it
   // names, so one route answers for all of them.
-  local_path_max_bytes_ = RouteMaxBytes(
-      ipv6_ && !dual_stack_ ? NetAddress::Ipv6({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 9)
-                            : NetAddress::Ipv4(0x7f000001, 9),
-      max_datagram_bytes_);
-  path_max_bytes_.clear();
+  local_path_max_bytes_ =
+      RouteTo(ipv6_ && !dual_stack_
+                  ? NetAddress::Ipv6({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 9)
+                  : NetAddress::Ipv4(0x7f000001, 9),
+              max_datagram_bytes_)
+          .max_bytes;
+  paths_.clear();
 }
 
 size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {

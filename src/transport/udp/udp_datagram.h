@@ -156,6 +156,10 @@ class UdpDatagram final : public Datagram {
   // Loopback addresses and this host's own interface addresses, from the
   // list RefreshPaths read: no system call.
   bool IsLocalPath(const NetAddress& to) override;
+  // Local paths, and remote ones whose route leaves from an address of a
+  // software interface (udp_egress_device.h), found with the same cached
+  // probe as MaxDatagramBytesTo.
+  bool IsSoftwarePath(const NetAddress& to) override;
   // Re-reads the host's interface addresses and the loopback route's MTU
   // (getifaddrs and a probe socket); done at Open.
   void RefreshPaths() override;
@@ -233,12 +237,20 @@ class UdpDatagram final : public Datagram {
   const udp::GsoLimits gso_limits_;
   NetAddress local_;
   size_t max_datagram_bytes_ = 0;
-  // MaxDatagramBytesTo's answers for remote IPs (port 0), cleared when it
-  // reaches kMaxPathCacheEntries.
-  std::unordered_map<NetAddress, size_t> path_max_bytes_;
+  // What MaxDatagramBytesTo and IsSoftwarePath learnt about remote IPs
+  // (port 0), cleared when it reaches kMaxPathCacheEntries.
+  struct PathInfo {
+    size_t max_bytes = 0;
+    bool software = false;  // leaves from a software interface's address
+  };
+  std::unordered_map<NetAddress, PathInfo> paths_;
+  // The cached entry for `to` (a remote IP), probing the route on a miss.
+  const PathInfo& PathTo(const NetAddress& to);
   // This host's interface IPs (port 0, IPv4 plain) and the loopback
   // route's datagram limit, as RefreshPaths last read them.
   std::vector<NetAddress> host_ips_;
+  // The subset held by software interfaces (veth, tun, dummy, vrf).
+  std::vector<NetAddress> software_ips_;
   size_t local_path_max_bytes_ = 0;
   // Set when a send or receive failed with an ICMP-raised errno: the error
   // queues hold reports for TakePathErrors.
