@@ -3,7 +3,8 @@
 // allows, coalesced with UDP GSO; receives are batched with recvmmsg and, with
 // UDP GRO, split back into datagrams here. Priority travels as DSCP. The
 // socket-option probes and cmsg encoding live in udp_socket_options.h, the
-// GSO grouping rules in udp_gso_plan.h. docs/transports.md explains the
+// GSO grouping rules in udp_gso_plan.h, the rule that switches GRO on a
+// loopback socket in udp_adaptive_gro.h. docs/transports.md explains the
 // choices.
 #pragma once
 

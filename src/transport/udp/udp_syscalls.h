@@ -31,7 +31,9 @@ class UdpSyscalls {
 
   // setsockopt(fd, level, name, &value, sizeof(int)): 0, or -1 with errno.
   // Used for UDP_GRO, which adaptive GRO switches while the socket is in
-  // use. The default is the real call, so doubles override it only to fail.
+  // use. This and PeekQueuedBytes default to the real calls (through libc:
+  // they are rare, off the per-packet path), so doubles override them only
+  // to script failures.
   virtual int SetIntOption(int fd, int level, int name, int value);
   // recv(fd, NULL, 0, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC): the length of
   // the first datagram queued on the socket, which stays queued; -1 with
