@@ -194,6 +194,17 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   WHARF_RETURN_IF_ERROR(Bytes(l, "udp.send_buffer_bytes", &c.send_buffer_bytes, INT32_MAX));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gso", &c.gso));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.gro", &c.gro));
+  {
+    using GL = EngineConfig::GroLoopback;
+    std::string gro_loopback = c.gro_loopback == GL::kAdaptive ? "adaptive"
+                               : c.gro_loopback == GL::kAlways ? "true"
+                                                               : "false";
+    WHARF_RETURN_IF_ERROR(
+        OneOf(l, "udp.gro_loopback", &gro_loopback, {"adaptive", "true", "false"}));
+    c.gro_loopback = gro_loopback == "adaptive" ? GL::kAdaptive
+                     : gro_loopback == "true"   ? GL::kAlways
+                                                : GL::kNever;
+  }
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.hot_peer_socket", &c.hot_peer_socket));
   stream::TcpConfig& t = c.tcp;
   WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.chunk_bytes", &t.chunk_bytes, 64u << 20));

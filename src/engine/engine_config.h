@@ -33,7 +33,14 @@ struct EngineConfig {
   uint64_t recv_buffer_bytes = 16 << 20;
   uint64_t send_buffer_bytes = 4 << 20;
   bool gso = true;
+  // udp.gro: false turns GRO off everywhere. True keeps it on for sockets
+  // bound to a wildcard or interface address, and on one bound to a
+  // loopback address leaves it to udp.gro_loopback (adaptive, true or
+  // false; see transport::LoopbackGro): adaptive switches it on while reads
+  // find queues, off while they find lone packets.
   bool gro = true;
+  enum class GroLoopback : uint8_t { kAdaptive, kAlways, kNever };
+  GroLoopback gro_loopback = GroLoopback::kAdaptive;
   // udp.hot_peer_socket: see transport::UdpOptions::hot_peer_socket.
   bool hot_peer_socket = true;
   // How long a waiting thread polls before it sleeps (endpoint.spin). Spin

@@ -99,6 +99,33 @@ TEST(EngineConfigTest, LinkRateIsAutoUnlessARateIsGiven) {
   EXPECT_NE(bad.status().message().find("or 'auto'"), std::string::npos) << bad.status().ToString();
 }
 
+TEST(EngineConfigTest, GroLoopbackIsAdaptiveByDefault) {
+  using GL = EngineConfig::GroLoopback;
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->gro_loopback, GL::kAdaptive);
+  EXPECT_TRUE(c->gro);
+  for (auto [text, want] : {std::pair{"adaptive", GL::kAdaptive}, std::pair{"true", GL::kAlways},
+                            std::pair{"false", GL::kNever}}) {
+    auto set = LoadEngineConfig("", {{"udp.gro_loopback", text}});
+    ASSERT_TRUE(set.ok()) << text << ": " << set.status().ToString();
+    EXPECT_EQ(set->gro_loopback, want) << text;
+  }
+  // From a file, a bare YAML boolean reads as its word.
+  std::string path = WriteTemp("udp:\n  gro: true\n  gro_loopback: false\n");
+  auto file = LoadEngineConfig(path, {});
+  std::remove(path.c_str());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->gro_loopback, GL::kNever);
+  for (const char* text : {"sometimes", "yes", "1", ""}) {
+    auto bad = LoadEngineConfig("", {{"udp.gro_loopback", text}});
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find("udp.gro_loopback: expected adaptive or true or false"),
+              std::string::npos)
+        << bad.status().ToString();
+  }
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());

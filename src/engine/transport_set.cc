@@ -36,6 +36,17 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     udp.send_buffer_bytes = static_cast<int>(config_.send_buffer_bytes);
     udp.enable_gso = config_.gso;
     udp.enable_gro = config_.gro;
+    switch (config_.gro_loopback) {
+      case EngineConfig::GroLoopback::kAdaptive:
+        udp.loopback_gro = transport::LoopbackGro::kAdaptive;
+        break;
+      case EngineConfig::GroLoopback::kAlways:
+        udp.loopback_gro = transport::LoopbackGro::kAlways;
+        break;
+      case EngineConfig::GroLoopback::kNever:
+        udp.loopback_gro = transport::LoopbackGro::kNever;
+        break;
+    }
     udp.hot_peer_socket = config_.hot_peer_socket;
     HomaSocket socket;
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::UdpDatagram> datagram,

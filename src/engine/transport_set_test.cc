@@ -54,6 +54,8 @@ TEST_F(TransportSetTest, HomaCountersIncludeTheSocketsOwn) {
   EXPECT_TRUE(has("homa.packets_sent"));
   EXPECT_TRUE(has("udp.sent"));
   EXPECT_TRUE(has("udp.path_errors"));
+  EXPECT_TRUE(has("udp.gro_enabled_times"));
+  EXPECT_TRUE(has("udp.gro_disabled_times"));
 }
 
 TEST_F(TransportSetTest, RefusesWhatItCannotOpen) {

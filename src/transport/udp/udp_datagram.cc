@@ -308,8 +308,17 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   max_datagram_bytes_ =
       std::min(options.mtu - ip_header_bytes - kUdpHeaderBytes, kMaxUdpPayloadBytes);
   gso_ = options.enable_gso && udp::ProbeGso(fd_);
-  gro_ = options.enable_gro && (options.gro_on_loopback || !IsLoopbackIp(local_)) &&
-         udp::EnableGro(fd_);
+  if (options.enable_gro) {
+    const LoopbackGro mode = IsLoopbackIp(local_) ? options.loopback_gro : LoopbackGro::kAlways;
+    if (mode == LoopbackGro::kAlways) {
+      (void)SetGro(fd_, main_reads_, true);
+    } else if (mode == LoopbackGro::kAdaptive) {
+      // Starts off. Setting 0 is a no-op where the kernel has UDP_GRO and
+      // ENOPROTOOPT where it has not, which then leaves GRO off for good.
+      gro_adaptive_ = syscalls_->SetIntOption(fd_, IPPROTO_UDP, UDP_GRO, 0) == 0;
+    }
+  }
+  gro_capable_ = main_reads_.gro || gro_adaptive_;
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {
@@ -327,7 +336,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
                 .dual_stack = dual_stack_,
                 .recv_buffer_bytes = options.recv_buffer_bytes,
                 .send_buffer_bytes = options.send_buffer_bytes,
-                .gro = gro_,
+                .gro = main_reads_.gro,
                 .tos_v4 = socket_tos_v4_,
                 .tos_v6 = socket_tos_v6_};
 
@@ -337,9 +346,11 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   send_controls_.resize(batch_);
   send_runs_.resize(batch_);
 
-  // Without GRO a datagram one byte over the limit must show up as
-  // MSG_TRUNC, so the slot is exactly the limit.
-  slot_bytes_ = gro_ ? kGroSlotBytes : max_datagram_bytes_;
+  // Where GRO can be on, a slot must hold a coalesced buffer, and a
+  // datagram over the limit then fits too: OpenMessage drops it by its
+  // length. Where it cannot, the slot is exactly the limit, so that a
+  // datagram one byte over shows up as MSG_TRUNC.
+  slot_bytes_ = gro_capable_ ? kGroSlotBytes : max_datagram_bytes_;
   recv_buffers_.resize(batch_ * slot_bytes_);
   recv_msgs_.resize(batch_);
   recv_iovs_.resize(batch_);
@@ -355,9 +366,10 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
     hdr.msg_name = &recv_addrs_[i];
     hdr.msg_iov = &recv_iovs_[i];
     hdr.msg_iovlen = 1;
-    if (gro_) hdr.msg_control = recv_controls_[i].bytes;
+    // Set for good; msg_controllen, set per read, says whether it is used.
+    if (gro_capable_) hdr.msg_control = recv_controls_[i].bytes;
   }
-  main_window_.window = batch_;
+  main_reads_.window = batch_;
   return OkStatus();
 }
 
@@ -527,26 +539,27 @@ void UdpDatagram::OpenHotPeer(const NetAddress& to) {
   }
   hot_fd_ = *fd;
   hot_peer_ = to;
+  hot_reads_.gro = hot_setup_.gro;
   ++stats_.hot_sockets_opened;
 }
 
 Result<size_t> UdpDatagram::ReadAnySocket(size_t count) {
-  if (hot_fd_ < 0) return ReadMessages(fd_, main_window_, count);
+  if (hot_fd_ < 0) return ReadMessages(fd_, main_reads_, count);
   // The hot socket on every call; the main one on every kMainReadEvery-th
   // call, first, so that a busy hot peer cannot starve the others. An idle
   // poll then costs 1 + 1/kMainReadEvery reads instead of 2, and other
   // peers' packets wait at most kMainReadEvery - 1 calls longer.
   if (++reads_since_main_ < kMainReadEvery) {
-    Result<size_t> hot = ReadMessages(hot_fd_, hot_window_, count);
+    Result<size_t> hot = ReadMessages(hot_fd_, hot_reads_, count);
     if (!hot.ok() || *hot > 0) return hot;
     return size_t{0};
   }
   reads_since_main_ = 0;
   // An error on one socket must not keep the other from being read: the
   // read that failed has consumed its error, so try the other.
-  Result<size_t> main = ReadMessages(fd_, main_window_, count);
+  Result<size_t> main = ReadMessages(fd_, main_reads_, count);
   if (main.ok() && *main > 0) return main;
-  Result<size_t> hot = ReadMessages(hot_fd_, hot_window_, count);
+  Result<size_t> hot = ReadMessages(hot_fd_, hot_reads_, count);
   if (hot.ok() && *hot == 0 && !main.ok()) return main;
   return hot;
 }
@@ -556,7 +569,7 @@ Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     msghdr& hdr = recv_msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
-    hdr.msg_controllen = gro_ ? sizeof(recv_controls_[i].bytes) : 0;
+    hdr.msg_controllen = w.gro ? sizeof(recv_controls_[i].bytes) : 0;
     hdr.msg_flags = 0;
     recv_msgs_[i].msg_len = 0;
   }
@@ -581,6 +594,7 @@ Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
         w.window = std::min(batch_, count * 2);
         w.full_single_reads = 0;
       }
+      if (gro_adaptive_ && n > 0) AdaptGro(n);
       return n;
     }
     const int err = errno;
@@ -602,6 +616,86 @@ Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
   }
 }
 
+bool UdpDatagram::SetGro(int fd, ReadWindow& reads, bool on) {
+  if (syscalls_->SetIntOption(fd, IPPROTO_UDP, UDP_GRO, on ? 1 : 0) != 0) return false;
+  reads.gro = on;
+  return true;
+}
+
+void UdpDatagram::AdaptGro(size_t messages) {
+  bool lone = false;
+  if (messages == 1) {
+    const mmsghdr& only = recv_msgs_[0];
+    std::optional<size_t> segment;
+    if (only.msg_hdr.msg_controllen > 0) segment = udp::ReadGroSegmentBytes(only.msg_hdr);
+    lone = !segment.has_value() || *segment >= only.msg_len;
+  }
+  switch (gro_policy_.NoteRead(main_reads_.gro, messages, lone)) {
+    case udp::AdaptiveGro::Action::kNone:
+      return;
+    case udp::AdaptiveGro::Action::kTurnOn:
+      TurnGroOn();
+      return;
+    case udp::AdaptiveGro::Action::kTurnOff:
+      TurnGroOff();
+      return;
+  }
+}
+
+void UdpDatagram::TurnGroOn() {
+  if (!SetGro(fd_, main_reads_, true)) {
+    // The kernel refuses UDP_GRO: off for good, as if never asked. The
+    // slots stay large, which only costs memory.
+    gro_adaptive_ = false;
+    return;
+  }
+  // The hot socket follows; should it refuse, it goes on receiving
+  // datagrams one by one, which its reads handle just as well.
+  if (hot_fd_ >= 0) (void)SetGro(hot_fd_, hot_reads_, true);
+  hot_setup_.gro = true;
+  ++stats_.gro_enabled_times;
+}
+
+void UdpDatagram::TurnGroOff() {
+  // The kernel decides as it queues a datagram whether a GSO run stays one
+  // buffer (GRO on) or is split, but adds the segment size only to reads
+  // made while GRO is on. So a coalesced buffer queued before the switch
+  // would afterwards read as one datagram holding many. Hence: switch, then
+  // look. Anything queued may be such a buffer, so then switch back and try
+  // again after another run of lone reads. Right after the lone read that
+  // ends a ping-pong's run both queues are empty, so this rarely defers.
+  (void)SetGro(fd_, main_reads_, false);
+  if (hot_fd_ >= 0 && hot_reads_.gro) (void)SetGro(hot_fd_, hot_reads_, false);
+  if (!main_reads_.gro && !hot_reads_.gro) {
+    auto empty = [this](int fd) {
+      if (syscalls_->PeekQueuedBytes(fd) >= 0) return false;
+      const int err = errno;
+      // A pending ICMP error fails the peek and is consumed by it, as by a
+      // read: note it as ReadMessages would.
+      if (udp::IsPathErrno(err)) {
+        path_errors_pending_ = true;
+        if (err == ECONNREFUSED) ++stats_.refused;
+      }
+      return err == EAGAIN || err == EWOULDBLOCK;
+    };
+    const bool main_empty = empty(fd_);
+    const bool hot_empty = hot_fd_ < 0 || empty(hot_fd_);
+    if (main_empty && hot_empty) {
+      hot_setup_.gro = false;
+      ++stats_.gro_disabled_times;
+      return;
+    }
+    // Queued, or the peek failed (an ICMP error pending, say): the reads
+    // will tell; stay on for now.
+    ++stats_.gro_disable_deferred;
+  } else {
+    // The kernel refuses to switch off: leave GRO on for good.
+    gro_adaptive_ = false;
+  }
+  if (!SetGro(fd_, main_reads_, true)) gro_adaptive_ = false;
+  if (hot_fd_ >= 0) (void)SetGro(hot_fd_, hot_reads_, true);
+}
+
 bool UdpDatagram::OpenMessage() {
   const mmsghdr& message = recv_msgs_[next_message_];
   if ((message.msg_hdr.msg_flags & MSG_TRUNC) != 0) {
@@ -610,7 +704,10 @@ bool UdpDatagram::OpenMessage() {
   }
   const size_t len = message.msg_len;
   size_t segment = len;
-  if (gro_) {
+  // Per message, not by the socket's GRO state now: adaptive GRO may have
+  // switched since this message was read, and one read with GRO off has no
+  // control message (the kernel sets msg_controllen to what it wrote).
+  if (message.msg_hdr.msg_controllen > 0) {
     if (std::optional<size_t> gro_segment = udp::ReadGroSegmentBytes(message.msg_hdr)) {
       segment = *gro_segment;
     }
@@ -692,7 +789,10 @@ void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* 
                            {"udp.path_cache_evictions", stats_.path_cache_evictions},
                            {"udp.hot_sends", stats_.hot_sends},
                            {"udp.hot_sockets_opened", stats_.hot_sockets_opened},
-                           {"udp.hot_socket_failures", stats_.hot_socket_failures}});
+                           {"udp.hot_socket_failures", stats_.hot_socket_failures},
+                           {"udp.gro_enabled_times", stats_.gro_enabled_times},
+                           {"udp.gro_disabled_times", stats_.gro_disabled_times},
+                           {"udp.gro_disable_deferred", stats_.gro_disable_deferred}});
 }
 
 }  // namespace wharf::transport

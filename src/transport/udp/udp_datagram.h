@@ -3,7 +3,8 @@
 // allows, coalesced with UDP GSO; receives are batched with recvmmsg and, with
 // UDP GRO, split back into datagrams here. Priority travels as DSCP. The
 // socket-option probes and cmsg encoding live in udp_socket_options.h, the
-// GSO grouping rules in udp_gso_plan.h. docs/transports.md explains the
+// GSO grouping rules in udp_gso_plan.h, the rule that switches GRO on a
+// loopback socket in udp_adaptive_gro.h. docs/transports.md explains the
 // choices.
 #pragma once
 
@@ -18,6 +19,7 @@
 
 #include "transport/datagram.h"
 #include "transport/net_address.h"
+#include "transport/udp/udp_adaptive_gro.h"
 #include "transport/udp/udp_gso_plan.h"
 #include "transport/udp/udp_hot_peer.h"
 #include "transport/udp/udp_socket_options.h"
@@ -25,6 +27,18 @@
 #include "wharf/result.h"
 
 namespace wharf::transport {
+
+// What UDP GRO does on a socket bound to a loopback address
+// (UdpOptions::loopback_gro; configuration key udp.gro_loopback).
+enum class LoopbackGro : uint8_t {
+  // Off while reads find lone datagrams, on while they find queues
+  // (udp_adaptive_gro.h).
+  kAdaptive,
+  // On, like a socket bound to any other address.
+  kAlways,
+  // Off.
+  kNever,
+};
 
 struct UdpOptions {
   // Where to bind; port 0 picks an ephemeral port. The socket's family (IPv4
@@ -48,16 +62,21 @@ struct UdpOptions {
   // IPv4: 68..65535, IPv6: 1280..65535.
   size_t mtu = 65535;
   // Use UDP GSO / GRO when the kernel supports them (probed at Open).
+  // enable_gro false means never; true means always on a socket bound to a
+  // wildcard or interface address, and what loopback_gro says on one bound
+  // to a loopback address.
   bool enable_gso = true;
   bool enable_gro = true;
-  // A socket bound to a loopback address hears only senders on this host,
-  // which use the loopback MTU (64 KiB) and so rarely send GSO batches worth
-  // keeping coalesced; with GRO every read must carry a control message
-  // (recvmsg instead of recvfrom, about 0.3 us more per round trip here).
-  // So GRO stays off on loopback unless this asks for it.
-  bool gro_on_loopback = false;
-  // Most messages per sendmmsg / recvmmsg call, 1..1024. With GRO on, each
-  // receive slot holds a 64 KiB buffer, so this also sizes that memory.
+  // A socket bound to a loopback address hears only senders on this host.
+  // With GRO every read must carry a control message (recvmsg instead of
+  // recvfrom, about 0.3-0.5 us more per round trip here), which a lone RPC
+  // in flight pays for nothing; under load GRO takes a sender's GSO run in
+  // one read, which more than doubles throughput. Adaptive (the default)
+  // switches between the two as the reads go.
+  LoopbackGro loopback_gro = LoopbackGro::kAdaptive;
+  // Most messages per sendmmsg / recvmmsg call, 1..1024. When GRO can be on
+  // (always or adaptive), each receive slot holds a 64 KiB buffer, so this
+  // also sizes that memory.
   size_t batch = 32;
   // The priority (0..7) most datagrams carry. The socket is marked with it,
   // so only datagrams of other priorities need a per-packet control
@@ -114,6 +133,12 @@ struct UdpStats {
   uint64_t hot_sends = 0;
   uint64_t hot_sockets_opened = 0;
   uint64_t hot_socket_failures = 0;
+  // Adaptive GRO (LoopbackGro::kAdaptive): times it was turned on and off,
+  // and turn-offs put back because a datagram was already queued (it may
+  // be a coalesced buffer, which only reads with GRO on can split).
+  uint64_t gro_enabled_times = 0;
+  uint64_t gro_disabled_times = 0;
+  uint64_t gro_disable_deferred = 0;
 };
 
 // Owned by whoever opened it (the engine); closes its socket on
@@ -172,8 +197,13 @@ class UdpDatagram final : public Datagram {
   // Whether sends currently coalesce with GSO (probed at Open; turns false
   // if the kernel later rejects a GSO send).
   bool gso_enabled() const { return gso_; }
-  // Whether the socket receives GRO-coalesced buffers.
-  bool gro_enabled() const { return gro_; }
+  // Whether the socket receives GRO-coalesced buffers now.
+  bool gro_enabled() const { return main_reads_.gro; }
+  // Whether GRO switches with the load (LoopbackGro::kAdaptive on a
+  // loopback socket, while the kernel accepts UDP_GRO).
+  bool gro_adaptive() const { return gro_adaptive_; }
+  // Whether the hot-peer socket is open with GRO on.
+  bool hot_gro_enabled() const { return hot_fd_ >= 0 && hot_reads_.gro; }
   // Buffer sizes as the kernel reports them (about twice the request, see
   // udp::SetBufferBytes); 0 when the option asked for the default.
   int recv_buffer_bytes() const { return recv_buffer_bytes_; }
@@ -196,13 +226,17 @@ class UdpDatagram final : public Datagram {
     std::byte bytes[udp::kReceiveControlBytes];
   };
 
-  // How many kernel messages the next read of a socket asks for (1..batch_),
-  // adapted by ReadMessages. One per socket: the main socket's empty reads
-  // must not shrink a busy hot-peer socket's window (under a burst that cut
-  // reads to one or two datagrams each, and the protocol's poll to one read).
+  // Per socket: how many kernel messages the next read asks for
+  // (1..batch_), adapted by ReadMessages, and whether UDP_GRO is on for it.
+  // One window per socket: the main socket's empty reads must not shrink a
+  // busy hot-peer socket's window (under a burst that cut reads to one or
+  // two datagrams each, and the protocol's poll to one read).
   struct ReadWindow {
     size_t window = 1;
     int full_single_reads = 0;  // single-message reads in a row that found one
+    // Changed only by a setsockopt the kernel accepted, so it is what the
+    // kernel does: while true, reads pass a control buffer.
+    bool gro = false;
   };
 
   UdpDatagram(int fd, const UdpOptions& options);
@@ -225,6 +259,13 @@ class UdpDatagram final : public Datagram {
   // Prepares the message at next_message_ for draining; false when it is
   // dropped (counted) instead.
   bool OpenMessage();
+  // Adaptive GRO: feeds a read of `messages` kernel messages (the front
+  // receive slots) to gro_policy_ and switches as it says.
+  void AdaptGro(size_t messages);
+  void TurnGroOn();
+  void TurnGroOff();
+  // setsockopt UDP_GRO on one socket; updates `reads.gro` when accepted.
+  bool SetGro(int fd, ReadWindow& reads, bool on);
 
   const int fd_;
   // Borrowed; see UdpOptions::syscalls.
@@ -256,7 +297,11 @@ class UdpDatagram final : public Datagram {
   // queues hold reports for TakePathErrors.
   bool path_errors_pending_ = false;
   bool gso_ = false;
-  bool gro_ = false;
+  // GRO may be on now or later (always, or adaptive): receive slots are
+  // kGroSlotBytes and carry a control buffer.
+  bool gro_capable_ = false;
+  bool gro_adaptive_ = false;
+  udp::AdaptiveGro gro_policy_;
   // The TOS byte the socket puts on packets with an IPv4 / IPv6 header when
   // no control message overrides it (UdpOptions::default_priority, if the
   // kernel accepted it).
@@ -296,8 +341,8 @@ class UdpDatagram final : public Datagram {
   std::vector<iovec> recv_iovs_;
   std::vector<sockaddr_storage> recv_addrs_;
   std::vector<ReceiveControl> recv_controls_;
-  ReadWindow main_window_;
-  ReadWindow hot_window_;
+  ReadWindow main_reads_;
+  ReadWindow hot_reads_;
 
   // Drain cursor over the last recvmmsg result: messages [next_message_,
   // read_messages_) are not fully handed out; within next_message_ (when

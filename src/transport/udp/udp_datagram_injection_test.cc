@@ -1,7 +1,7 @@
 // UdpDatagram under injected system-call failures (UdpSyscalls): the errors
 // loopback does not produce on demand, such as a full socket part-way through
-// a batch, pending ICMP refusals, unreachable destinations and a device that
-// rejects GSO.
+// a batch, pending ICMP refusals, unreachable destinations, a device that
+// rejects GSO and a kernel that refuses to switch UDP GRO.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <deque>
+#include <optional>
 
 #include "transport/udp/udp_datagram.h"
 #include "transport/udp/udp_syscalls.h"
@@ -34,6 +35,12 @@ class ScriptedSyscalls final : public udp::UdpSyscalls {
   std::deque<Step> recv_steps;
   int gso_errno = 0;
   int send_calls = 0;
+  // UDP_GRO: fail turning it on (value 1) / off (value 0) with these.
+  int gro_on_errno = 0;
+  int gro_off_errno = 0;
+  int gro_on_calls = 0;
+  // What PeekQueuedBytes answers instead of the kernel, when set.
+  std::optional<int> peek_bytes;
 
   int SendMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
     ++send_calls;
@@ -46,6 +53,18 @@ class ScriptedSyscalls final : public udp::UdpSyscalls {
     Step step = Next(recv_steps);
     if (step.fail_errno != 0) return Fail(step.fail_errno);
     return Kernel().RecvMmsg(fd, msgs, std::min(count, step.max_messages));
+  }
+  int SetIntOption(int fd, int level, int name, int value) override {
+    if (level == IPPROTO_UDP && name == UDP_GRO) {
+      if (value != 0) ++gro_on_calls;
+      const int err = value != 0 ? gro_on_errno : gro_off_errno;
+      if (err != 0) return Fail(err);
+    }
+    return Kernel().SetIntOption(fd, level, name, value);
+  }
+  int PeekQueuedBytes(int fd) override {
+    if (peek_bytes.has_value()) return *peek_bytes;
+    return Kernel().PeekQueuedBytes(fd);
   }
 
  private:
@@ -187,6 +206,91 @@ TEST_F(UdpDatagramInjectionTest, ReceiveErrorIsReportedWithTheLocalAddress) {
   EXPECT_NE(got.status().message().find("recvmmsg on " + receiver_->LocalAddress().ToString()),
             std::string::npos)
       << got.status();
+}
+
+// Eight datagrams sent one by one, read together: a burst, which turns
+// adaptive GRO on where the kernel lets it.
+void SendBurstAndReceive(UdpDatagram& sender, UdpDatagram& receiver) {
+  Outgoing out = MakeOutgoing(receiver.LocalAddress(), {100, 200, 300, 400, 500, 600, 700, 800});
+  for (const OutDatagram& d : out.datagrams) SendAll(sender, std::span(&d, 1));
+  ExpectSameDatagrams(ReceiveUpTo(receiver, 8), out, sender.LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, GroRefusedAtOpenNeverTurnsOn) {
+  syscalls_.gro_on_errno = ENOPROTOOPT;
+  syscalls_.gro_off_errno = ENOPROTOOPT;  // the probe at Open sets 0
+  receiver_ = MustOpen(receiver_options_);
+  ASSERT_TRUE(receiver_);
+  EXPECT_FALSE(receiver_->gro_adaptive());
+  SendBurstAndReceive(*sender_, *receiver_);
+  EXPECT_FALSE(receiver_->gro_enabled());
+  EXPECT_EQ(syscalls_.gro_on_calls, 0);
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  SendAll(*sender_, out.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, GroRefusedWhenTurningOnStaysOffForGood) {
+  ASSERT_TRUE(receiver_->gro_adaptive()) << "kernel lacks UDP GRO";
+  syscalls_.gro_on_errno = EPERM;
+  SendBurstAndReceive(*sender_, *receiver_);
+  EXPECT_EQ(syscalls_.gro_on_calls, 1);
+  EXPECT_FALSE(receiver_->gro_enabled());
+  EXPECT_FALSE(receiver_->gro_adaptive());
+  EXPECT_EQ(receiver_->stats().gro_enabled_times, 0u);
+  // Traffic flows, and no further attempt is made.
+  SendBurstAndReceive(*sender_, *receiver_);
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  SendAll(*sender_, out.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
+  EXPECT_EQ(syscalls_.gro_on_calls, 1);
+  EXPECT_FALSE(receiver_->gro_enabled());
+}
+
+TEST_F(UdpDatagramInjectionTest, GroThatWillNotTurnOffStaysOn) {
+  ASSERT_TRUE(receiver_->gro_adaptive()) << "kernel lacks UDP GRO";
+  SendBurstAndReceive(*sender_, *receiver_);
+  ASSERT_TRUE(receiver_->gro_enabled());
+  syscalls_.gro_off_errno = EPERM;
+  for (uint32_t i = 0; i < udp::AdaptiveGro::kOffAfterLoneReads; ++i) {
+    Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {64});
+    SendAll(*sender_, out.datagrams);
+    ExpectSameDatagrams(ReceiveUpTo(*receiver_, 1, 1), out, sender_->LocalAddress());
+  }
+  EXPECT_TRUE(receiver_->gro_enabled());
+  EXPECT_FALSE(receiver_->gro_adaptive());
+  EXPECT_EQ(receiver_->stats().gro_disabled_times, 0u);
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), GsoSizes());
+  SendAll(*sender_, out.datagrams);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41, 7), out, sender_->LocalAddress());
+}
+
+// A datagram queued at the switch (here: the peek says so) puts it off
+// until another whole run of lone reads.
+TEST_F(UdpDatagramInjectionTest, GroTurnOffIsDeferredWhileADatagramIsQueued) {
+  ASSERT_TRUE(receiver_->gro_adaptive()) << "kernel lacks UDP GRO";
+  SendBurstAndReceive(*sender_, *receiver_);
+  ASSERT_TRUE(receiver_->gro_enabled());
+  auto lone_reads = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      Outgoing out = MakeOutgoing(receiver_->LocalAddress(), {64});
+      SendAll(*sender_, out.datagrams);
+      ExpectSameDatagrams(ReceiveUpTo(*receiver_, 1, 1), out, sender_->LocalAddress());
+    }
+  };
+  const uint32_t run = udp::AdaptiveGro::kOffAfterLoneReads;
+  syscalls_.peek_bytes = 1400;
+  lone_reads(run);
+  EXPECT_TRUE(receiver_->gro_enabled());
+  EXPECT_TRUE(receiver_->gro_adaptive());
+  EXPECT_EQ(receiver_->stats().gro_disable_deferred, 1u);
+  syscalls_.peek_bytes.reset();
+  lone_reads(run - 1);
+  EXPECT_TRUE(receiver_->gro_enabled());
+  lone_reads(1);
+  EXPECT_FALSE(receiver_->gro_enabled());
+  EXPECT_EQ(receiver_->stats().gro_disabled_times, 1u);
+  EXPECT_EQ(receiver_->stats().gro_disable_deferred, 1u);
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ TEST_P(UdpDatagramTest, GsoRunArrivesAsSeparateDatagrams) {
 TEST_P(UdpDatagramTest, GroReceiverSplitsAGsoBatch) {
   auto sender = MustOpen(OptionsFor(family()));
   UdpOptions gro = OptionsFor(family());
-  gro.gro_on_loopback = true;
+  gro.loopback_gro = LoopbackGro::kAlways;
   auto receiver = MustOpen(gro);
   ASSERT_TRUE(sender && receiver);
   Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
@@ -161,16 +161,27 @@ TEST_P(UdpDatagramTest, GroReceiverSplitsAGsoBatch) {
   EXPECT_GE(receiver->stats().gro_coalesced, 1u);
 }
 
-TEST_P(UdpDatagramTest, LoopbackSocketLeavesGroOffAndStillGetsGsoBatchesWhole) {
-  auto sender = MustOpen(OptionsFor(family()));
-  auto receiver = MustOpen(OptionsFor(family()));  // enable_gro, but bound to loopback
-  ASSERT_TRUE(sender && receiver);
-  EXPECT_FALSE(receiver->gro_enabled());
-  Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
-  SendAll(*sender, out.datagrams);
-  // One slot at a time: every read is a single-message read.
-  ExpectSameDatagrams(ReceiveUpTo(*receiver, 41, /*out_slots=*/1), out, sender->LocalAddress());
-  EXPECT_EQ(receiver->stats().gro_coalesced, 0u);
+TEST_P(UdpDatagramTest, LoopbackSocketStartsWithGroOffAndStillGetsGsoBatchesWhole) {
+  for (LoopbackGro mode : {LoopbackGro::kAdaptive, LoopbackGro::kNever}) {
+    SCOPED_TRACE(mode == LoopbackGro::kAdaptive ? "adaptive" : "never");
+    auto sender = MustOpen(OptionsFor(family()));
+    UdpOptions options = OptionsFor(family());  // enable_gro, but bound to loopback
+    options.loopback_gro = mode;
+    auto receiver = MustOpen(options);
+    ASSERT_TRUE(sender && receiver);
+    EXPECT_FALSE(receiver->gro_enabled());
+    if (mode == LoopbackGro::kNever) {
+      EXPECT_FALSE(receiver->gro_adaptive());
+    }
+    Outgoing out = MakeOutgoing(receiver->LocalAddress(), GsoSizes());
+    SendAll(*sender, out.datagrams);
+    // One slot at a time: every read is a single-message read, which is no
+    // burst, so adaptive GRO stays off too.
+    ExpectSameDatagrams(ReceiveUpTo(*receiver, 41, /*out_slots=*/1), out, sender->LocalAddress());
+    EXPECT_FALSE(receiver->gro_enabled());
+    EXPECT_EQ(receiver->stats().gro_coalesced, 0u);
+    EXPECT_EQ(receiver->stats().gro_enabled_times, 0u);
+  }
 }
 
 TEST_P(UdpDatagramTest, GsoAndGroForcedOffStillDeliverEverything) {
@@ -398,16 +409,23 @@ TEST_P(UdpDatagramTest, DefaultPriorityIsTheSocketsMarkingAndOthersOverrideIt) {
   EXPECT_FALSE(UdpDatagram::Open(bad).ok());
 }
 
+// Plain slots are exactly the limit (MSG_TRUNC flags the datagram); GRO
+// slots, also used by adaptive GRO while it is off, are 64 KiB, so the
+// oversized datagram fits and only its length gives it away.
 TEST_P(UdpDatagramTest, TruncatedDatagramsAreDroppedAndCounted) {
-  for (bool gro : {false, true}) {
-    SCOPED_TRACE(gro ? "GRO receive buffers" : "plain receive buffers");
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode == 0 ? "plain receive buffers"
+                           : mode == 1 ? "GRO receive buffers" : "adaptive GRO, off");
     auto sender = MustOpen(OptionsFor(family()));
     UdpOptions small = OptionsFor(family());
     small.mtu = family() == Family::kIpv4 ? 576 : 1280;
-    small.enable_gro = gro;
-    small.gro_on_loopback = gro;
+    small.enable_gro = mode != 0;
+    small.loopback_gro = mode == 1 ? LoopbackGro::kAlways : LoopbackGro::kAdaptive;
     auto receiver = MustOpen(small);
     ASSERT_TRUE(sender && receiver);
+    if (mode == 2) {
+      EXPECT_FALSE(receiver->gro_enabled());
+    }
     const size_t limit = receiver->MaxDatagramBytes();
     Outgoing out = MakeOutgoing(receiver->LocalAddress(), {limit + 1, limit});
     // Separate sends so that GSO cannot coalesce the two.

@@ -73,6 +73,14 @@ class KernelSyscalls final : public UdpSyscalls {
 
 }  // namespace
 
+int UdpSyscalls::SetIntOption(int fd, int level, int name, int value) {
+  return setsockopt(fd, level, name, &value, sizeof(value));
+}
+
+int UdpSyscalls::PeekQueuedBytes(int fd) {
+  return static_cast<int>(recv(fd, nullptr, 0, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC));
+}
+
 UdpSyscalls& UdpSyscalls::Kernel() {
   // Never destroyed, so it is safe to use from other static destructors.
   static auto* kernel = new KernelSyscalls();
