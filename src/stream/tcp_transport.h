@@ -215,6 +215,9 @@ class TcpMessageTransport final : public transport::MessageTransport,
   std::unordered_map<uint64_t, std::unique_ptr<ClientRpc>> client_rpcs_;
   ServerTable table_;
   IncomingBudget budget_;
+  // Whole buffers of large incoming messages, reused (shared: delivered
+  // messages hold it too, see ReceivePool).
+  std::shared_ptr<ReceivePool> pool_;
 
   std::deque<transport::MessageEvent> events_;
 
