@@ -102,7 +102,8 @@ class Connection final : private FrameParser::Sink {
   // Reads until about `max_bytes` arrived or the socket is drained, feeding
   // the parser; large payloads are read straight into their message. Other
   // bytes go through `scratch` (borrowed for the call), at most its size per
-  // system call.
+  // system call, and less between chunks of a bulk message
+  // (FrameParser::ScratchLimit).
   IoResult Read(std::span<std::byte> scratch, size_t max_bytes);
   // Writes what the queue holds, in writev batches of about `batch_bytes`,
   // until it is empty or the kernel stops taking bytes. Messages whose last
