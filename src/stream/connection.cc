@@ -10,7 +10,7 @@ namespace wharf::stream {
 
 Connection::Connection(uint64_t id, int fd, bool outbound, const transport::NetAddress& remote,
                        State initial, uint32_t chunk_bytes, const FrameParser::Limits& limits,
-                       IncomingBudget* budget, ConnectionHandler* handler,
+                       IncomingBudget* budget, ReceivePool* pool, ConnectionHandler* handler,
                        transport::tcp::TcpSyscalls* syscalls)
     : id_(id),
       fd_(fd),
@@ -20,7 +20,7 @@ Connection::Connection(uint64_t id, int fd, bool outbound, const transport::NetA
       handler_(handler),
       syscalls_(syscalls),
       queue_(chunk_bytes),
-      parser_(limits, budget, this) {}
+      parser_(limits, budget, this, pool) {}
 
 Connection::~Connection() { CloseSocket(); }
 
@@ -40,9 +40,10 @@ Connection::IoResult Connection::Read(std::span<std::byte> scratch, size_t max_b
     int count = 0;
     // While a large payload lands in its message, read only a little past
     // it into scratch (the next header and the start of the next chunk),
-    // so that most bytes are never copied.
+    // so that most bytes are never copied. Between chunks of a large
+    // message, likewise only up to a little past the next header.
     const size_t scratch_bytes =
-        direct.empty() ? scratch.size() : std::min(scratch.size(), FrameParser::kMinDirectBytes);
+        std::min(scratch.size(), direct.empty() ? parser_.ScratchLimit() : FrameParser::kMinDirectBytes);
     if (!direct.empty()) iov[count++] = {direct.data(), direct.size()};
     iov[count++] = {scratch.data(), scratch_bytes};
     const size_t offered = direct.size() + scratch_bytes;

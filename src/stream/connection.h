@@ -75,7 +75,7 @@ class Connection final : private FrameParser::Sink {
 
   Connection(uint64_t id, int fd, bool outbound, const transport::NetAddress& remote,
              State initial, uint32_t chunk_bytes, const FrameParser::Limits& limits,
-             IncomingBudget* budget, ConnectionHandler* handler,
+             IncomingBudget* budget, ReceivePool* pool, ConnectionHandler* handler,
              transport::tcp::TcpSyscalls* syscalls);
   ~Connection() override;
   Connection(const Connection&) = delete;
@@ -102,7 +102,8 @@ class Connection final : private FrameParser::Sink {
   // Reads until about `max_bytes` arrived or the socket is drained, feeding
   // the parser; large payloads are read straight into their message. Other
   // bytes go through `scratch` (borrowed for the call), at most its size per
-  // system call.
+  // system call, and less between chunks of a bulk message
+  // (FrameParser::ScratchLimit).
   IoResult Read(std::span<std::byte> scratch, size_t max_bytes);
   // Writes what the queue holds, in writev batches of about `batch_bytes`,
   // until it is empty or the kernel stops taking bytes. Messages whose last

@@ -3,6 +3,7 @@
 #include "stream/frame_parser.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -13,10 +14,13 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-FrameParser::FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink)
-    : limits_(limits), budget_(budget), sink_(sink) {}
+FrameParser::FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink,
+                         ReceivePool* pool)
+    : limits_(limits), budget_(budget), sink_(sink), pool_(pool) {}
 
-FrameParser::~FrameParser() { budget_->Release(buffered_bytes_); }
+FrameParser::~FrameParser() {
+  for (auto& [key, a] : assemblies_) ReleaseBuffer(a);
+}
 
 Status FrameParser::Consume(std::span<const std::byte> bytes) {
   size_t pos = 0;
@@ -66,6 +70,19 @@ std::span<std::byte> FrameParser::DirectTarget() {
   Assembly& a = assemblies_.at(chunk_key_);
   if (a.discard) return {};
   return {a.buffer.data() + a.received, payload_left_};
+}
+
+size_t FrameParser::ScratchLimit() const {
+  if (bulk_assemblies_ == 0) return SIZE_MAX;
+  switch (state_) {
+    case State::kPayload:
+      return payload_left_ + wire::kStreamHeaderBytes + kMinDirectBytes;
+    case State::kHeader:
+      return wire::kStreamHeaderBytes - partial_bytes_ + kMinDirectBytes;
+    case State::kHelloBody:
+      break;
+  }
+  return SIZE_MAX;
 }
 
 Status FrameParser::CommitDirect(size_t n) {
@@ -147,6 +164,13 @@ Status FrameParser::StartChunk(const wire::StreamFrameHeader& h) {
     Assembly fresh;
     fresh.total = h.message_length;
     fresh.discard = decision == Decision::kDiscard;
+    if (!fresh.discard) {
+      TryWhole(fresh);
+      if (fresh.total > kBulkBytes) {
+        fresh.bulk = true;
+        ++bulk_assemblies_;
+      }
+    }
     it = assemblies_.emplace(key, std::move(fresh)).first;
   } else {
     if (it == assemblies_.end()) {
@@ -170,6 +194,14 @@ Status FrameParser::StartChunk(const wire::StreamFrameHeader& h) {
   state_ = State::kPayload;
   if (payload_left_ == 0) return FinishChunk();
   return OkStatus();
+}
+
+void FrameParser::TryWhole(Assembly& a) {
+  if (a.total > limits_.max_whole_bytes || !budget_->TryReserveWhole(a.total)) return;
+  buffered_bytes_ += a.total;
+  a.whole = true;
+  a.buffer = pool_ != nullptr && a.total >= ReceivePool::kMinBytes ? pool_->Take(a.total)
+                                                                    : Buffer::Allocate(a.total);
 }
 
 void FrameParser::Grow(const Key& key, Assembly& a, uint64_t need) {
@@ -204,7 +236,16 @@ void FrameParser::Refuse(const Key& key, Assembly& a) {
 }
 
 void FrameParser::ReleaseBuffer(Assembly& a) {
-  budget_->Release(a.buffer.size());
+  if (a.bulk) {
+    a.bulk = false;
+    --bulk_assemblies_;
+  }
+  if (a.whole) {
+    budget_->ReleaseWhole(a.buffer.size());
+    a.whole = false;
+  } else {
+    budget_->Release(a.buffer.size());
+  }
   buffered_bytes_ -= a.buffer.size();
   a.buffer = Buffer();
 }
@@ -216,10 +257,15 @@ Status FrameParser::FinishChunk() {
   if (a.received < a.total) return OkStatus();
   const Key key = chunk_key_;
   const bool discard = a.discard;
-  Buffer message = std::move(a.buffer);
   // The message leaves the parser: it is no longer partially received.
-  budget_->Release(message.size());
-  buffered_bytes_ -= message.size();
+  if (a.bulk) --bulk_assemblies_;
+  if (a.whole) {
+    budget_->ReleaseWhole(a.buffer.size());
+  } else {
+    budget_->Release(a.buffer.size());
+  }
+  buffered_bytes_ -= a.buffer.size();
+  Buffer message = std::move(a.buffer);
   assemblies_.erase(it);
   if (discard) return OkStatus();
   if (message.size() == 0) message = Buffer::Allocate(0);

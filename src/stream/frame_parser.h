@@ -5,13 +5,18 @@
 // payload bytes should land (DirectTarget) so large chunks are read straight
 // into the message's buffer.
 //
-// Memory: a message's buffer is never sized by what the peer claims. It grows
-// as chunks arrive, to min(total, max(bytes needed for this chunk, 2 x bytes
-// received)), so the memory committed to a message is at most 2 x its bytes
-// received + one chunk (chunks are at most the configured chunk limit). The
-// sum over all messages is held under IncomingBudget::limit; a message whose
-// growth would pass it is refused (its buffer freed, its remaining bytes read
-// and dropped) and reported through Sink::OnMessageRefused.
+// Memory: a message of at most Limits::max_whole_bytes gets its whole buffer
+// at its first chunk (from the ReceivePool when it is large), so its bytes
+// are read into place once and never copied again; those buffers are charged
+// in full, but together they may hold only half of IncomingBudget::limit, so
+// claims alone never take the room other messages need. Any other message's
+// buffer is not sized by what the peer claims: it grows as chunks arrive, to
+// min(total, max(bytes needed for this chunk, 2 x bytes received)), so the
+// memory committed to it is at most 2 x its bytes received + one chunk
+// (chunks are at most the configured chunk limit). The sum over all messages
+// is held under IncomingBudget::limit; a message whose buffer would pass it
+// is refused (its buffer freed, its remaining bytes read and dropped) and
+// reported through Sink::OnMessageRefused.
 #pragma once
 
 #include <array>
@@ -20,6 +25,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "stream/receive_pool.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 #include "wire/stream_frame.h"
@@ -32,6 +38,9 @@ struct IncomingBudget {
   uint64_t limit = 0;
   uint64_t used = 0;
   uint64_t peak = 0;
+  // Of `used`: whole buffers given on a claimed length (FrameParser's first
+  // chunk rule). At most limit / 2.
+  uint64_t whole_used = 0;
 
   bool TryReserve(uint64_t bytes) {
     if (bytes > limit || used > limit - bytes) return false;
@@ -40,6 +49,15 @@ struct IncomingBudget {
     return true;
   }
   void Release(uint64_t bytes) { used -= bytes; }
+  bool TryReserveWhole(uint64_t bytes) {
+    if (bytes > limit / 2 - whole_used || !TryReserve(bytes)) return false;
+    whole_used += bytes;
+    return true;
+  }
+  void ReleaseWhole(uint64_t bytes) {
+    Release(bytes);
+    whole_used -= bytes;
+  }
 };
 
 class FrameParser {
@@ -72,13 +90,21 @@ class FrameParser {
     // Messages started but not finished on one connection. A sender that
     // keeps every message running (no sane SRPT sender does) is cut off.
     size_t max_assemblies = 4096;
+    // Messages up to this long get their whole buffer at their first chunk
+    // (while whole buffers hold under half the budget); longer ones grow.
+    uint32_t max_whole_bytes = 8u << 20;
   };
 
   // Payloads shorter than this are copied out of the connection's read
   // buffer; longer ones are worth a read straight into the message.
   static constexpr size_t kMinDirectBytes = 4096;
+  // Messages longer than this make ScratchLimit bound reads.
+  static constexpr size_t kBulkBytes = 2 * kMinDirectBytes;
 
-  FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink);
+  // `pool` (borrowed, may be null: plain heap buffers) supplies whole
+  // buffers of at least ReceivePool::kMinBytes.
+  FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink,
+              ReceivePool* pool = nullptr);
   ~FrameParser();  // releases the budget of unfinished messages
   FrameParser(const FrameParser&) = delete;
   FrameParser& operator=(const FrameParser&) = delete;
@@ -91,6 +117,14 @@ class FrameParser {
   // empty). After reading n <= size() bytes there, call CommitDirect(n).
   std::span<std::byte> DirectTarget();
   Status CommitDirect(size_t n);
+
+  // When DirectTarget is empty: how many bytes are worth reading into the
+  // connection's read buffer. Unlimited (SIZE_MAX) unless a message of more
+  // than kBulkBytes is being received here: then only the rest of the frame
+  // part under way, the next header and kMinDirectBytes, so that the bulk of
+  // the next chunk (most likely that message's) lands in place through
+  // DirectTarget instead of being read into the buffer and copied.
+  size_t ScratchLimit() const;
 
   // Stops keeping the bytes of a message being received (its RPC ended): its
   // memory is released and the rest of it is read and dropped.
@@ -118,12 +152,15 @@ class FrameParser {
     }
   };
   // One message being received. `buffer.size()` is its capacity, charged to
-  // the budget; `received` bytes of it are filled. Discarded messages keep
-  // only the counts (to check that later chunks continue where they should).
+  // the budget (as a whole buffer when `whole`); `received` bytes of it are
+  // filled. Discarded messages keep only the counts (to check that later
+  // chunks continue where they should).
   struct Assembly {
     uint32_t total = 0;
     uint32_t received = 0;
     bool discard = false;
+    bool whole = false;
+    bool bulk = false;  // counted in bulk_assemblies_: accepted, over kBulkBytes
     Buffer buffer;
   };
 
@@ -131,13 +168,17 @@ class FrameParser {
   Status StartChunk(const wire::StreamFrameHeader& h);
   // Makes room for `need` bytes in `a`, or refuses the message.
   void Grow(const Key& key, Assembly& a, uint64_t need);
+  // Gives `a` its whole buffer now, if the rules allow (see Memory above).
+  void TryWhole(Assembly& a);
   void Refuse(const Key& key, Assembly& a);
   Status FinishChunk();
+  // Frees `a`'s buffer (its budget back) and stops counting it as bulk.
   void ReleaseBuffer(Assembly& a);
 
   Limits limits_;
   IncomingBudget* budget_;
   Sink* sink_;
+  ReceivePool* pool_;
 
   State state_ = State::kHeader;
   bool hello_seen_ = false;
@@ -151,6 +192,8 @@ class FrameParser {
 
   std::unordered_map<Key, Assembly, KeyHash> assemblies_;
   uint64_t buffered_bytes_ = 0;
+  // Assemblies with `bulk` set (see ScratchLimit).
+  size_t bulk_assemblies_ = 0;
 };
 
 }  // namespace wharf::stream

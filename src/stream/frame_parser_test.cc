@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -210,6 +211,124 @@ TEST(FrameParserTest, MemoryGrowsWithBytesReceivedNotWithTheClaim) {
     received += kChunk;
   }
   EXPECT_LE(f.parser.buffered_bytes(), 2 * received);
+}
+
+TEST(FrameParserTest, AMessageUpToTheWholeLimitGetsItsBufferAtOnceAndIsNeverCopied) {
+  Fixture f;
+  const uint32_t total = 16 * kChunk;  // 1 MiB
+  Buffer message = Pattern(total, 3);
+  Stream s;
+  s.Hello();
+  ASSERT_TRUE(f.parser.Consume(s.bytes).ok());
+  std::byte* start = nullptr;
+  for (uint32_t offset = 0; offset < total; offset += kChunk) {
+    Stream chunk;
+    chunk.Chunk(StreamFrameType::kRequest, 1, message, offset, kChunk);
+    // The header alone, then the payload straight into place.
+    ASSERT_TRUE(f.parser.Consume(std::span(chunk.bytes).first(wire::kStreamHeaderBytes)).ok());
+    if (offset == 0) {
+      EXPECT_EQ(f.parser.buffered_bytes(), total) << "the whole message, at its first chunk";
+      EXPECT_EQ(f.budget.used, total);
+      EXPECT_EQ(f.budget.whole_used, total);
+    }
+    std::span<std::byte> target = f.parser.DirectTarget();
+    ASSERT_EQ(target.size(), kChunk);
+    if (offset == 0) start = target.data();
+    EXPECT_EQ(target.data(), start + offset) << "the buffer never moves (no growth, no copy)";
+    std::memcpy(target.data(), chunk.bytes.data() + wire::kStreamHeaderBytes, kChunk);
+    ASSERT_TRUE(f.parser.CommitDirect(kChunk).ok());
+  }
+  ASSERT_EQ(f.sink.messages.size(), 1u);
+  EXPECT_EQ(f.sink.messages[0].bytes.data(), start);
+  EXPECT_TRUE(MatchesPattern(f.sink.messages[0].bytes, total, 3));
+  EXPECT_EQ(f.budget.used, 0u);
+  EXPECT_EQ(f.budget.whole_used, 0u);
+}
+
+TEST(FrameParserTest, WholeBuffersHoldAtMostHalfTheBudgetAndLongerMessagesGrow) {
+  const uint32_t claim = 3u << 19;  // 1.5 MiB: half the budget (2.5 MiB) holds one
+  FrameParser::Limits limits;
+  limits.max_whole_bytes = claim;
+  Fixture f(/*budget_limit=*/5u << 20, limits);
+  Buffer first = Pattern(claim, 1);
+  Buffer second = Pattern(claim, 2);
+  Buffer longer = Pattern(claim + 1, 3);  // over max_whole_bytes
+  Stream s;
+  s.Hello()
+      .Chunk(StreamFrameType::kRequest, 1, first, 0, kChunk)
+      .Chunk(StreamFrameType::kRequest, 2, second, 0, kChunk)
+      .Chunk(StreamFrameType::kResponse, 3, longer, 0, kChunk);
+  ASSERT_TRUE(f.parser.Consume(s.bytes).ok());
+  EXPECT_EQ(f.budget.whole_used, claim) << "the second would pass half the budget";
+  EXPECT_LE(f.budget.used, claim + 2 * kChunk) << "the others grow with their bytes";
+  // The rest, interleaved: all three arrive whole and intact.
+  Stream rest;
+  for (uint32_t offset = kChunk; offset < longer.size(); offset += kChunk) {
+    if (offset < claim) {
+      rest.Chunk(StreamFrameType::kRequest, 2, second, offset, kChunk);
+      rest.Chunk(StreamFrameType::kRequest, 1, first, offset, kChunk);
+    }
+    rest.Chunk(StreamFrameType::kResponse, 3, longer, offset,
+               std::min<uint32_t>(kChunk, static_cast<uint32_t>(longer.size()) - offset));
+  }
+  ASSERT_TRUE(f.parser.Consume(rest.bytes).ok());
+  ASSERT_EQ(f.sink.messages.size(), 3u);
+  ASSERT_TRUE(f.sink.refused.empty());
+  for (const auto& m : f.sink.messages) {
+    const uint8_t seed = static_cast<uint8_t>(m.type == StreamFrameType::kResponse ? 3 : m.rpc_id);
+    EXPECT_TRUE(MatchesPattern(m.bytes, seed == 3 ? longer.size() : claim, seed)) << m.rpc_id;
+  }
+  EXPECT_EQ(f.budget.used, 0u);
+  EXPECT_EQ(f.budget.whole_used, 0u);
+  EXPECT_LE(f.budget.peak, 5u << 20);
+}
+
+TEST(FrameParserTest, LargeWholeBuffersComeFromThePoolAndGoBackToIt) {
+  auto pool = ReceivePool::Create({});
+  IncomingBudget budget{.limit = 1ull << 30};
+  RecordingSink sink;
+  FrameParser parser({}, &budget, &sink, pool.get());
+  Stream s;
+  s.Hello().Message(StreamFrameType::kRequest, 1, Pattern(1u << 20, 1));
+  ASSERT_TRUE(parser.Consume(s.bytes).ok());
+  ASSERT_EQ(sink.messages.size(), 1u);
+  EXPECT_EQ(sink.messages[0].bytes.owner(), pool.get());
+  const std::byte* block = sink.messages[0].bytes.data();
+  sink.messages.clear();  // the application lets go
+  Stream next;
+  next.Message(StreamFrameType::kRequest, 2, Pattern(1u << 20, 2))
+      .Message(StreamFrameType::kRequest, 3, Pattern(1000, 3));
+  ASSERT_TRUE(parser.Consume(next.bytes).ok());
+  ASSERT_EQ(sink.messages.size(), 2u);
+  EXPECT_EQ(sink.messages[0].bytes.data(), block) << "the kept block, no new pages";
+  EXPECT_TRUE(MatchesPattern(sink.messages[0].bytes, 1u << 20, 2));
+  EXPECT_EQ(pool->stats().reused, 1u);
+  EXPECT_EQ(sink.messages[1].bytes.owner(), nullptr) << "small messages use the heap";
+  EXPECT_TRUE(MatchesPattern(sink.messages[1].bytes, 1000, 3));
+}
+
+TEST(FrameParserTest, ScratchLimitBoundsReadsOnlyWhileABulkMessageArrives) {
+  Fixture f;
+  EXPECT_EQ(f.parser.ScratchLimit(), SIZE_MAX);
+  Stream s;
+  s.Hello().Message(StreamFrameType::kRequest, 1, Pattern(1000, 1));
+  ASSERT_TRUE(f.parser.Consume(s.bytes).ok());
+  EXPECT_EQ(f.parser.ScratchLimit(), SIZE_MAX) << "small messages: read as much as comes";
+  Buffer big = Pattern(4 * kChunk, 2);
+  Stream chunk;
+  chunk.Chunk(StreamFrameType::kRequest, 2, big, 0, kChunk);
+  ASSERT_TRUE(f.parser.Consume(std::span(chunk.bytes).first(chunk.bytes.size() - 100)).ok());
+  EXPECT_EQ(f.parser.ScratchLimit(), 100 + wire::kStreamHeaderBytes + FrameParser::kMinDirectBytes)
+      << "the rest of the chunk, the next header, a little of the next payload";
+  ASSERT_TRUE(f.parser.Consume(std::span(chunk.bytes).last(100)).ok());
+  EXPECT_EQ(f.parser.ScratchLimit(), wire::kStreamHeaderBytes + FrameParser::kMinDirectBytes);
+  Stream next;
+  next.Chunk(StreamFrameType::kRequest, 2, big, kChunk, kChunk);
+  ASSERT_TRUE(f.parser.Consume(std::span(next.bytes).first(10)).ok());
+  EXPECT_EQ(f.parser.ScratchLimit(), wire::kStreamHeaderBytes - 10 + FrameParser::kMinDirectBytes);
+  ASSERT_TRUE(f.parser.Consume(std::span(next.bytes).subspan(10)).ok());
+  f.parser.Discard(StreamFrameType::kRequest, 2);
+  EXPECT_EQ(f.parser.ScratchLimit(), SIZE_MAX) << "a discarded message has no target to protect";
 }
 
 TEST(FrameParserTest, OverBudgetMessageIsRefusedAndItsBytesDropped) {

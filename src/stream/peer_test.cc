@@ -19,7 +19,7 @@ using testing::Loopback4;
 std::unique_ptr<Connection> FakeConnection(uint64_t id, bool outbound, Connection::State state,
                                            IncomingBudget* budget) {
   return std::make_unique<Connection>(id, -1, outbound, Loopback4(1000), state, 1000,
-                                      FrameParser::Limits{}, budget, nullptr,
+                                      FrameParser::Limits{}, budget, nullptr, nullptr,
                                       &transport::tcp::TcpSyscalls::Kernel());
 }
 

@@ -45,6 +45,9 @@ struct TcpStats {
   uint64_t batched_flushes = 0;       // EndBatch calls that found frames queued
   uint64_t reads = 0;                 // readv calls that moved bytes
   uint64_t peak_incoming_buffer_bytes = 0;  // gauge: highest partial-message memory seen
+  uint64_t receive_buffers_reused = 0;      // large messages received into a kept buffer
+  uint64_t receive_buffers_allocated = 0;   // large messages that needed a new one
+  uint64_t receive_pool_bytes = 0;          // gauge: buffers kept for reuse
 };
 
 }  // namespace wharf::stream

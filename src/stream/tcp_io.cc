@@ -36,7 +36,7 @@ Connection* TcpMessageTransport::AddConnection(int fd, bool outbound,
                                                Connection::State state) {
   const uint64_t id = next_conn_id_++;
   auto conn = std::make_unique<Connection>(id, fd, outbound, remote, state, config_.chunk_bytes,
-                                           parser_limits_, &budget_,
+                                           parser_limits_, &budget_, pool_.get(),
                                            static_cast<ConnectionHandler*>(this), syscalls_);
   Connection* raw = conn.get();
   raw->opened_ns = now_;

@@ -127,6 +127,7 @@ TcpMessageTransport::TcpMessageTransport(const TcpConfig& config, const Clock& c
       write_batch_bytes_(std::max(config.chunk_bytes, config.notsent_lowat_bytes)),
       now_(clock.NowNs()),
       table_(config.max_stored_response_bytes),
+      pool_(ReceivePool::Create({})),
       scratch_(kScratchBytes),
       log_limiter_(clock, kNsPerSec, 10) {
   // Ids start from the wall clock, as homa's do: a restarted client's ids
@@ -152,6 +153,10 @@ TcpMessageTransport::~TcpMessageTransport() {
 
 const TcpStats& TcpMessageTransport::stats() const {
   stats_.peak_incoming_buffer_bytes = budget_.peak;
+  const ReceivePool::Stats pool = pool_->stats();
+  stats_.receive_buffers_reused = pool.reused;
+  stats_.receive_buffers_allocated = pool.allocated;
+  stats_.receive_pool_bytes = pool.kept_bytes;
   return stats_;
 }
 
@@ -317,6 +322,9 @@ std::vector<std::pair<std::string, uint64_t>> TcpMessageTransport::Counters() co
       {"tcp.writes", s.writes},
       {"tcp.batched_flushes", s.batched_flushes},
       {"tcp.reads", s.reads},
+      {"tcp.receive_buffers_reused", s.receive_buffers_reused},
+      {"tcp.receive_buffers_allocated", s.receive_buffers_allocated},
+      {"tcp.receive_pool_bytes", s.receive_pool_bytes},
   };
 }
 

@@ -11,7 +11,8 @@
 // (what arriving frames do), tcp_timers.cc (acks, pings, peer death,
 // reconnects, forgetting). One TCP connection is a Connection (framing, send
 // queue, receive assembly); Peer holds the per-peer state, ServerTable the
-// at-most-once memory.
+// at-most-once memory, ReceivePool the reused buffers of large incoming
+// messages.
 //
 // Time comes only from the injected Clock, so timeouts can be driven by a
 // SimClock while real sockets move the bytes.
@@ -215,6 +216,9 @@ class TcpMessageTransport final : public transport::MessageTransport,
   std::unordered_map<uint64_t, std::unique_ptr<ClientRpc>> client_rpcs_;
   ServerTable table_;
   IncomingBudget budget_;
+  // Whole buffers of large incoming messages, reused (shared: delivered
+  // messages hold it too, see ReceivePool).
+  std::shared_ptr<ReceivePool> pool_;
 
   std::deque<transport::MessageEvent> events_;
 

@@ -1,0 +1,86 @@
+// ReceivePool: taking a block that fits, lending it as a Buffer, keeping it
+// when it comes back.
+#include "stream/receive_pool.h"
+
+#include <cstring>
+#include <new>
+
+namespace wharf::stream {
+namespace {
+
+constexpr std::align_val_t kAlign{64};
+
+}  // namespace
+
+std::shared_ptr<ReceivePool> ReceivePool::Create(const Limits& limits) {
+  return std::shared_ptr<ReceivePool>(new ReceivePool(limits));
+}
+
+ReceivePool::~ReceivePool() {
+  for (const Block& b : kept_) FreeBlock(b);
+}
+
+ReceivePool::Block ReceivePool::NewBlock(size_t capacity) {
+  Block b;
+  b.capacity = capacity;
+  b.base = static_cast<std::byte*>(::operator new(kPrefix + Buffer::kHeadroom + capacity, kAlign));
+  std::memcpy(b.base, &capacity, sizeof capacity);
+  return b;
+}
+
+void ReceivePool::FreeBlock(const Block& block) noexcept { ::operator delete(block.base, kAlign); }
+
+Buffer ReceivePool::Take(size_t size) {
+  Block block;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Smallest kept block that holds `size` and is at most twice it (a
+    // small message must not pin a large block).
+    auto best = kept_.end();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      if (it->capacity < size || it->capacity / 2 > size) continue;
+      if (best == kept_.end() || it->capacity < best->capacity) best = it;
+    }
+    if (best != kept_.end()) {
+      block = *best;
+      kept_.erase(best);
+      stats_.kept_bytes -= block.capacity;
+      stats_.kept_blocks = kept_.size();
+      ++stats_.reused;
+    } else {
+      ++stats_.allocated;
+    }
+  }
+  if (block.base == nullptr) block = NewBlock((size + kGranule - 1) / kGranule * kGranule);
+  return Buffer::Wrap(std::span(block.base + kPrefix, Buffer::kHeadroom + size), shared_from_this(),
+                      Buffer::kHeadroom);
+}
+
+void ReceivePool::Release(std::span<std::byte> whole) noexcept {
+  Block block;
+  block.base = whole.data() - kPrefix;
+  std::memcpy(&block.capacity, block.base, sizeof block.capacity);
+  std::vector<Block> evicted;  // empty (no allocation) unless over a limit
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.push_back(block);
+    stats_.kept_bytes += block.capacity;
+    // The newest stays (it fits what arrives now); the oldest go.
+    while (kept_.size() > limits_.max_blocks || stats_.kept_bytes > limits_.max_bytes) {
+      evicted.push_back(kept_.front());
+      stats_.kept_bytes -= kept_.front().capacity;
+      kept_.erase(kept_.begin());
+      ++stats_.freed;
+    }
+    stats_.kept_blocks = kept_.size();
+  }
+  // Outside the lock: freeing a large block may be a system call.
+  for (const Block& b : evicted) FreeBlock(b);
+}
+
+ReceivePool::Stats ReceivePool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace wharf::stream

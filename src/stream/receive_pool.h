@@ -1,0 +1,99 @@
+// stream/receive_pool.h: ReceivePool, the memory large incoming messages of
+// the TCP message transport are received into, kept for the next message once
+// whoever holds a delivered message (the application, wharfd's copy into an
+// application's receive area) drops it.
+//
+// Why: a fresh 1 MiB buffer per message is 256 page faults when the kernel
+// first hands it over, and glibc gives freed blocks back (MADV_DONTNEED on a
+// thread's arena) as readily as it takes them, so without reuse a bulk
+// receiver spends more CPU faulting pages in than reading them. Blocks in the
+// pool stay mapped and touched.
+//
+// What it does not do: decide which messages are pooled (FrameParser does:
+// whole buffers of at least kMinBytes) or count them against
+// tcp.max_incoming_bytes (the parser charges what it takes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "wharf/buffer.h"
+
+namespace wharf::stream {
+
+// Owned through shared_ptr: the transport holds one reference and every
+// Buffer lent from it another (Buffer::Wrap's rule), so the pool outlives the
+// last message delivered from it. Thread rules: Take is called by the
+// transport's thread; Release (from a Buffer's destructor) on any thread; a
+// mutex guards the kept blocks.
+class ReceivePool final : public BufferOwner,
+                          public std::enable_shared_from_this<ReceivePool> {
+ public:
+  // Messages shorter than this are not worth pooling: malloc recycles small
+  // blocks without page faults, and the pool's lock and reference count
+  // would cost more than they save.
+  static constexpr size_t kMinBytes = 64u << 10;
+  // New blocks are rounded up to this, so that messages of nearby sizes
+  // share blocks.
+  static constexpr size_t kGranule = 64u << 10;
+
+  struct Limits {
+    // Free blocks kept for reuse, and their total capacity; past either the
+    // oldest kept block is freed.
+    size_t max_blocks = 16;
+    uint64_t max_bytes = 32ull << 20;
+  };
+
+  // Counters, read under the lock.
+  struct Stats {
+    uint64_t reused = 0;      // Take served from a kept block
+    uint64_t allocated = 0;   // Take that allocated a new block
+    uint64_t freed = 0;       // blocks given back to the heap (over a limit)
+    uint64_t kept_bytes = 0;  // gauge: capacity of the blocks kept now
+    size_t kept_blocks = 0;   // gauge
+  };
+
+  static std::shared_ptr<ReceivePool> Create(const Limits& limits);
+  ~ReceivePool() override;
+  ReceivePool(const ReceivePool&) = delete;
+  ReceivePool& operator=(const ReceivePool&) = delete;
+
+  // A Buffer of exactly `size` bytes (uninitialised, Buffer::kHeadroom of
+  // headroom in front, like Buffer::Allocate), from the smallest kept block
+  // that holds it without wasting more than half, else from a new block.
+  Buffer Take(size_t size);
+
+  // BufferOwner: a lent block comes back (kept, or freed over the limits).
+  void Release(std::span<std::byte> whole) noexcept override;
+
+  Stats stats() const;
+
+ private:
+  explicit ReceivePool(const Limits& limits) : limits_(limits) {
+    kept_.reserve(limits.max_blocks + 1);
+  }
+
+  // A block: kPrefix bytes holding its capacity, then Buffer::kHeadroom, then
+  // `capacity` bytes of data. `base` is the start of the allocation.
+  struct Block {
+    std::byte* base = nullptr;
+    size_t capacity = 0;
+  };
+  static constexpr size_t kPrefix = 64;  // keeps the data 64-byte aligned as Allocate does
+
+  static Block NewBlock(size_t capacity);
+  static void FreeBlock(const Block& block) noexcept;
+
+  const Limits limits_;
+  mutable std::mutex mu_;
+  // Oldest first; at most max_blocks + 1, so a vector (no allocation once
+  // grown). Guarded by mu_.
+  std::vector<Block> kept_;
+  Stats stats_;             // guarded by mu_
+};
+
+}  // namespace wharf::stream

@@ -1,0 +1,108 @@
+// Tests of ReceivePool: a released block is taken again (same memory), only
+// by a message it fits without waste, the limits free the oldest, the pool
+// outlives the transport's reference while Buffers hold it, and Release from
+// another thread is safe.
+#include "stream/receive_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace wharf::stream {
+namespace {
+
+constexpr size_t kMiB = 1u << 20;
+
+TEST(ReceivePoolTest, TakeGivesExactSizeWithHeadroomAndAnOwner) {
+  auto pool = ReceivePool::Create({});
+  Buffer b = pool->Take(kMiB + 32);
+  EXPECT_EQ(b.size(), kMiB + 32);
+  EXPECT_EQ(b.owner(), pool.get());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 64, 0u);
+  std::memset(b.data(), 7, b.size());  // all of it is writable
+  EXPECT_TRUE(b.Prepend(Buffer::kHeadroom)) << "the engine's frame goes in front";
+  EXPECT_EQ(pool->stats().allocated, 1u);
+}
+
+TEST(ReceivePoolTest, ReleasedBlockIsReusedForTheNextMessage) {
+  auto pool = ReceivePool::Create({});
+  std::byte* first = nullptr;
+  {
+    Buffer b = pool->Take(kMiB);
+    first = b.data();
+  }
+  EXPECT_EQ(pool->stats().kept_blocks, 1u);
+  EXPECT_EQ(pool->stats().kept_bytes, kMiB);
+  Buffer again = pool->Take(kMiB - 100);  // a nearby size shares the block
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(again.size(), kMiB - 100);
+  ReceivePool::Stats s = pool->stats();
+  EXPECT_EQ(s.reused, 1u);
+  EXPECT_EQ(s.allocated, 1u);
+  EXPECT_EQ(s.kept_blocks, 0u);
+}
+
+TEST(ReceivePoolTest, ASmallMessageDoesNotPinALargeBlockNorALargeOneASmallBlock) {
+  auto pool = ReceivePool::Create({});
+  { Buffer big = pool->Take(4 * kMiB); }
+  {
+    Buffer small = pool->Take(ReceivePool::kMinBytes);
+    EXPECT_EQ(pool->stats().reused, 0u) << "a 4 MiB block for 64 KiB wastes too much";
+  }
+  Buffer big_again = pool->Take(4 * kMiB);
+  EXPECT_EQ(pool->stats().reused, 1u) << "the 4 MiB block is still kept";
+  Buffer bigger = pool->Take(4 * kMiB + 1);
+  EXPECT_EQ(pool->stats().reused, 1u) << "the 64 KiB block cannot hold it";
+}
+
+TEST(ReceivePoolTest, LimitsFreeTheOldestBlocks) {
+  auto pool = ReceivePool::Create({.max_blocks = 2, .max_bytes = 3 * kMiB});
+  std::vector<Buffer> held;
+  for (int i = 0; i < 4; ++i) held.push_back(pool->Take(kMiB));
+  std::byte* newest = held.back().data();
+  held.clear();  // released in order: the last two released are kept
+  ReceivePool::Stats s = pool->stats();
+  EXPECT_EQ(s.kept_blocks, 2u);
+  EXPECT_EQ(s.freed, 2u);
+  EXPECT_EQ(s.kept_bytes, 2 * kMiB);
+  Buffer a = pool->Take(kMiB);
+  Buffer b = pool->Take(kMiB);
+  EXPECT_TRUE(a.data() == newest || b.data() == newest);
+  EXPECT_EQ(pool->stats().reused, 2u);
+  // Byte limit: 2 MiB + 1 MiB + 1 MiB passes 3 MiB; the oldest goes.
+  { Buffer two = pool->Take(2 * kMiB); }
+  a = Buffer();
+  b = Buffer();
+  s = pool->stats();
+  EXPECT_LE(s.kept_bytes, 3 * kMiB);
+  EXPECT_EQ(s.freed, 3u);
+}
+
+TEST(ReceivePoolTest, BuffersKeepThePoolAliveAfterItsOwnerLetsGo) {
+  auto pool = ReceivePool::Create({});
+  std::weak_ptr<ReceivePool> weak = pool;
+  Buffer b = pool->Take(kMiB);
+  pool.reset();  // the transport is gone
+  EXPECT_FALSE(weak.expired());
+  std::memset(b.data(), 1, b.size());
+  b = Buffer();
+  EXPECT_TRUE(weak.expired()) << "the last Buffer's release ends the pool (no leak)";
+}
+
+TEST(ReceivePoolTest, ReleaseFromAnotherThread) {
+  auto pool = ReceivePool::Create({});
+  for (int round = 0; round < 50; ++round) {
+    std::vector<Buffer> batch;
+    for (int i = 0; i < 4; ++i) batch.push_back(pool->Take(kMiB));
+    std::thread app([moved = std::move(batch)]() mutable { moved.clear(); });
+    app.join();
+  }
+  ReceivePool::Stats s = pool->stats();
+  EXPECT_EQ(s.allocated + s.reused, 200u);
+  EXPECT_LE(s.allocated, 4u) << "after the first round every message reuses a block";
+}
+
+}  // namespace
+}  // namespace wharf::stream
