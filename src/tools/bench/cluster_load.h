@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -42,6 +43,8 @@ class LoadTransport {
   // Waits until the Clock reaches `deadline` or at least one RPC finished,
   // reporting every finished one to `sink`. May return early.
   virtual void Wait(TimeNs deadline, CompletionSink& sink) = 0;
+  // The transport's counters ("homa.data_sent", ...); none by default.
+  virtual std::vector<std::pair<std::string, uint64_t>> Counters() const { return {}; }
   // Around a burst of Issue calls (a closed loop refilling its window): a
   // transport that can send them together does so by EndBurst.
   virtual void BeginBurst() {}

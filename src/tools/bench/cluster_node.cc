@@ -166,6 +166,11 @@ int RunClosedLoopNode(const ClusterNodeOptions& o, const ClusterNodeTransports& 
       {"unfinished", r.unfinished},
       {"max_in_flight", r.max_in_flight},
       {"first_error", (*transport)->first_error()}};
+  // The transport's counters at the end (wharf: homa.*, udp.*, tcp.*), for
+  // telling what a row's sockets did (GSO sends, retransmissions...).
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [name, value] : (*transport)->Counters()) counters[name] = value;
+  if (!counters.empty()) summary["counters"] = counters;
   std::printf("summary %s\n", summary.dump().c_str());
   std::fflush(stdout);
   return 0;

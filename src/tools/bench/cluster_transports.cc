@@ -102,6 +102,7 @@ class WharfLoadTransport final : public LoadTransport {
   }
 
   std::string first_error() const override { return first_error_; }
+  std::vector<std::pair<std::string, uint64_t>> Counters() const override { return ep_->Stats(); }
   void BeginBurst() override { ep_->BeginBatch(); }
   void EndBurst() override { ep_->EndBatch(); }
 

@@ -40,6 +40,10 @@ for label in ("homa embedded", "tcp embedded"):
     assert r["bytes"] == 65536 and r["client"]["response_bytes"] == 1, r
     assert r["goodput_bits_per_second"] > 0 and r["cpu_ms_per_mib"] > 0, r
     assert r["vs_iperf3"]["target"] > 0, r
+    # The client's transport counters ride along (cluster-node summary).
+    counters = r["client"].get("counters", {})
+    sent_key = "homa.data_sent" if label.startswith("homa") else "tcp.bytes_sent"
+    assert counters.get(sent_key, 0) > 0, (sent_key, sorted(counters)[:20])
 iperf3 = p["iperf3"]
 assert iperf3 is not None, "no iperf3 entry"
 if "error" not in iperf3:
