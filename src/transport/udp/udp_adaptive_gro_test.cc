@@ -191,16 +191,20 @@ TEST_P(AdaptiveGroSocketTest, AlwaysAndNeverDoNotAdapt) {
 
 // The hot-peer socket (which a peer's datagrams reach once it is open)
 // switches with the main one, and one opened while GRO is on opens with it.
+// The receiver sends to the sender until that peer is hot: the receiver
+// then has a hot-peer socket the sender's datagrams arrive on.
+void MakeHotPeer(UdpDatagram& receiver, UdpDatagram& sender) {
+  for (uint32_t i = 0; i < UdpDatagram::kHotAfterSends; ++i) {
+    Outgoing out = MakeOutgoing(sender.LocalAddress(), {64});
+    SendAll(receiver, out.datagrams);
+  }
+  ASSERT_EQ(ReceiveUpTo(sender, UdpDatagram::kHotAfterSends).size(), UdpDatagram::kHotAfterSends);
+  ASSERT_GE(receiver.hot_fd(), 0);
+}
+
 TEST_P(AdaptiveGroSocketTest, TheHotPeerSocketFollows) {
   if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO";
-  // The receiver sends to the sender until that peer is hot.
-  for (uint32_t i = 0; i < UdpDatagram::kHotAfterSends; ++i) {
-    Outgoing out = MakeOutgoing(sender_->LocalAddress(), {64});
-    SendAll(*receiver_, out.datagrams);
-  }
-  ASSERT_EQ(ReceiveUpTo(*sender_, UdpDatagram::kHotAfterSends).size(),
-            UdpDatagram::kHotAfterSends);
-  ASSERT_GE(receiver_->hot_fd(), 0);
+  ASSERT_NO_FATAL_FAILURE(MakeHotPeer(*receiver_, *sender_));
   EXPECT_FALSE(receiver_->hot_gro_enabled());
   // The sender's run lands on the hot socket, split by its kernel.
   EXPECT_FALSE(GsoBatchArrivesIntact());
@@ -216,13 +220,7 @@ TEST_P(AdaptiveGroSocketTest, TheHotPeerSocketFollows) {
 TEST_P(AdaptiveGroSocketTest, AHotSocketOpenedWhileGroIsOnOpensWithIt) {
   if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO";
   TurnOnWithABurst();
-  for (uint32_t i = 0; i < UdpDatagram::kHotAfterSends; ++i) {
-    Outgoing out = MakeOutgoing(sender_->LocalAddress(), {64});
-    SendAll(*receiver_, out.datagrams);
-  }
-  ASSERT_EQ(ReceiveUpTo(*sender_, UdpDatagram::kHotAfterSends).size(),
-            UdpDatagram::kHotAfterSends);
-  ASSERT_GE(receiver_->hot_fd(), 0);
+  ASSERT_NO_FATAL_FAILURE(MakeHotPeer(*receiver_, *sender_));
   EXPECT_TRUE(receiver_->hot_gro_enabled());
   EXPECT_TRUE(GsoBatchArrivesIntact());
 }
