@@ -7,8 +7,9 @@
 // into the message's buffer (DirectTarget), as Connection::Read does. The
 // sink accepts odd RPC ids and discards even ones, and discards a message
 // part-way now and then. Invariants checked after every read: the parser's
-// memory is what the shared budget says, never above its limit, and never
-// more than 2 x bytes received + one chunk per message; every delivered
+// memory is what the shared budget says, never above its limit, whole
+// buffers (given at a message's first chunk) never above half of it, and
+// the rest never more than 2 x bytes received + one chunk per message; every delivered
 // message has the length its first chunk declared; destroying the parser
 // returns every byte. Nothing may crash, hang or trip a sanitizer.
 #include <cstddef>
@@ -88,8 +89,13 @@ void FuzzOne(const uint8_t* data, size_t size) {
       received += n;
       Require(budget.used == parser.buffered_bytes(), "budget and parser disagree");
       Require(budget.used <= budget.limit, "budget exceeded");
-      Require(parser.buffered_bytes() <= 2 * received + kChunk * (parser.assemblies() + 1),
-              "memory beyond 2 x received + a chunk per message");
+      // Whole buffers (a message's full length, given at its first chunk)
+      // are charged in full but capped at half the budget (whole_used);
+      // everything else grows with what arrived.
+      Require(budget.whole_used <= budget.limit / 2, "whole buffers beyond half the budget");
+      Require(parser.buffered_bytes() <=
+                  budget.whole_used + 2 * received + kChunk * (parser.assemblies() + 1),
+              "memory beyond whole buffers + 2 x received + a chunk per message");
       if (!s.ok()) {
         Require(!s.message().empty(), "error without a message");
         break;  // the connection would close here
