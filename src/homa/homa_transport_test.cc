@@ -202,6 +202,9 @@ int GrantsToLargeWhileShortOnesWait(int fifo_permille, uint64_t* fifo_grants) {
   HomaConfig config;
   config.unsched_bytes = 1424;
   config.overcommit = 1;  // one message granted at a time
+  // A window well below the short messages' 100 KB, so that each needs
+  // several grants and the FIFO share has SRPT grants to be a share of.
+  config.max_incoming_bytes = 400'000;
   config.grant_fifo_permille = fifo_permille;
   config.fifo_grant_bytes = 20'000;
   Scenario s;
