@@ -332,9 +332,10 @@ class HomaHost {
   int64_t tick_count_ = 0;
 
   // Transmit batch, flushed with one Send(): packet headers in slots of
-  // tx_buffer_, DATA payloads borrowed from their messages. Every PumpSends
-  // is followed by FlushTx before anything else runs, so no message is freed
-  // while the batch still points into it.
+  // tx_buffer_, DATA payloads borrowed from their messages. Outside a batch
+  // every PumpSends is followed by FlushTx; inside one (BeginBatch) the
+  // batch may wait, so everything that frees a message calls FlushBorrowed
+  // first and no message is freed while the batch still points into it.
   std::vector<std::byte> tx_buffer_;
   std::vector<transport::OutDatagram> tx_batch_;
   // Entries of tx_batch_ whose payload points into a message.
