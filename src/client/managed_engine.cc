@@ -161,16 +161,15 @@ void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
 }
 
 uint64_t ManagedEngine::PeerHandle(const engine::Uri& uri) {
-  std::string key = uri.scheme + "://" + uri.address.ToString() + engine::EndpointSuffix(uri.endpoint_id);
-  auto it = peer_handles_.find(key);
+  const engine::PackedUri packed = engine::PackUri(uri);
+  auto it = peer_handles_.find(packed);
   if (it != peer_handles_.end()) return it->second;
   if (peer_handles_.size() >= shm::kMaxPeerHandles) peer_handles_.clear();  // wharfd overwrites
   const uint64_t handle = peer_handles_.size();
   Descriptor d = Command(Opcode::kAddPeer, 0, handle);
-  const engine::PackedUri packed = engine::PackUri(uri);
   std::memcpy(d.aux, packed.words, sizeof packed.words);
   Push(d);
-  peer_handles_.emplace(std::move(key), handle);
+  peer_handles_.emplace(packed, handle);
   return handle;
 }
 

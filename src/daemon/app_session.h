@@ -142,6 +142,12 @@ class AppSession final : public engine::EngineSink {
   // Served requests it holds, awaiting its answer (part of inflight()).
   size_t requests_in_service() const { return calls_.size(); }
   size_t connections() const { return conns_.size(); }
+  // Whether an answer is on its way: a call, send or connect in flight on
+  // the network, or a request the application is answering. wharfd keeps
+  // polling longer while some session expects one (daemon.busy_spin).
+  bool awaiting_answers() const {
+    return !calls_.empty() || (engine_ != nullptr && engine_->ops_awaiting_answer() > 0);
+  }
   const SessionCounters& counters() const { return counters_; }
   // The engine's and transports' counters (empty before Attach).
   std::vector<std::pair<std::string, uint64_t>> EngineCounters() const;

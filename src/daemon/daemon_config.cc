@@ -80,6 +80,13 @@ Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
   Result<LogLevel> parsed = ParseLogLevel(level);
   if (!parsed.ok()) return parsed.status().WithContext("daemon.log_level");
   c->log_level = *parsed;
+  WHARF_RETURN_IF_ERROR(Layered(f, o, &c->busy_spin_ns, [](const ConfigDoc& d, DurationNs def) {
+    return d.GetDuration("daemon.busy_spin", def);
+  }));
+  if (c->busy_spin_ns > kNsPerSec) {
+    return InvalidArgumentError("daemon.busy_spin: expected at most 1s, got " +
+                                std::to_string(c->busy_spin_ns / kNsPerMs) + "ms");
+  }
   WHARF_RETURN_IF_ERROR(str("listen.homa", &c->listen_homa));
   WHARF_RETURN_IF_ERROR(str("listen.tcp", &c->listen_tcp));
   WHARF_RETURN_IF_ERROR(uint("limits.max_applications", &c->max_applications, 1, 1 << 20));

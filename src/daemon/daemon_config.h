@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "engine/engine_config.h"
 #include "wharf/result.h"
@@ -52,6 +53,11 @@ struct DaemonConfig {
   std::vector<uid_t> allowed_uids;
   // daemon.log_level.
   LogLevel log_level = LogLevel::kInfo;
+  // daemon.busy_spin: how long wharfd keeps polling after the last work
+  // while answers are awaited (RPCs in flight, requests an application is
+  // answering), instead of endpoint.spin. Its spin yields the CPU to any
+  // other runnable thread; 0 uses endpoint.spin always.
+  DurationNs busy_spin_ns = kNsPerMs;
   // listen.homa / listen.tcp: the sockets applications' endpoints share by
   // default ("" disables one). An application asking for port 0 gets an
   // endpoint there.

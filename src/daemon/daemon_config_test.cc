@@ -30,6 +30,24 @@ TEST(DaemonConfigTest, AllowedUidsMustBeNumbers) {
   EXPECT_THAT(c.status().message(), HasSubstr("'root'"));
 }
 
+TEST(DaemonConfigTest, BusySpinIsADurationOfAtMostASecond) {
+  auto c = LoadDaemonConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->busy_spin_ns, kNsPerMs);
+  c = LoadDaemonConfig("", {{"daemon.busy_spin", "0us"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->busy_spin_ns, 0);
+  c = LoadDaemonConfig("", {{"daemon.busy_spin", "250us"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->busy_spin_ns, 250 * kNsPerUs);
+  c = LoadDaemonConfig("", {{"daemon.busy_spin", "2s"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("daemon.busy_spin"));
+  c = LoadDaemonConfig("", {{"daemon.busy_spin", "5"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("daemon.busy_spin"));
+}
+
 TEST(DaemonConfigTest, LimitsFromSets) {
   auto c = LoadDaemonConfig("", {{"limits.max_inflight", "8"},
                                  {"limits.max_connections", "3"},

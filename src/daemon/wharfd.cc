@@ -195,9 +195,16 @@ Result<AppEndpoint> Daemon::OpenSecondary(std::string_view scheme) {
 
 Status Daemon::Run() {
   while (!stop_.load()) {
+    // A pass that leaves answers awaited spins longer: on a shared CPU the
+    // peer (or the application) is often just busy for longer than
+    // endpoint.spin, and a sleep then costs a wake-up per round trip. The
+    // spin yields, so whoever else needs the CPU gets it.
+    auto spin = [&] {
+      return awaiting_answers_ ? std::max(config_.busy_spin_ns, config_.engine.spin_ns)
+                               : config_.engine.spin_ns;
+    };
     waiter_->SpinThenBlock([&] { return stop_.load(); }, [&] { return Pass(); },
-                           [&] { BeforeSleep(); }, [&] { return stop_.load(); }, kNever,
-                           config_.engine.spin_ns);
+                           [&] { BeforeSleep(); }, [&] { return stop_.load(); }, kNever, spin);
   }
   WHARF_LOG(kInfo, "wharfd: stopping; {} application(s) attached", sessions_.size());
   return OkStatus();
@@ -215,10 +222,12 @@ transport::PollResult Daemon::Pass() {
   all.next_deadline = kNever;
   const TimeNs now = clock_.NowNs();
   // The listener and the control sockets carry attaches, wake-ups and EOF:
-  // after a sleep they are what woke us; while spinning, a look every 64
-  // passes (microseconds) finds a new or departed application soon enough,
-  // without a system call per socket per pass.
-  const bool check_control = slept_ || counters_.passes % 64 == 0;
+  // after a sleep they are what woke us; while spinning, a look every
+  // kControlCheckInterval finds a new or departed application soon enough,
+  // without a system call per socket per pass (an accept that finds nobody
+  // costs microseconds here).
+  const bool check_control = slept_ || now >= next_control_check_ns_;
+  if (check_control) next_control_check_ns_ = now + kControlCheckInterval;
   slept_ = false;
   if (check_control) AcceptConnections(now);
   // The shared sockets first: what arrived goes to the endpoints' queues,
@@ -254,6 +263,7 @@ transport::PollResult Daemon::Pass() {
   // pass later, which on a shared CPU is a whole yield away. Then the
   // deadlines, after every session ran.
   const TimeNs after = clock_.NowNs();
+  awaiting_answers_ = false;
   for (auto& [id, session] : sessions_) {
     TimeNs next = session->NextDeadline();
     if (next <= after) {
@@ -261,6 +271,7 @@ transport::PollResult Daemon::Pass() {
       next = session->NextDeadline();
     }
     all.next_deadline = std::min(all.next_deadline, next);
+    awaiting_answers_ = awaiting_answers_ || session->awaiting_answers();
   }
   for (auto& own : own_) {
     // The own endpoints' traffic is not on anyone's fast path (a tcp://

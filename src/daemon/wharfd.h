@@ -107,6 +107,11 @@ class Daemon final : public SessionHost {
   std::atomic<bool> stop_{false};
   // The loop slept since the last pass: read every control socket.
   bool slept_ = false;
+  static constexpr DurationNs kControlCheckInterval = kNsPerMs;
+  TimeNs next_control_check_ns_ = 0;
+  // Some session awaited an answer at the end of the last pass: Run spins
+  // for daemon.busy_spin instead of endpoint.spin after work.
+  bool awaiting_answers_ = false;
   std::vector<int> fds_scratch_;
   std::vector<int> watched_fds_;
   DaemonCounters counters_;

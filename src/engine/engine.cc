@@ -67,6 +67,7 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
 
 void Engine::Register(uint64_t op_id, Op op) {
   const TimeNs deadline_ns = op.deadline_ns;
+  if (AwaitsAnswer(op.kind)) ++ops_awaiting_answer_;
   op_nodes_.Insert(ops_, op_id, std::move(op));
   if (deadline_ns != kNever) deadline_nodes_.Insert(deadlines_, deadline_ns, op_id);
 }
@@ -105,6 +106,7 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
   if (it == ops_.end()) return;
   const Op op = std::move(it->second);
   op_nodes_.Erase(ops_, it);
+  if (AwaitsAnswer(op.kind)) --ops_awaiting_answer_;
   if (op.deadline_ns != kNever) {
     auto [b, e] = deadlines_.equal_range(op.deadline_ns);
     for (auto d = b; d != e; ++d) {

@@ -140,6 +140,10 @@ class Engine final : public EngineApi {
   TimeNs NextDeadline() const override;
 
   size_t pending_ops() const { return ops_.size(); }
+  // Of those, the ones whose answer is on its way from a peer (calls,
+  // sends, connects; not accepts, receives or barriers, which may wait for
+  // ever): a host that has some can expect work soon.
+  size_t ops_awaiting_answer() const { return ops_awaiting_answer_; }
   // The engine's counters ("engine.*"), then every transport's.
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
@@ -174,6 +178,9 @@ class Engine final : public EngineApi {
 
   // Records operation `op_id` (and its deadline).
   void Register(uint64_t op_id, Op op);
+  static bool AwaitsAnswer(OpKind kind) {
+    return kind != OpKind::kAccept && kind != OpKind::kRecv && kind != OpKind::kBarrier;
+  }
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
   void CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
@@ -237,6 +244,7 @@ class Engine final : public EngineApi {
   std::multimap<TimeNs, uint64_t> deadlines_;  // deadline -> op id
   // Both tables gain and lose an entry per operation: reuse their nodes.
   NodeRecycler<std::unordered_map<uint64_t, Op>> op_nodes_;
+  size_t ops_awaiting_answer_ = 0;  // see ops_awaiting_answer()
   NodeRecycler<std::multimap<TimeNs, uint64_t>> deadline_nodes_;
 
   uint64_t next_conn_ = 1;

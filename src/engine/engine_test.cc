@@ -145,6 +145,30 @@ TEST_F(EngineTest, RpcWithHandlerReturnsResponseAndSeesPeer) {
   EXPECT_EQ(seen_method, 7u);
 }
 
+// Calls count as awaiting an answer until they complete; accepts and
+// receives, which may wait for ever, do not (wharfd spins longer only for
+// the former: daemon.busy_spin).
+TEST_F(EngineTest, OpsAwaitingAnswerCountCallsButNotAcceptsOrReceives) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->SetHandler(7, [](const RpcContext&, Buffer req) -> Result<Buffer> { return req; });
+  a.engine->Listen();
+  StatePtr accept = a.engine->Accept(kNever);
+  EXPECT_EQ(a.engine->pending_ops(), 1u);
+  EXPECT_EQ(a.engine->ops_awaiting_answer(), 0u);
+  StatePtr one = a.engine->Call(b.uri, 7, Text("1"), kNever);
+  StatePtr two = a.engine->Call(b.uri, 7, Text("2"), kNever);
+  EXPECT_EQ(a.engine->ops_awaiting_answer(), 2u);
+  ASSERT_TRUE(RunUntil([&] { return Done(one) && Done(two); }));
+  EXPECT_EQ(a.engine->ops_awaiting_answer(), 0u);
+  EXPECT_EQ(a.engine->pending_ops(), 1u);  // the accept
+  StatePtr failed = a.engine->Call(Uri{"tcp", b.addr}, 7, Text("x"), kNever);  // fails at once
+  EXPECT_EQ(a.engine->ops_awaiting_answer(), 0u);
+  a.engine->Cancel(accept->op_id);
+  EXPECT_EQ(a.engine->pending_ops(), 0u);
+  EXPECT_EQ(a.engine->ops_awaiting_answer(), 0u);
+}
+
 TEST_F(EngineTest, SchemeWithoutTransportFailsAtOnceNamingIt) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");

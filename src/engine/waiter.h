@@ -17,6 +17,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "base/clock.h"
@@ -75,11 +76,20 @@ class Waiter {
   // then it sleeps here until a watched fd is readable, a wake-up, the next
   // deadline or 100 ms, calling `before_sleep()` once it counts as a sleeper
   // (so the host can bring the fds up to date). A template: it runs once per
-  // spin turn, where an indirect call shows.
-  template <typename Done, typename Turn, typename BeforeSleep, typename Stop>
+  // spin turn, where an indirect call shows. `spin` is a DurationNs, or a
+  // callable returning one, asked after each turn that did work (a host
+  // that expects answers soon may spin longer than one that expects none).
+  template <typename Done, typename Turn, typename BeforeSleep, typename Stop, typename Spin>
   bool SpinThenBlock(Done&& done, Turn&& turn, BeforeSleep&& before_sleep, Stop&& stop,
-                     TimeNs deadline_ns, DurationNs spin_ns) {
-    TimeNs spin_until = clock_.NowNs() + spin_ns;
+                     TimeNs deadline_ns, Spin&& spin) {
+    auto spin_ns = [&spin]() -> DurationNs {
+      if constexpr (std::is_invocable_v<Spin>) {
+        return spin();
+      } else {
+        return spin;
+      }
+    };
+    TimeNs spin_until = clock_.NowNs() + spin_ns();
     while (true) {
       if (done()) return true;
       const transport::PollResult r = turn();
@@ -87,7 +97,7 @@ class Waiter {
       // One clock read per turn: reading it costs as much here (a VM's
       // clock source) as a fifth of the turn.
       const TimeNs now = r.now != 0 ? r.now : clock_.NowNs();
-      if (r.work > 0) spin_until = now + spin_ns;
+      if (r.work > 0) spin_until = now + spin_ns();
       if (now >= deadline_ns || stop()) return done();
       if (now < spin_until) {
         if (++spin_turns_ == kSpinTurnsBeforeUnwatch) UnwatchWhileSpinning();

@@ -140,6 +140,37 @@ TEST_F(WaiterTest, FdsStayWatchedAfterASleepUntilAThreadKeepsSpinning) {
   EXPECT_TRUE(waiter_->fds_in_epoll());
 }
 
+// The spin window may be a callable, asked after every turn that did
+// work: a host that expects answers spins longer than one that does not.
+TEST_F(WaiterTest, ASpinCallableIsAskedAfterWorkAndDecidesWhenToSleep) {
+  for (const DurationNs window : {DurationNs{0}, kNsPerSec}) {
+    int turns = 0;
+    int asked = 0;
+    int sleeps = 0;
+    (void)waiter_->SpinThenBlock(
+        [&] { return turns == 50 || sleeps > 0; },
+        [&] {
+          ++turns;
+          // Work on odd turns only: the window counts from the last work.
+          return transport::PollResult{
+              .work = turns % 2, .next_deadline = clock_.NowNs() + kMs, .now = clock_.NowNs()};
+        },
+        [&] { ++sleeps; }, [] { return false; }, kNever,
+        [&] {
+          ++asked;
+          return window;
+        });
+    if (window == 0) {
+      EXPECT_EQ(sleeps, 1) << "a zero window sleeps at the first turn without work";
+      EXPECT_LE(turns, 3);
+    } else {
+      EXPECT_EQ(sleeps, 0) << "a 1 s window spins through 50 turns";
+      EXPECT_EQ(turns, 50);
+      EXPECT_EQ(asked, 1 + 25);  // once at the start, then after each turn with work
+    }
+  }
+}
+
 TEST_F(WaiterTest, ExposedFdsStayWatchedWhileSpinning) {
   ASSERT_TRUE(waiter_->Watch({event_fd_}).ok());
   (void)waiter_->Expose();

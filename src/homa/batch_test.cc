@@ -313,17 +313,42 @@ TEST(HomaBatchTest, PollSendsWhatTheBatchHolds) {
   ASSERT_TRUE(w.RunUntilResponses(3));
 }
 
+TEST(HomaBatchTest, TheHeadOfAHeldBatchLeavesAtOnceAndTheRestAtEndBatch) {
+  BatchWorld w;
+  w.client_->BeginBatch();
+  for (int i = 0; i < 15; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, 0);
+  w.Call(*w.client_, 100);  // the 16th packet: the head leaves
+  ASSERT_EQ(w.client_net_->send_calls, 1);
+  EXPECT_EQ(w.client_net_->batch_sizes[0], 16u);
+  EXPECT_EQ(Counter(*w.client_host_, "homa.batch_cuts"), 1u);
+  // Once per batch: the next 16 wait for EndBatch.
+  for (int i = 0; i < 16; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, 1);
+  w.client_->EndBatch();
+  ASSERT_EQ(w.client_net_->send_calls, 2);
+  EXPECT_EQ(w.client_net_->batch_sizes[1], 16u);
+  // A new batch cuts its head again.
+  w.client_->BeginBatch();
+  for (int i = 0; i < 16; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, 3);
+  w.client_->EndBatch();
+  EXPECT_EQ(Counter(*w.client_host_, "homa.batch_cuts"), 2u);
+  ASSERT_TRUE(w.RunUntilResponses(48));
+}
+
 TEST(HomaBatchTest, AFullBatchIsSentWithoutWaitingForEndBatch) {
   BatchWorld w;
   w.client_->BeginBatch();
-  for (int i = 0; i < 40; ++i) w.Call(*w.client_, 100);
-  // 32 datagrams fill the transmit batch (kTxBatch).
-  ASSERT_EQ(w.client_net_->send_calls, 1);
-  EXPECT_EQ(w.client_net_->batch_sizes[0], 32u);
-  w.client_->EndBatch();
+  for (int i = 0; i < 60; ++i) w.Call(*w.client_, 100);
+  // The head (16), then 32 datagrams fill the transmit batch (kTxBatch).
   ASSERT_EQ(w.client_net_->send_calls, 2);
-  EXPECT_EQ(w.client_net_->batch_sizes[1], 8u);
-  ASSERT_TRUE(w.RunUntilResponses(40));
+  EXPECT_EQ(w.client_net_->batch_sizes[0], 16u);
+  EXPECT_EQ(w.client_net_->batch_sizes[1], 32u);
+  w.client_->EndBatch();
+  ASSERT_EQ(w.client_net_->send_calls, 3);
+  EXPECT_EQ(w.client_net_->batch_sizes[2], 12u);
+  ASSERT_TRUE(w.RunUntilResponses(60));
 }
 
 TEST(HomaBatchTest, EndBatchWithNothingHeldIsNotCountedAsABatchedFlush) {

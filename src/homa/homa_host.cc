@@ -216,7 +216,7 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   peer.outstanding[EndpointPair(ep.id_, server_port)].Add(id);
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
-  if (batch_depth_ == 0) FlushTx();
+  FlushUnlessHeld();
   return id;
 }
 
@@ -245,11 +245,23 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
   rpc.Heard();
   QueueForSend(rpc);
   PumpSends(/*clock_fresh=*/false);
-  if (batch_depth_ == 0) FlushTx();
+  FlushUnlessHeld();
   return OkStatus();
 }
 
-void HomaHost::BeginBatch() { ++batch_depth_; }
+void HomaHost::BeginBatch() {
+  if (batch_depth_++ == 0) batch_cut_ = false;
+}
+
+void HomaHost::FlushUnlessHeld() {
+  if (batch_depth_ == 0) {
+    FlushTx();
+  } else if (!batch_cut_ && tx_batch_.size() >= kMaxHeldPackets) {
+    batch_cut_ = true;
+    ++stats_.batch_cuts;
+    FlushTx();
+  }
+}
 
 void HomaHost::EndBatch() {
   if (batch_depth_ == 0) return;
@@ -321,6 +333,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> all = {
       {"homa.packets_sent", stats_.packets_sent},
       {"homa.batched_flushes", stats_.batched_flushes},
+      {"homa.batch_cuts", stats_.batch_cuts},
       {"homa.packets_received", stats_.packets_received},
       {"homa.data_sent", stats_.data_sent},
       {"homa.data_retransmitted", stats_.data_retransmitted},

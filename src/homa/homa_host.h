@@ -341,8 +341,19 @@ class HomaHost {
   // Entries of tx_batch_ whose payload points into a message.
   size_t tx_borrowed_ = 0;
   // BeginBatch nesting: while > 0, the endpoints' sends stay in tx_batch_
-  // until EndBatch, the next Poll, or a full batch.
+  // until EndBatch, the next Poll, or kMaxHeldPackets.
   int batch_depth_ = 0;
+  // The first kMaxHeldPackets packets of a held batch leave as soon as
+  // they are there, the rest at EndBatch: the head of a burst reaches the
+  // peer while its tail is still being made, so both hosts work at once.
+  // Bursts held whole travel as one convoy that each host serves while the
+  // other waits (64 B RPCs, 32 in flight, managed: 420k -> 570k RPC/s on a
+  // 2-CPU VM). One cut per batch: more cost a send each and bought nothing
+  // at 256 in flight.
+  static constexpr size_t kMaxHeldPackets = 16;
+  bool batch_cut_ = false;  // this batch's head has left
+  // After an API call queued packets: flushes unless a batch holds them.
+  void FlushUnlessHeld();
   size_t max_datagram_bytes_;
   std::vector<transport::InDatagram> rx_batch_;
 

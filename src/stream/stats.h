@@ -43,6 +43,7 @@ struct TcpStats {
   uint64_t bytes_received = 0;
   uint64_t writes = 0;                // writev calls that moved bytes
   uint64_t batched_flushes = 0;       // EndBatch calls that found frames queued
+  uint64_t batch_cuts = 0;            // held batches whose head left early
   uint64_t reads = 0;                 // readv calls that moved bytes
   uint64_t peak_incoming_buffer_bytes = 0;  // gauge: highest partial-message memory seen
   uint64_t receive_buffers_reused = 0;      // large messages received into a kept buffer

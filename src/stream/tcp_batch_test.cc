@@ -76,6 +76,29 @@ TEST(TcpBatchTest, RequestsOfABatchAreWrittenWithOneWritevAtEndBatch) {
   EXPECT_EQ(c.server.MaxHandled(), 1);
 }
 
+TEST(TcpBatchTest, TheHeadOfABatchIsWrittenAtOnceAndTheRestAtEndBatch) {
+  Connected c;
+  const TcpStats& s = c.client.t->stats();
+  const uint64_t writes = s.writes;
+  std::vector<uint64_t> ids;
+  c.client.t->BeginBatch();
+  for (int i = 0; i < 15; ++i) ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  EXPECT_EQ(s.writes, writes);
+  ids.push_back(Call(c.client, c.server, 100, 15));  // the 16th: the head leaves
+  EXPECT_EQ(s.writes, writes + 1);
+  EXPECT_EQ(s.batch_cuts, 1u);
+  // Once per batch: the rest waits for EndBatch.
+  for (int i = 16; i < 40; ++i) ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  EXPECT_EQ(s.writes, writes + 1);
+  c.client.t->EndBatch();
+  EXPECT_EQ(s.writes, writes + 2);
+  EXPECT_EQ(s.batch_cuts, 1u);
+  ASSERT_TRUE(c.h.RunUntil([&] { return c.client.done.size() == ids.size() + 1; }));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_TRUE(MatchesPattern(c.client.done.at(ids[i]).message, 100, static_cast<uint8_t>(i)));
+  }
+}
+
 TEST(TcpBatchTest, NestedBatchesWriteOnlyAtTheOutermostEndBatch) {
   Connected c;
   const TcpStats& s = c.client.t->stats();

@@ -187,7 +187,7 @@ Result<uint64_t> TcpMessageTransport::SendRequest(const transport::NetAddress& s
   // Dialling, pings and the peer-death deadline are the timer's business.
   timers_dirty_ = true;
   if (peer.CountOpen() == 0 && NeedsDial(peer) && now_ >= peer.next_dial_ns) Dial(peer);
-  if (batch_depth_ == 0) FlushDirty();
+  FlushUnlessHeld();
   Reap();
   return id;
 }
@@ -221,9 +221,26 @@ Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buf
     if (Connection* conn = peer->LeastLoaded()) QueueResponse(served, key.client_id, *conn);
   }
   EvictStoredResponses();
-  if (batch_depth_ == 0) FlushDirty();
+  FlushUnlessHeld();
   Reap();
   return OkStatus();
+}
+
+void TcpMessageTransport::BeginBatch() {
+  if (batch_depth_++ == 0) {
+    held_messages_ = 0;
+    batch_cut_ = false;
+  }
+}
+
+void TcpMessageTransport::FlushUnlessHeld() {
+  if (batch_depth_ == 0) {
+    FlushDirty();
+  } else if (++held_messages_ >= kMaxHeldMessages && !batch_cut_) {
+    batch_cut_ = true;
+    ++stats_.batch_cuts;
+    FlushDirty();
+  }
 }
 
 void TcpMessageTransport::EndBatch() {
@@ -321,6 +338,7 @@ std::vector<std::pair<std::string, uint64_t>> TcpMessageTransport::Counters() co
       {"tcp.bytes_received", s.bytes_received},
       {"tcp.writes", s.writes},
       {"tcp.batched_flushes", s.batched_flushes},
+      {"tcp.batch_cuts", s.batch_cuts},
       {"tcp.reads", s.reads},
       {"tcp.receive_buffers_reused", s.receive_buffers_reused},
       {"tcp.receive_buffers_allocated", s.receive_buffers_allocated},

@@ -73,7 +73,7 @@ class TcpMessageTransport final : public transport::MessageTransport,
   // queue their frames on the connections (dirty_), and EndBatch or the
   // next Poll writes each connection once: one writev for a burst of
   // messages instead of one each.
-  void BeginBatch() override { ++batch_depth_; }
+  void BeginBatch() override;
   void EndBatch() override;
   // Accepts, connects, reads, writes and runs the timers that are due;
   // never blocks.
@@ -211,6 +211,14 @@ class TcpMessageTransport final : public transport::MessageTransport,
   std::vector<uint64_t> dirty_;
   // Open BeginBatch calls; while > 0 the API calls leave dirty_ to EndBatch.
   int batch_depth_ = 0;
+  // The first kMaxHeldMessages messages of a held batch leave at once, the
+  // rest at EndBatch: the peer starts on a burst's head while its tail is
+  // still being made (see HomaHost::kMaxHeldPackets).
+  static constexpr size_t kMaxHeldMessages = 16;
+  size_t held_messages_ = 0;
+  bool batch_cut_ = false;
+  // After an API call queued a message: flushes unless a batch holds it.
+  void FlushUnlessHeld();
 
   PeerTable peers_;
   std::unordered_map<uint64_t, std::unique_ptr<ClientRpc>> client_rpcs_;

@@ -128,14 +128,3 @@ std::string NetAddress::ToString() const {
 
 }  // namespace wharf::transport
 
-size_t std::hash<wharf::transport::NetAddress>::operator()(
-    const wharf::transport::NetAddress& a) const noexcept {
-  // FNV-1a over the family, port and address bytes.
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](uint8_t b) { h = (h ^ b) * 1099511628211ULL; };
-  mix(static_cast<uint8_t>(a.family()));
-  mix(static_cast<uint8_t>(a.port() >> 8));
-  mix(static_cast<uint8_t>(a.port()));
-  for (uint8_t b : a.ip_bytes()) mix(b);
-  return static_cast<size_t>(h);
-}

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -55,5 +56,19 @@ class NetAddress {
 
 template <>
 struct std::hash<wharf::transport::NetAddress> {
-  size_t operator()(const wharf::transport::NetAddress& a) const noexcept;
+  // Word-wise: two multiplies instead of FNV's one per byte (every packet
+  // and every answer hashes its peer's address, some more than once).
+  size_t operator()(const wharf::transport::NetAddress& a) const noexcept {
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    std::memcpy(&lo, a.ip_bytes().data(), 8);
+    std::memcpy(&hi, a.ip_bytes().data() + 8, 8);
+    const uint64_t tag = uint64_t{a.port()} << 48 | uint64_t{static_cast<uint8_t>(a.family())} << 40;
+    uint64_t h = (lo ^ tag) * 0x9E3779B97F4A7C15ULL;
+    h ^= hi + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+    return static_cast<size_t>(h);
+  }
 };

@@ -73,6 +73,7 @@ class TestHost final : public EngineSink {
   void Cancel(uint64_t op_id) { engine_->Cancel(op_id); }
   void Shutdown(const Status& why) { engine_->Shutdown(why); }
   size_t pending_ops() const { return engine_->pending_ops(); }
+  size_t ops_awaiting_answer() const { return engine_->ops_awaiting_answer(); }
   TimeNs NextDeadline() const { return engine_->NextDeadline(); }
 
   // A synchronous handler, run right after the Poll that received its call.
