@@ -57,7 +57,7 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
       "--client-cpu, the server side on --server-cpu. wharf keeps its default settings "
       "(--set changes them). Everything started is stopped at the end, on a failure and on "
       "Ctrl-C. Tables on stdout, everything in --json FILE. Example (the issue-12 run):\n"
-      "  wharf bench throughput --path loopback,veth --proto homa,tcp,grpc "
+      "  wharf bench throughput --path loopback,veth --proto homa,tcp,grpc,grpc-sync "
       "--mode embedded,managed --in-flight 1,32,256 --duration 5s --json throughput.json");
   t->add_option("--path", o.paths,
                 "Where the two sides run, comma-separated: loopback (this namespace, 127.0.0.1 "
@@ -69,12 +69,14 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
       CLI::Range(576, 65535));
   t->add_option("--proto", o.protos,
                 "Series, comma-separated: homa (wharf homa://), tcp (wharf tcp://), grpc (gRPC "
-                "C++, wharf-grpc-node beside wharf: the RPC baseline; skipped when absent), "
-                "kernel-udp and kernel-tcp (plain kernel sockets, extra baselines)")
+                "C++, wharf-grpc-node beside wharf, completion-queue server: the RPC baseline; "
+                "skipped when absent), grpc-sync (the same client against gRPC's synchronous "
+                "server API with its defaults, as a new user writes it), kernel-udp and "
+                "kernel-tcp (plain kernel sockets, extra baselines)")
       ->capture_default_str()
       ->delimiter(',')
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"udp", "kernel-udp"}}))
-      ->check(CLI::IsMember({"homa", "tcp", "grpc", "kernel-udp", "kernel-tcp"}));
+      ->check(CLI::IsMember({"homa", "tcp", "grpc", "grpc-sync", "kernel-udp", "kernel-tcp"}));
   t->add_option("--mode", o.modes,
                 "How wharf runs, comma-separated: embedded (in the process) or managed (through "
                 "a wharfd per side, on that side's CPU and address); homa and tcp only")
@@ -143,7 +145,7 @@ int RunBenchThroughput(const bench::ThroughputOptions& o) {
   Result<std::string> self = bench::SelfExecutable();
   if (!self.ok()) return Fail(self.status());
   run.self = *self;
-  if (Wants(*plan, "grpc")) {
+  if (Wants(*plan, "grpc") || Wants(*plan, "grpc-sync")) {
     Result<std::string> grpc = bench::FindGrpcNode(*self);
     if (grpc.ok()) {
       run.grpc_node = *grpc;

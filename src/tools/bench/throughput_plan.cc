@@ -55,7 +55,9 @@ std::vector<ThroughputSeriesSpec> ThroughputSeriesFor(const std::vector<std::str
   return out;
 }
 
-bool HasGoodputRows(const ThroughputSeriesSpec& series) { return series.proto != "grpc"; }
+bool IsGrpc(const std::string& proto) { return proto == "grpc" || proto == "grpc-sync"; }
+
+bool HasGoodputRows(const ThroughputSeriesSpec& series) { return !IsGrpc(series.proto); }
 
 Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
   ThroughputPlan plan;
@@ -71,9 +73,9 @@ Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
   }
   plan.mtu = o.mtu;
   for (const std::string& p : o.protos) {
-    if (p != "homa" && p != "tcp" && p != "grpc" && p != "kernel-udp" && p != "kernel-tcp") {
+    if (p != "homa" && p != "tcp" && !IsGrpc(p) && p != "kernel-udp" && p != "kernel-tcp") {
       return InvalidArgumentError("--proto " + p +
-                                  ": expected homa, tcp, grpc, kernel-udp or kernel-tcp");
+                                  ": expected homa, tcp, grpc, grpc-sync, kernel-udp or kernel-tcp");
     }
   }
   for (const std::string& m : o.modes) {

@@ -21,7 +21,7 @@ struct ThroughputOptions {
   std::vector<std::string> paths = {"loopback", "veth"};
   int mtu = 1500;
   // homa, tcp, grpc; kernel-udp and kernel-tcp as extra baselines.
-  std::vector<std::string> protos = {"homa", "tcp", "grpc"};
+  std::vector<std::string> protos = {"homa", "tcp", "grpc", "grpc-sync"};
   std::vector<std::string> modes = {"embedded", "managed"};
   std::string size = "64";
   std::vector<int> in_flight = {1, 32, 256};
@@ -43,7 +43,7 @@ struct ThroughputOptions {
 
 // One series: a protocol in a mode ("homa managed"), or a baseline ("grpc").
 struct ThroughputSeriesSpec {
-  std::string proto;  // homa, tcp, grpc, kernel-udp, kernel-tcp
+  std::string proto;  // homa, tcp, grpc, grpc-sync, kernel-udp, kernel-tcp
   std::string mode;   // embedded, managed; "embedded" for the baselines
   std::string label;  // "homa embedded", "grpc"
   bool wharf = false;
@@ -79,5 +79,7 @@ std::vector<ThroughputSeriesSpec> ThroughputSeriesFor(const std::vector<std::str
 // Whether a series gets goodput rows: every one but gRPC (the goodput
 // baseline is iperf3).
 bool HasGoodputRows(const ThroughputSeriesSpec& series);
+// grpc or grpc-sync: wharf-grpc-node's series.
+bool IsGrpc(const std::string& proto);
 
 }  // namespace wharf::tools::bench

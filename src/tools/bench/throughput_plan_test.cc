@@ -22,7 +22,7 @@ TEST(ThroughputPlanTest, DefaultsAreTheIssue12Run) {
   EXPECT_EQ(plan->mtu, 1500);
   EXPECT_EQ(Labels(plan->series),
             (std::vector<std::string>{"homa embedded", "homa managed", "tcp embedded",
-                                      "tcp managed", "grpc"}));
+                                      "tcp managed", "grpc", "grpc-sync"}));
   EXPECT_EQ(plan->size, 64u);
   EXPECT_EQ(plan->in_flight, (std::vector<int>{1, 32, 256}));
   EXPECT_EQ(plan->duration_ns, 5 * kNsPerSec);
@@ -46,6 +46,10 @@ TEST(ThroughputPlanTest, SeriesRunWharfPerModeAndBaselinesOnce) {
   EXPECT_EQ(series[3].mode, "embedded");
   EXPECT_FALSE(HasGoodputRows(series[0]));
   EXPECT_TRUE(HasGoodputRows(series[3]));
+  const auto sync = ThroughputSeriesFor({"grpc-sync"}, {"managed"});
+  ASSERT_EQ(Labels(sync), (std::vector<std::string>{"grpc-sync"}));
+  EXPECT_FALSE(sync[0].wharf);
+  EXPECT_FALSE(HasGoodputRows(sync[0]));
 }
 
 TEST(ThroughputPlanTest, ParsesSizesDurationsAndSkips) {

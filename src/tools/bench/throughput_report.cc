@@ -63,9 +63,10 @@ double Iperf3CpuMsPerMiB(const Iperf3Result& r) {
   return cpu_ms / mib;
 }
 
-double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row) {
+double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
+                const std::string& baseline) {
   for (const ThroughputRow& g : path.rpc) {
-    if (g.proto == "grpc" && g.in_flight == row.in_flight && g.bytes == row.bytes &&
+    if (g.proto == baseline && g.in_flight == row.in_flight && g.bytes == row.bytes &&
         g.rpc_per_sec > 0) {
       return row.rpc_per_sec / g.rpc_per_sec;
     }
@@ -105,16 +106,18 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
                     "RPC throughput, %llu B requests and responses, closed loop:\n",
                     static_cast<unsigned long long>(p.rpc.front().bytes));
       out += line;
-      std::snprintf(line, sizeof(line), "%-16s %9s %12s %9s %9s %11s %9s %9s %12s %7s\n",
+      std::snprintf(line, sizeof(line), "%-16s %9s %12s %9s %9s %11s %9s %9s %9s %12s %7s\n",
                     "series", "in flight", "RPC/s", "P50 us", "P99 us", "CPU ns/RPC",
-                    "CPUs busy", "vs grpc", "target", "failed");
+                    "CPUs busy", "vs grpc", "vs sync", "target", "failed");
       out += line;
       for (const ThroughputRow& r : p.rpc) {
-        const double ratio = RpcRatio(p, r);
-        std::snprintf(line, sizeof(line), "%-16s %9d %12.0f %9.1f %9.1f %11s %9s %9s %12s %7llu\n",
+        const double ratio = RpcRatio(p, r, "grpc");
+        std::snprintf(line, sizeof(line),
+                      "%-16s %9d %12.0f %9.1f %9.1f %11s %9s %9s %9s %12s %7llu\n",
                       r.label.c_str(), r.in_flight, r.rpc_per_sec, r.p50_us, r.p99_us,
                       Number(r.cpu_ns_per_rpc, "%.0f").c_str(), Number(r.cpus_busy, "%.2f").c_str(),
-                      RatioCell(ratio).c_str(), TargetCell(RpcTarget(r), ratio).c_str(),
+                      RatioCell(ratio).c_str(), RatioCell(RpcRatio(p, r, "grpc-sync")).c_str(),
+                      TargetCell(RpcTarget(r), ratio).c_str(),
                       static_cast<unsigned long long>(r.failed));
         out += line;
       }
@@ -180,7 +183,8 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
   for (const ThroughputPathResult& p : report.paths) {
     nlohmann::json rpc = nlohmann::json::parse(ThroughputRowsJson(p.rpc));
     for (size_t i = 0; i < p.rpc.size(); ++i) {
-      rpc[i]["vs_grpc"] = RatioJson(RpcRatio(p, p.rpc[i]), RpcTarget(p.rpc[i]));
+      rpc[i]["vs_grpc"] = RatioJson(RpcRatio(p, p.rpc[i], "grpc"), RpcTarget(p.rpc[i]));
+      rpc[i]["vs_grpc_sync"] = RatioJson(RpcRatio(p, p.rpc[i], "grpc-sync"), 0);
     }
     nlohmann::json goodput = nlohmann::json::parse(ThroughputRowsJson(p.goodput));
     for (size_t i = 0; i < p.goodput.size(); ++i) {

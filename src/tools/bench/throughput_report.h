@@ -41,9 +41,11 @@ double CpuMsPerMiB(const ThroughputRow& row);
 // The same for iperf3 (its client's and server's CPU shares); -1 unknown.
 double Iperf3CpuMsPerMiB(const Iperf3Result& iperf3);
 
-// `row`'s RPC/s over the gRPC row's of the same path and in-flight count;
-// -1 when there is none (or it answered nothing).
-double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row);
+// `row`'s RPC/s over that of the `baseline` row ("grpc", the completion-
+// queue server the targets are judged against, or "grpc-sync") of the same
+// path and in-flight count; -1 when there is none (or it answered nothing).
+double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
+                const std::string& baseline = "grpc");
 // `row`'s goodput over iperf3's on the same path; -1 without iperf3.
 double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row);
 

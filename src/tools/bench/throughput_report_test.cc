@@ -28,7 +28,8 @@ ThroughputPathResult Path() {
   ThroughputPathResult p{.path = "veth", .description = "a -> b"};
   p.rpc = {Row("grpc", "grpc", 32, 10'000), Row("grpc", "grpc", 256, 20'000),
            Row("homa", "homa embedded", 32, 150'000), Row("homa", "homa embedded", 256, 150'000),
-           Row("tcp", "tcp embedded", 32, 40'000), Row("homa", "homa embedded", 1, 5'000)};
+           Row("tcp", "tcp embedded", 32, 40'000), Row("homa", "homa embedded", 1, 5'000),
+           Row("grpc-sync", "grpc sync", 32, 5'000)};
   ThroughputRow g = Row("homa", "homa embedded", 4, 1000, 1 << 20);  // 8.39 Gbit/s
   g.total_cpu_ns = 2'000'000'000;                                    // 2 s for 1000 MiB
   p.goodput = {g, Row("tcp", "tcp embedded", 4, 500, 1 << 20)};
@@ -48,6 +49,10 @@ TEST(ThroughputReportTest, RpcRatioIsAgainstGrpcAtTheSameInFlight) {
   EXPECT_DOUBLE_EQ(RpcRatio(p, p.rpc[4]), 4.0);
   EXPECT_DOUBLE_EQ(RpcRatio(p, p.rpc[0]), 1.0);
   EXPECT_EQ(RpcRatio(p, p.rpc[5]), -1) << "no grpc row at 1 in flight";
+  // The synchronous server's rows are a second baseline, never the first.
+  EXPECT_DOUBLE_EQ(RpcRatio(p, p.rpc[2], "grpc-sync"), 30.0);
+  EXPECT_EQ(RpcRatio(p, p.rpc[3], "grpc-sync"), -1) << "no grpc-sync row at 256";
+  EXPECT_DOUBLE_EQ(RpcRatio(p, p.rpc[6]), 0.5);
   EXPECT_EQ(RpcTarget(p.rpc[2]), 10);
   EXPECT_EQ(RpcTarget(p.rpc[4]), 5);
   EXPECT_EQ(RpcTarget(p.rpc[5]), 0) << "the issue sets targets at 32 and 256";
@@ -97,11 +102,13 @@ TEST(ThroughputReportTest, JsonHoldsRowsRatiosAndIperf3) {
   ASSERT_EQ(doc["paths"].size(), 1u);
   const nlohmann::json& p = doc["paths"][0];
   EXPECT_EQ(p["path"], "veth");
-  ASSERT_EQ(p["rpc"].size(), 6u);
+  ASSERT_EQ(p["rpc"].size(), 7u);
   EXPECT_DOUBLE_EQ(p["rpc"][2]["vs_grpc"]["ratio"].get<double>(), 15.0);
   EXPECT_EQ(p["rpc"][2]["vs_grpc"]["target"], 10);
   EXPECT_EQ(p["rpc"][2]["vs_grpc"]["met"], true);
   EXPECT_TRUE(p["rpc"][5]["vs_grpc"]["ratio"].is_null());
+  EXPECT_DOUBLE_EQ(p["rpc"][2]["vs_grpc_sync"]["ratio"].get<double>(), 30.0);
+  EXPECT_FALSE(p["rpc"][2]["vs_grpc_sync"].contains("target"));
   EXPECT_DOUBLE_EQ(p["goodput"][0]["vs_iperf3"]["ratio"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(p["goodput"][0]["cpu_ms_per_mib"].get<double>(), 2.0);
   EXPECT_GT(p["goodput"][0]["goodput_bits_per_second"].get<double>(), 8e9);

@@ -82,8 +82,8 @@ class PathRunner {
   // Every series, then iperf3.
   void Run() {
     for (const ThroughputSeriesSpec& s : c_.plan.series) {
-      if (s.proto == "grpc" && c_.grpc_node.empty()) {
-        out_.notes.push_back("grpc: " + c_.grpc_missing + "; skipped");
+      if (IsGrpc(s.proto) && c_.grpc_node.empty()) {
+        out_.notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
         continue;
       }
       if (!c_.plan.rpc && !HasGoodputRows(s)) continue;
@@ -103,7 +103,7 @@ class PathRunner {
   // The server port of a series: the convention's on a fresh veth pair; on
   // loopback, which other programs share, a free one.
   Result<int> PortFor(const ThroughputSeriesSpec& s) const {
-    if (out_.path == "veth") return ClusterNodePort(s.proto);
+    if (out_.path == "veth") return ClusterNodePort(IsGrpc(s.proto) ? "grpc" : s.proto);
     WHARF_ASSIGN_OR_RETURN(uint16_t port, PickFreeTcpPort(hosts_.address(kServer)));
     return static_cast<int>(port);
   }
@@ -111,11 +111,12 @@ class PathRunner {
   std::vector<std::string> NodeArgv(const ThroughputSeriesSpec& s, int port, int host,
                                     const std::string& socket, int64_t start_at,
                                     uint64_t response_size) const {
-    std::vector<std::string> argv = s.proto == "grpc"
+    std::vector<std::string> argv = IsGrpc(s.proto)
                                         ? std::vector<std::string>{c_.grpc_node}
                                         : std::vector<std::string>{c_.self, "bench", "cluster-node"};
+    if (s.proto == "grpc-sync") argv.insert(argv.end(), {"--server-api", "sync"});
     argv.insert(argv.end(),
-                {"--proto", s.proto, "--mode", s.managed ? "managed" : "embedded", "--host",
+                {"--proto", IsGrpc(s.proto) ? "grpc" : s.proto, "--mode", s.managed ? "managed" : "embedded", "--host",
                  std::to_string(host), "--addresses", hosts_.JoinedAddresses(), "--port",
                  std::to_string(port), "--workload", "1", "--link-rate", "default",
                  "--endpoint-defaults", "--response-size", std::to_string(response_size),

@@ -7,10 +7,12 @@
 // A separate executable so that gRPC stays out of wharf and libwharf.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "tools/bench/cluster_node.h"
 #include "tools/grpc/echo_server.h"
 #include "tools/grpc/grpc_load_transport.h"
+#include "tools/grpc/sync_echo_server.h"
 
 namespace wharf::tools::grpc_node {
 namespace {
@@ -31,13 +33,23 @@ int Main(int argc, char** argv) {
   options.proto = "grpc";
   options.port = 4004;  // the runner's grpc port (cluster_runner.cc, PortFor)
   bench::AddClusterNodeFlags(app, options, {"grpc"});
+  std::string server_api = "async";
+  app.add_option("--server-api", server_api,
+                 "async: the completion-queue server (2 threads, the strongest we know how to "
+                 "write); sync: gRPC's synchronous API with ServerBuilder's defaults, the server "
+                 "a new user writes from gRPC's examples")
+      ->check(CLI::IsMember({"async", "sync"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (options.mode != "embedded") {
     std::fprintf(stderr, "wharf-grpc-node: --mode %s: gRPC has no managed mode\n",
                  options.mode.c_str());
     return 1;
   }
-  return bench::RunBenchClusterNode(options, {.start_echo_server = StartGrpcEchoServer,
+  auto start_server = [&server_api](const bench::NodeTransportConfig& config) {
+    return server_api == "sync" ? StartGrpcSyncEchoServer(config) : StartGrpcEchoServer(config);
+  };
+  return bench::RunBenchClusterNode(options, {.start_echo_server = start_server,
                                               .open_load_transport = OpenGrpcLoadTransport});
 }
 

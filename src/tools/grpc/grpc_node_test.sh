@@ -2,14 +2,15 @@
 # Test driver for wharf-grpc-node (src/tools/grpc/CMakeLists.txt): two nodes
 # on loopback, host 0 on 127.0.0.1 and host 1 on 127.0.0.2, then checks each
 # client's summary line (completed > 0, failed 0) and sample file.
-#   grpc_node_test.sh NODE unloaded|loaded WORKDIR
+#   grpc_node_test.sh NODE unloaded|loaded WORKDIR [SERVER_API]
 set -euo pipefail
-node="$1" mode="$2" dir="$3"
+node="$1" mode="$2" dir="$3" api="${4:-async}"
 rm -rf "$dir" && mkdir -p "$dir"
 # A port of this run's own (gRPC listens with SO_REUSEPORT, so a clash with
 # another test would not fail the bind but mix the servers).
 port=$((20000 + $$ % 20000))
-common=(--addresses 127.0.0.1,127.0.0.2 --port "$port" --workload w1 --link-rate 20mbit)
+common=(--addresses 127.0.0.1,127.0.0.2 --port "$port" --workload w1 --link-rate 20mbit
+        --server-api "$api")
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 case "$mode" in
