@@ -1,5 +1,6 @@
 // base/node_recycler.h: NodeRecycler, which keeps the nodes of entries erased
-// from a node-based std map (map, multimap, unordered_map) and inserts new
+// from a node-based std map (map, multimap, unordered_map, unordered_set)
+// and inserts new
 // entries through them. A table whose entries come and go once per RPC (the
 // engine's operations and deadlines, a server's live RPCs) then stops
 // allocating in the steady state, while iterators and references to other
@@ -50,14 +51,32 @@ class NodeRecycler {
 
   // Inserts `key` -> `value` in a kept node if there is one. For a unique-key
   // map the key must be absent.
-  Iterator Insert(Map& map, const typename Map::key_type& key,
-                  typename Map::mapped_type value) {
-    if (spares_.empty()) return Position(map.emplace(key, std::move(value)));
+  // (A template so that a set's recycler, which has no mapped type, still
+  // compiles.)
+  template <typename Value>
+  Iterator Insert(Map& map, const typename Map::key_type& key, Value&& value) {
+    if (spares_.empty()) return Position(map.emplace(key, std::forward<Value>(value)));
     Node node = std::move(spares_.back());
     spares_.pop_back();
     node.key() = key;
-    node.mapped() = std::move(value);
+    node.mapped() = std::forward<Value>(value);
     return Position(map.insert(std::move(node)));
+  }
+
+  // The same for a set (unordered_set): the key is the whole value.
+  Iterator InsertKey(Map& map, const typename Map::key_type& key) {
+    if (spares_.empty()) return Position(map.insert(key));
+    Node node = std::move(spares_.back());
+    spares_.pop_back();
+    node.value() = key;
+    return Position(map.insert(std::move(node)));
+  }
+  void EraseKey(Map& map, Iterator it) {
+    if (spares_.size() >= kSpareLimit) {
+      map.erase(it);
+      return;
+    }
+    spares_.push_back(map.extract(it));
   }
 
   size_t spares() const { return spares_.size(); }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace wharf {
@@ -42,6 +43,20 @@ TEST(NodeRecyclerTest, ANewEntryGetsItsOwnKeyAndValue) {
   EXPECT_EQ(it->second, "public");
   EXPECT_FALSE(map.contains(7));
   EXPECT_EQ(map.size(), 1u);
+}
+
+TEST(NodeRecyclerTest, SetKeysComeAndGoThroughKeptNodes) {
+  std::unordered_set<uint64_t> set;
+  NodeRecycler<std::unordered_set<uint64_t>> recycler;
+  for (uint64_t k = 1; k <= 5; ++k) EXPECT_EQ(*recycler.InsertKey(set, k), k);
+  for (uint64_t k = 1; k <= 5; ++k) recycler.EraseKey(set, set.find(k));
+  EXPECT_TRUE(set.empty());
+  EXPECT_EQ(recycler.spares(), kKeepsNodes ? 5u : 0u);
+  EXPECT_EQ(*recycler.InsertKey(set, 42), 42u);
+  EXPECT_EQ(*recycler.InsertKey(set, 42), 42u);  // already there: one entry
+  EXPECT_EQ(set.size(), 1u);
+  EXPECT_TRUE(set.contains(42));
+  EXPECT_FALSE(set.contains(5));
 }
 
 TEST(NodeRecyclerTest, CustomScrubHandsTheValueElsewhere) {

@@ -370,7 +370,7 @@ void AppSession::NoteSendReleased(uint64_t heap_offset) {
   auto it = lent_.find(heap_offset);
   if (it == lent_.end()) return;
   const uint64_t cookie = it->second;
-  lent_.erase(it);
+  lent_nodes_.Erase(lent_, it);
   if (cookie == 0 || closing_) return;
   Descriptor d{};
   d.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
@@ -381,7 +381,9 @@ void AppSession::NoteSendReleased(uint64_t heap_offset) {
 // ------------------------------------------------------------ engine sink
 
 void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
-  if (live_ops_.erase(op_id) == 0) return;  // teardown's own, or already reported
+  auto live = live_ops_.find(op_id);
+  if (live == live_ops_.end()) return;  // teardown's own, or already reported
+  live_op_nodes_.EraseKey(live_ops_, live);
   if (opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
   if (accept_ops_.erase(op_id) > 0 && status.ok()) {
     // The application learns who connected with the accept: the peer's
@@ -405,11 +407,12 @@ void AppSession::OnRequest(engine::IncomingCall call) {
     return;
   }
   const uint64_t handle = next_call_handle_++;
-  calls_.emplace(handle, call.ref);
-  call_handles_.emplace(call.ref, handle);
+  call_nodes_.Insert(calls_, handle, call.ref);
+  call_handle_nodes_.Insert(call_handles_, call.ref, handle);
   // The peer's address, named once per text.
-  auto [it, fresh] = peer_names_.try_emplace(std::string(call.peer), 0);
-  if (fresh) {
+  auto it = peer_names_.find(call.peer);
+  if (it == peer_names_.end()) {
+    it = peer_names_.emplace(std::string(call.peer), 0).first;
     if (peer_names_.size() > shm::kMaxPeerNames) {
       // Start over: ids are never reused, so the application's older names
       // stay valid until it evicts them.

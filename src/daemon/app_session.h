@@ -28,12 +28,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/node_recycler.h"
 #include "daemon/daemon_config.h"
 #include "engine/engine.h"
 #include "engine/engine_sink.h"
@@ -239,23 +241,37 @@ class AppSession final : public engine::EngineSink {
   std::unique_ptr<engine::Engine> engine_;
 
   // Operations in flight, by the application's cookie (= the engine op id).
+  // The tables that change once per RPC recycle their nodes (no malloc per
+  // RPC in the steady state).
   std::unordered_set<uint64_t> live_ops_;
+  NodeRecycler<std::unordered_set<uint64_t>> live_op_nodes_;
   // Which operations connect or accept (their value is a connection).
   std::unordered_set<uint64_t> opening_ops_;
   std::unordered_set<uint64_t> accept_ops_;  // of those, the accepts
   // Sends whose payload the engine still holds: heap offset -> cookies.
   std::unordered_multimap<uint64_t, uint64_t> lent_;
+  NodeRecycler<std::unordered_multimap<uint64_t, uint64_t>> lent_nodes_;
   std::unordered_set<uint64_t> conns_;
   // Methods it serves (kServe), capped at kMaxServedMethods.
   std::unordered_set<uint32_t> served_;
   // Served requests awaiting the application's answer.
   std::unordered_map<uint64_t, engine::ServerCallRef> calls_;
   std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash> call_handles_;
+  NodeRecycler<std::unordered_map<uint64_t, engine::ServerCallRef>> call_nodes_;
+  NodeRecycler<std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash>>
+      call_handle_nodes_;
   uint64_t next_call_handle_ = 1;
   // The application's peer handles (kAddPeer), index = handle.
   std::vector<std::optional<engine::Uri>> peers_;
-  // Peer address texts already named to the application (kPeerName).
-  std::unordered_map<std::string, uint64_t> peer_names_;
+  // Peer address texts already named to the application (kPeerName),
+  // looked up by string_view (no string built per request).
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>()(s);
+    }
+  };
+  std::unordered_map<std::string, uint64_t, TextHash, std::equal_to<>> peer_names_;
   uint64_t next_peer_name_ = 1;
 
   std::deque<Pending> backlog_;

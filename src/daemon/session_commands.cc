@@ -55,12 +55,12 @@ bool AppSession::StartOp(const Descriptor& d) {
                                               " operations in flight) reached"));
     return false;
   }
-  live_ops_.insert(d.cookie);
+  live_op_nodes_.InsertKey(live_ops_, d.cookie);
   return true;
 }
 
 void AppSession::Refuse(uint64_t cookie, const Status& why) {
-  live_ops_.erase(cookie);
+  if (auto it = live_ops_.find(cookie); it != live_ops_.end()) live_op_nodes_.EraseKey(live_ops_, it);
   ++counters_.bad_commands;
   Complete(cookie, why);
 }
@@ -83,7 +83,7 @@ Buffer AppSession::Payload(const Descriptor& d) {
   const uint64_t headroom = std::min<uint64_t>(d.heap_offset, Buffer::kHeadroom);
   const uint64_t start = d.heap_offset - headroom;
   std::span<std::byte> whole = *region_->HeapRange(start, d.length + headroom);
-  lent_.emplace(start, d.cookie);
+  lent_nodes_.Insert(lent_, start, d.cookie);
   counters_.bytes_sent += d.length;
   return Buffer::Wrap(whole, send_owner_, headroom);
 }
@@ -241,8 +241,10 @@ void AppSession::ExecuteRespond(const Descriptor& d) {
     return;
   }
   const engine::ServerCallRef ref = it->second;
-  calls_.erase(it);
-  call_handles_.erase(ref);
+  call_nodes_.Erase(calls_, it);
+  if (auto h = call_handles_.find(ref); h != call_handles_.end()) {
+    call_handle_nodes_.Erase(call_handles_, h);
+  }
   if (d.status == 0) {
     engine_->Respond(ref, OkStatus(), Payload(d));
     return;
