@@ -37,8 +37,8 @@
 //     is rounded up to the alignment (0 bytes takes one unit), and a block
 //     larger than that is split, the remainder staying free.
 //   - erased map nodes are recycled (base/node_recycler.h) and a cleared
-//     quick list keeps its capacity, so an allocator whose number of blocks stays
-//     about constant stops calling malloc.
+//     quick list keeps its capacity, so an allocator whose number of blocks
+//     stays about constant stops calling malloc.
 //
 // Owned by one side; not thread-safe.
 #pragma once
