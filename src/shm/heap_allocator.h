@@ -13,13 +13,32 @@
 // Design (docs/shm.md, "The heap"):
 //   - free blocks are kept twice: by offset (to find the neighbours a freed
 //     block merges with) and by (size, offset) (to find the best fit, ties
-//     going to the lowest offset); live allocations by offset. All three are
-//     std::maps, so every operation is O(log n) in the number of blocks.
+//     going to the lowest offset). Both are std::maps, O(log n) per operation.
+//   - live allocations are in a hash map by offset, so Free and Size of a good
+//     offset are O(1). Only the error path (an offset that is not a live
+//     start) scans them, to say which allocation covers it: a client that
+//     sends a bad offset is faulted and disconnected, so that path is cold.
+//   - fast path: the allocator sits on every managed-mode RPC twice per
+//     process (the application's send payload, wharfd's copy of each received
+//     message), mostly with the same few small sizes. A freed block of at
+//     most kQuickUnits alignment units therefore goes onto a LIFO "quick
+//     list" for its exact unit count (at most quick_list_depth blocks per
+//     count) instead of being merged, and an Allocate that rounds to that
+//     count pops it: no ordered-map operation either way. Quick-listed blocks
+//     are free in every observable: bytes_in_use() does not count them,
+//     free_blocks() and largest_free_block() first merge them into the free
+//     maps (hence the `mutable` maps), and an Allocate that finds no block in
+//     the free maps merges them and retries before it reports
+//     kResourceExhausted, so they never cause an exhaustion that merging
+//     would have avoided. A block popped from a quick list is not
+//     necessarily the one best fit would have picked; the free maps stay
+//     best fit.
 //   - every block is a multiple of `alignment` and starts on it; a request
 //     is rounded up to the alignment (0 bytes takes one unit), and a block
 //     larger than that is split, the remainder staying free.
-//   - erased map nodes are recycled (base/node_recycler.h), so an allocator
-//     whose number of blocks stays about constant stops calling malloc.
+//   - erased map nodes are recycled (base/node_recycler.h) and a cleared
+//     quick list keeps its capacity, so an allocator whose number of blocks
+//     stays about constant stops calling malloc.
 //
 // Owned by one side; not thread-safe.
 #pragma once
@@ -27,8 +46,12 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "base/node_recycler.h"
 #include "wharf/result.h"
@@ -40,19 +63,27 @@ class HeapAllocator {
   static constexpr uint64_t kDefaultAlignment = 64;  // a cache line
   // Largest alignment Create accepts (a huge page).
   static constexpr uint64_t kMaxAlignment = uint64_t{1} << 21;
+  // Freed blocks of up to this many alignment units go onto quick lists
+  // (4 KiB at the default alignment).
+  static constexpr uint64_t kQuickUnits = 64;
+  // Default bound on the blocks kept per quick list; 0 turns quick lists off
+  // (pure best fit, as the reference-model test checks).
+  static constexpr size_t kDefaultQuickListDepth = 64;
 
   // An allocator over [first, first + bytes). kInvalidArgument unless
   // `alignment` is a power of two up to kMaxAlignment, `first` and `bytes`
   // are multiples of it, `bytes` is not zero and first + bytes does not
-  // overflow.
+  // overflow. `quick_list_depth` bounds each quick list (see above).
   static Result<HeapAllocator> Create(uint64_t first, uint64_t bytes,
-                                      uint64_t alignment = kDefaultAlignment);
+                                      uint64_t alignment = kDefaultAlignment,
+                                      size_t quick_list_depth = kDefaultQuickListDepth);
 
   HeapAllocator(HeapAllocator&&) = default;
   HeapAllocator& operator=(HeapAllocator&&) = default;
 
   // The offset of `size` free bytes (aligned; size 0 takes one alignment
-  // unit). kResourceExhausted naming the requested size and the largest
+  // unit), from a quick list when one holds a block of the rounded size.
+  // kResourceExhausted naming the requested size and the largest
   // free block when no free block is large enough.
   Result<uint64_t> Allocate(uint64_t size);
 
@@ -73,10 +104,14 @@ class HeapAllocator {
   // capacity() - bytes_in_use() bytes are free.
   uint64_t bytes_in_use() const { return bytes_in_use_; }
   size_t live_allocations() const { return live_.size(); }
-  // Number of free blocks (1 when nothing is allocated; more is fragmentation).
-  size_t free_blocks() const { return free_by_offset_.size(); }
-  // The largest request that would succeed now (0 when full).
+  // Number of free blocks (1 when nothing is allocated; more is
+  // fragmentation), counted with the quick lists merged (which this does).
+  size_t free_blocks() const;
+  // The largest request that would succeed now (0 when full); merges the
+  // quick lists first, as Allocate would before failing.
   uint64_t largest_free_block() const;
+  // Freed blocks waiting on quick lists (not merged yet); for tests.
+  size_t quick_listed_blocks() const { return quick_blocks_; }
 
  private:
   struct Live {
@@ -91,29 +126,45 @@ class HeapAllocator {
   struct Empty {};
   using FreeByOffset = std::map<uint64_t, uint64_t>;  // offset -> bytes
   using FreeBySize = std::map<SizeKey, Empty>;
-  using LiveMap = std::map<uint64_t, Live>;  // offset -> allocation
+  using LiveMap = std::unordered_map<uint64_t, Live>;  // offset -> allocation
 
   // Up to this many spare nodes per map: enough for bursts of a few hundred
   // allocations to come and go without malloc, at ~64 B per node.
   static constexpr size_t kSpareNodes = 256;
 
-  HeapAllocator(uint64_t first, uint64_t bytes, uint64_t alignment);
+  HeapAllocator(uint64_t first, uint64_t bytes, uint64_t alignment, size_t quick_list_depth);
 
-  void AddFree(uint64_t offset, uint64_t bytes);
-  void RemoveFree(FreeByOffset::iterator it);
-  // The live allocation at exactly `offset`, or kInvalidArgument saying what
-  // `offset` is instead ("what" is "free" or "size").
-  Result<LiveMap::const_iterator> FindLive(uint64_t offset, const char* what) const;
+  void AddFree(uint64_t offset, uint64_t bytes) const;
+  void RemoveFree(FreeByOffset::iterator it) const;
+  // Returns the free block [offset, offset + bytes) to the free maps, merged
+  // with the free neighbours it touches.
+  void Merge(uint64_t offset, uint64_t bytes) const;
+  // Merges every quick-listed block into the free maps.
+  void FlushQuickLists() const;
+  // Best fit from the free maps (split if larger), or nullopt when no block
+  // is large enough.
+  std::optional<uint64_t> TakeBestFit(uint64_t block_bytes);
+  // kInvalidArgument saying what `offset`, which is not the start of a live
+  // allocation, is instead ("what" is "free" or "size"). Linear in the live
+  // allocations: the error path only.
+  Status NotLive(uint64_t offset, const char* what) const;
 
   uint64_t first_;
   uint64_t capacity_;
   uint64_t alignment_;
+  unsigned unit_shift_;  // log2(alignment_)
+  size_t quick_list_depth_;
   uint64_t bytes_in_use_ = 0;
-  FreeByOffset free_by_offset_;
-  FreeBySize free_by_size_;
+  // Mutable so that the const accessors can merge the quick lists first:
+  // that changes no observable.
+  mutable FreeByOffset free_by_offset_;
+  mutable FreeBySize free_by_size_;
+  mutable NodeRecycler<FreeByOffset, kSpareNodes> free_by_offset_nodes_;
+  mutable NodeRecycler<FreeBySize, kSpareNodes> free_by_size_nodes_;
+  // quick_[u]: offsets of free u-unit blocks, most recently freed last.
+  mutable std::array<std::vector<uint64_t>, kQuickUnits + 1> quick_;
+  mutable size_t quick_blocks_ = 0;
   LiveMap live_;
-  NodeRecycler<FreeByOffset, kSpareNodes> free_by_offset_nodes_;
-  NodeRecycler<FreeBySize, kSpareNodes> free_by_size_nodes_;
   NodeRecycler<LiveMap, kSpareNodes> live_nodes_;
 };
 

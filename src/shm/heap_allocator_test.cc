@@ -1,6 +1,8 @@
 // Tests for HeapAllocator: setup checks, best fit, splitting and coalescing,
-// exhaustion, every kind of bad Free, and a randomized run checked step by
-// step against a simple (linear-time) reference model.
+// exhaustion, every kind of bad Free, the quick lists of small freed blocks,
+// a randomized run checked step by step against a simple (linear-time)
+// best-fit reference model, and a randomized run that leaves blocks on the
+// quick lists, checked against the invariants.
 #include "shm/heap_allocator.h"
 
 #include <gmock/gmock.h>
@@ -20,8 +22,9 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kBase = 1 << 20;  // a non-zero start catches offset/index mix-ups
 
-HeapAllocator Make(uint64_t bytes, uint64_t alignment = 64) {
-  return HeapAllocator::Create(kBase, bytes, alignment).value();
+HeapAllocator Make(uint64_t bytes, uint64_t alignment = 64,
+                   size_t quick_list_depth = HeapAllocator::kDefaultQuickListDepth) {
+  return HeapAllocator::Create(kBase, bytes, alignment, quick_list_depth).value();
 }
 
 // Create
@@ -253,6 +256,111 @@ TEST(HeapAllocatorTest, SteadyStateRecyclesNodes) {
   EXPECT_EQ(Observe(a), (State{0, 0, 1, 1 << 16}));
 }
 
+// Quick lists
+
+TEST(HeapAllocatorTest, QuickListReusesTheLastFreedBlockOfTheSameSize) {
+  HeapAllocator a = Make(4096);
+  const uint64_t x = a.Allocate(100).value();  // 2 units at 0
+  const uint64_t y = a.Allocate(64).value();   // 1 unit at 128
+  const uint64_t z = a.Allocate(128).value();  // 2 units at 192
+  ASSERT_TRUE(a.Free(x).ok());
+  ASSERT_TRUE(a.Free(z).ok());
+  EXPECT_EQ(a.quick_listed_blocks(), 2u);
+  EXPECT_EQ(a.bytes_in_use(), 64u);
+  // LIFO: the last freed 2-unit block, where best fit would take x (lower).
+  EXPECT_EQ(a.Allocate(65).value(), z);
+  EXPECT_EQ(a.Allocate(128).value(), x);
+  EXPECT_EQ(a.quick_listed_blocks(), 0u);
+  EXPECT_EQ(a.Size(z).value(), 65u);  // the new request's size, not the old one's
+  EXPECT_EQ(a.Free(z).value(), 65u);
+  // A size with an empty quick list takes best fit from the free maps.
+  EXPECT_EQ(a.Allocate(64 * 3).value(), kBase + 320);
+  EXPECT_EQ(a.Free(y).value(), 64u);
+}
+
+TEST(HeapAllocatorTest, QuickListedBlocksMergeWhenALargeAllocateNeedsTheRoom) {
+  HeapAllocator a = Make(64 * 64);
+  std::vector<uint64_t> o;
+  for (int i = 0; i < 64; ++i) o.push_back(a.Allocate(64).value());
+  for (uint64_t x : o) ASSERT_TRUE(a.Free(x).ok());
+  EXPECT_EQ(a.quick_listed_blocks(), 64u);
+  EXPECT_EQ(a.bytes_in_use(), 0u);
+  Result<uint64_t> all = a.Allocate(64 * 64);  // merged, not exhausted
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(*all, kBase);
+  EXPECT_EQ(a.quick_listed_blocks(), 0u);
+  EXPECT_EQ(a.bytes_in_use(), a.capacity());
+}
+
+TEST(HeapAllocatorTest, ExhaustionIsReportedOnlyAfterMergingTheQuickLists) {
+  HeapAllocator a = Make(64 * 64);
+  std::vector<uint64_t> o;
+  for (int i = 0; i < 64; ++i) o.push_back(a.Allocate(64).value());
+  for (int i = 0; i < 64; i += 2) ASSERT_TRUE(a.Free(o[i]).ok());  // 1-unit holes
+  ASSERT_TRUE(a.Free(o[1]).ok());  // [0, 3) once merged
+  EXPECT_EQ(a.quick_listed_blocks(), 33u);
+  Result<uint64_t> r = a.Allocate(64 * 4);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("largest free block 192 of 2112 free bytes"));
+  EXPECT_EQ(a.Allocate(64 * 3).value(), kBase);  // the merged block, best fit
+}
+
+TEST(HeapAllocatorTest, DoubleFreeOfAQuickListedBlockIsAnErrorAndChangesNothing) {
+  HeapAllocator a = Make(4096);
+  const uint64_t x = a.Allocate(128).value();
+  const uint64_t keep = a.Allocate(64).value();
+  ASSERT_TRUE(a.Free(x).ok());
+  ASSERT_EQ(a.quick_listed_blocks(), 1u);
+  for (uint64_t offset : {x, x + 64}) {
+    Result<uint64_t> r = a.Free(offset);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("is not the start of a live allocation"));
+    EXPECT_EQ(a.Size(offset).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(a.quick_listed_blocks(), 1u);  // not listed twice
+  EXPECT_EQ(a.bytes_in_use(), 64u);
+  EXPECT_EQ(a.live_allocations(), 1u);
+  EXPECT_EQ(a.Allocate(128).value(), x);
+  EXPECT_NE(a.Allocate(128).value(), x);  // only one copy was on the list
+  EXPECT_EQ(a.Free(keep).value(), 64u);
+}
+
+TEST(HeapAllocatorTest, ObservablesAreExactWithBlocksOnQuickLists) {
+  HeapAllocator a = Make(64 * 8);
+  std::vector<uint64_t> o;
+  for (int i = 0; i < 8; ++i) o.push_back(a.Allocate(64).value());
+  for (int i : {1, 2, 5}) ASSERT_TRUE(a.Free(o[i]).ok());
+  ASSERT_EQ(a.quick_listed_blocks(), 3u);
+  EXPECT_EQ(a.bytes_in_use(), 5u * 64);
+  EXPECT_EQ(a.live_allocations(), 5u);
+  EXPECT_EQ(a.free_blocks(), 2u);  // [1, 3) and [5, 6), as if merged
+  EXPECT_EQ(a.largest_free_block(), 128u);
+  EXPECT_EQ(a.quick_listed_blocks(), 0u);  // the accessors merged them
+  EXPECT_EQ(a.Allocate(128).value(), kBase + 64);
+}
+
+TEST(HeapAllocatorTest, QuickListDepthIsBounded) {
+  HeapAllocator a = Make(64 * 256);
+  std::vector<uint64_t> o;
+  for (int i = 0; i < 70; ++i) o.push_back(a.Allocate(64).value());
+  for (uint64_t x : o) ASSERT_TRUE(a.Free(x).ok());
+  // 64 listed; the last 6 merged with each other and the free tail.
+  EXPECT_EQ(a.quick_listed_blocks(), HeapAllocator::kDefaultQuickListDepth);
+  EXPECT_EQ(a.bytes_in_use(), 0u);
+  EXPECT_EQ(Observe(a), (State{0, 0, 1, 64 * 256}));
+
+  // Only blocks of up to kQuickUnits units are listed, and depth 0 lists none.
+  const uint64_t big = a.Allocate(64 * (HeapAllocator::kQuickUnits + 1)).value();
+  const uint64_t small = a.Allocate(64 * HeapAllocator::kQuickUnits).value();
+  ASSERT_TRUE(a.Free(big).ok());
+  EXPECT_EQ(a.quick_listed_blocks(), 0u);
+  ASSERT_TRUE(a.Free(small).ok());
+  EXPECT_EQ(a.quick_listed_blocks(), 1u);
+  HeapAllocator b = Make(4096, 64, 0);
+  ASSERT_TRUE(b.Free(b.Allocate(64).value()).ok());
+  EXPECT_EQ(b.quick_listed_blocks(), 0u);
+}
+
 // The reference: the same policy (best fit, lowest offset on ties, merge on
 // free) written as plainly as possible, in linear time.
 class ReferenceAllocator {
@@ -359,6 +467,95 @@ TEST(HeapAllocatorTest, RandomizedAgainstReferenceModel) {
       ASSERT_EQ(a.free_blocks(), ref.FreeBlocks()) << "seed " << seed << " step " << step;
       ASSERT_EQ(a.largest_free_block(), ref.Largest());
     }
+  }
+}
+
+// With the quick lists in use (the accessors that merge them are called only
+// now and then), offsets are not best fit, so this run checks the invariants
+// instead: every block is aligned, inside the range and overlaps no other;
+// Free returns the requested size; bytes_in_use is exact at every step; an
+// Allocate fails exactly when no gap between live blocks is large enough; and
+// free_blocks/largest_free_block are the gaps between live blocks.
+TEST(HeapAllocatorTest, RandomizedWithQuickListsKeepsTheInvariants) {
+  for (uint32_t seed : {5u, 6u, 7u, 43u}) {
+    std::mt19937_64 rng(seed);
+    const uint64_t alignment = uint64_t{1} << (seed % 4 * 2 + 3);  // 8, 32, 128, 512
+    const uint64_t bytes = alignment * 500;
+    HeapAllocator a = HeapAllocator::Create(kBase, bytes, alignment, 8).value();
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> live;  // offset -> (block, requested)
+    uint64_t in_use = 0;
+    // The gaps between live blocks: (count, largest).
+    auto gaps = [&] {
+      size_t count = 0;
+      uint64_t largest = 0, at = kBase;
+      for (const auto& [o, l] : live) {
+        if (o > at) {
+          ++count;
+          largest = std::max(largest, o - at);
+        }
+        at = o + l.first;
+      }
+      if (kBase + bytes > at) {
+        ++count;
+        largest = std::max(largest, kBase + bytes - at);
+      }
+      return std::pair{count, largest};
+    };
+    bool listed = false;
+    for (int step = 0; step < 20'000; ++step) {
+      const uint64_t op = rng() % 100;
+      if (op < 50 || live.empty()) {
+        const uint64_t size = rng() % 16 == 0 ? rng() % (bytes / 2) : rng() % (alignment * 6);
+        const uint64_t need =
+            std::max<uint64_t>(alignment, (size + alignment - 1) / alignment * alignment);
+        const bool fits = gaps().second >= need;
+        Result<uint64_t> got = a.Allocate(size);
+        ASSERT_EQ(got.ok(), fits) << "seed " << seed << " step " << step;
+        if (got.ok()) {
+          const uint64_t o = *got;
+          ASSERT_EQ(o % alignment, 0u);
+          ASSERT_GE(o, kBase);
+          ASSERT_LE(o + need, kBase + bytes);
+          auto next = live.lower_bound(o);
+          if (next != live.end()) {
+            ASSERT_GE(next->first, o + need) << "seed " << seed;
+          }
+          if (next != live.begin()) {
+            auto prev = std::prev(next);
+            ASSERT_LE(prev->first + prev->second.first, o) << "seed " << seed;
+          }
+          live[o] = {need, size};
+          in_use += need;
+        } else {
+          ASSERT_EQ(got.status().code(), StatusCode::kResourceExhausted);
+        }
+      } else if (op < 95) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        ASSERT_EQ(a.Free(it->first).value(), it->second.second) << "seed " << seed;
+        in_use -= it->second.first;
+        live.erase(it);
+      } else {
+        const uint64_t offset = kBase - alignment + rng() % (bytes + 2 * alignment);
+        Result<uint64_t> got = a.Free(offset);
+        auto it = live.find(offset);
+        ASSERT_EQ(got.ok(), it != live.end()) << "seed " << seed << " offset " << offset;
+        if (it != live.end()) {
+          ASSERT_EQ(*got, it->second.second);
+          in_use -= it->second.first;
+          live.erase(it);
+        }
+      }
+      listed = listed || a.quick_listed_blocks() > 0;
+      ASSERT_EQ(a.bytes_in_use(), in_use) << "seed " << seed << " step " << step;
+      ASSERT_EQ(a.live_allocations(), live.size());
+      if (step % 97 == 0) {
+        const auto [count, largest] = gaps();
+        ASSERT_EQ(a.free_blocks(), count) << "seed " << seed << " step " << step;
+        ASSERT_EQ(a.largest_free_block(), largest) << "seed " << seed << " step " << step;
+      }
+    }
+    EXPECT_TRUE(listed) << "the run never used the quick lists";
   }
 }
 
