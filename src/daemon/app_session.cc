@@ -132,7 +132,7 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
     r.next_deadline = e.next_deadline;
     r.now = e.now;
   }
-  if (!closing_) FlushCompletions();
+  if (!closing_) r.handed_off = FlushCompletions();
   return r;
 }
 
@@ -315,8 +315,8 @@ void AppSession::Complete(uint64_t cookie, const Status& status, Buffer message,
   Push(d, std::move(message));
 }
 
-void AppSession::FlushCompletions() {
-  if (backlog_.empty() || completions_ == nullptr) return;
+bool AppSession::FlushCompletions() {
+  if (backlog_.empty() || completions_ == nullptr) return false;
   // Give each entry at the front its receive-area range, in order, until
   // the heap or the ring is full.
   size_t ready = 0;
@@ -335,13 +335,13 @@ void AppSession::FlushCompletions() {
     }
     ++ready;
   }
-  if (ready == 0) return;
+  if (ready == 0) return false;
   batch_.resize(ready);
   for (size_t i = 0; i < ready; ++i) batch_[i] = backlog_[i].entry;
   Result<size_t> pushed = completions_->TryPush(std::span(batch_.data(), ready));
   if (!pushed.ok()) {
     Close(pushed.status());
-    return;
+    return false;
   }
   // Nobody waits for a kSendReleased alone (the application reuses the
   // range when it next looks): only other entries are worth a wake-up.
@@ -352,6 +352,7 @@ void AppSession::FlushCompletions() {
   backlog_.erase(backlog_.begin(), backlog_.begin() + static_cast<ptrdiff_t>(*pushed));
   counters_.completions += *pushed;
   if (urgent) RingApplication();
+  return urgent;
 }
 
 void AppSession::RingApplication() {

@@ -207,8 +207,9 @@ class AppSession final : public engine::EngineSink {
   void HandleControl();
   void TakeCommands(TimeNs now);
   // Moves pending entries into the ring (allocating receive-area ranges);
-  // rings the application if it sleeps.
-  void FlushCompletions();
+  // rings the application if it sleeps. True if it published entries the
+  // application waits for (not only kSendReleased).
+  bool FlushCompletions();
   void Push(shm::Descriptor entry, Buffer payload = Buffer());
   void RingApplication();
   void Complete(uint64_t cookie, const Status& status, Buffer message = Buffer(),

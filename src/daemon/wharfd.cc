@@ -43,6 +43,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   // time, and moving them in and out costs epoll_ctl calls each time.
   d->waiter_->KeepFdsWatched();
   d->waiter_->set_yield_while_spinning(true);
+  d->waiter_->set_yield_only_after_handoff(true);
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
   // One read of the shared socket per pass, not one per application.
   d->transports_->SetOwnerPollsSockets();
@@ -241,6 +242,7 @@ transport::PollResult Daemon::Pass() {
     AppSession& s = *it->second;
     transport::PollResult r = s.Poll(now, check_control);
     all.work += r.work;
+    all.handed_off = all.handed_off || r.handed_off;
     if (s.finished(now)) {
       if (!s.address().empty()) ++counters_.applications_detached;
       // Refused attaches are counted as such; a status query that timed
@@ -267,7 +269,9 @@ transport::PollResult Daemon::Pass() {
   for (auto& [id, session] : sessions_) {
     TimeNs next = session->NextDeadline();
     if (next <= after) {
-      all.work += session->Poll(after, false).work;
+      const transport::PollResult again = session->Poll(after, false);
+      all.work += again.work;
+      all.handed_off = all.handed_off || again.handed_off;
       next = session->NextDeadline();
     }
     all.next_deadline = std::min(all.next_deadline, next);

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
+
+#include "base/sim_clock.h"
 
 namespace wharf::engine {
 namespace {
@@ -169,6 +172,47 @@ TEST_F(WaiterTest, ASpinCallableIsAskedAfterWorkAndDecidesWhenToSleep) {
       EXPECT_EQ(asked, 1 + 25);  // once at the start, then after each turn with work
     }
   }
+}
+
+// wharfd's spin: a yield after a turn that handed work to an application,
+// otherwise at most every kMaxSpinWithoutYield (virtual time here).
+TEST(WaiterYieldTest, YieldsOnlyAfterAHandoffOrTheBound) {
+  SimClock clock;
+  clock.AdvanceTo(kNsPerSec);
+  auto opened = Waiter::Open(clock);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Waiter& waiter = **opened;
+  waiter.set_yield_while_spinning(true);
+  waiter.set_yield_only_after_handoff(true);
+  // Each step: whether the turn hands off, and how far the clock moves first.
+  struct Step {
+    bool handed_off;
+    DurationNs advance;
+  };
+  auto spin = [&](const std::vector<Step>& steps) {
+    size_t next = 0;
+    (void)waiter.SpinThenBlock(
+        [&] { return next == steps.size(); },
+        [&] {
+          const Step& s = steps[next++];
+          clock.AdvanceBy(s.advance);
+          return transport::PollResult{.work = 1,
+                                       .next_deadline = kNever,
+                                       .now = clock.NowNs(),
+                                       .handed_off = s.handed_off};
+        },
+        [] {}, [] { return false; }, kNever, kNsPerSec);
+  };
+  spin(std::vector<Step>(10, Step{false, kNsPerUs}));  // 10 us without a handoff
+  EXPECT_EQ(waiter.yields(), 0u);
+  spin({{false, 0}, {true, 0}, {false, 0}});
+  EXPECT_EQ(waiter.yields(), 1u) << "the handoff's turn yields";
+  spin({{false, Waiter::kMaxSpinWithoutYield}, {false, kNsPerUs}});
+  EXPECT_EQ(waiter.yields(), 2u) << "the bound since the wait began";
+  // Without the policy every spinning turn yields (applications).
+  waiter.set_yield_only_after_handoff(false);
+  spin(std::vector<Step>(5, Step{false, 0}));
+  EXPECT_EQ(waiter.yields(), 2u + 4u);  // the last turn finds the wait done
 }
 
 TEST_F(WaiterTest, ExposedFdsStayWatchedWhileSpinning) {

@@ -61,6 +61,9 @@ struct PollResult {
   int work = 0;                   // packets/frames handled + sent, timers run
   TimeNs next_deadline = kNever;  // when Poll needs to run again at the latest
   TimeNs now = 0;                 // the clock as Poll read it (callers reuse it)
+  // Work was handed to another process of this host (wharfd to an
+  // application): a loop that yields its CPU to such processes does so now.
+  bool handed_off = false;
 };
 
 // Owned by the engine's host. Single-threaded: every call from the one thread
