@@ -121,19 +121,21 @@ void EchoServer::Shutdown() {
 
 EchoServer::~EchoServer() { Shutdown(); }
 
-Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
-    const bench::NodeTransportConfig& config) {
+Result<std::string> GrpcServerAddress(const bench::NodeTransportConfig& config) {
   if (config.proto != "grpc") {
     return InvalidArgumentError("--proto " + config.proto + ": this node speaks only grpc");
   }
   if (config.host < 0 || config.host >= static_cast<int>(config.addresses.size())) {
     return InvalidArgumentError("grpc server: host is not in the addresses");
   }
-  WHARF_ASSIGN_OR_RETURN(
-      std::unique_ptr<EchoServer> server,
-      EchoServer::Start(config.addresses[static_cast<size_t>(config.host)] + ":" +
-                            std::to_string(config.port),
-                        kServerThreads, config.response_bytes));
+  return config.addresses[static_cast<size_t>(config.host)] + ":" + std::to_string(config.port);
+}
+
+Result<std::unique_ptr<bench::EchoServer>> StartGrpcEchoServer(
+    const bench::NodeTransportConfig& config) {
+  WHARF_ASSIGN_OR_RETURN(std::string address, GrpcServerAddress(config));
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<EchoServer> server,
+                         EchoServer::Start(address, kServerThreads, config.response_bytes));
   return std::unique_ptr<bench::EchoServer>(std::move(server));
 }
 

@@ -69,6 +69,10 @@ class EchoServer final : public bench::EchoServer {
   bool shut_down_ = false;
 };
 
+// "ADDRESS[config.host]:config.port", after checking the node is a grpc
+// one and its host is among the addresses (both servers' factories).
+Result<std::string> GrpcServerAddress(const bench::NodeTransportConfig& config);
+
 // The cluster-node factory for --proto grpc: serves on
 // config.addresses[config.host]:config.port with kServerThreads threads,
 // answering config.response_bytes bytes when set.

@@ -57,17 +57,9 @@ SyncEchoServer::~SyncEchoServer() { Shutdown(); }
 
 Result<std::unique_ptr<bench::EchoServer>> StartGrpcSyncEchoServer(
     const bench::NodeTransportConfig& config) {
-  if (config.proto != "grpc") {
-    return InvalidArgumentError("--proto " + config.proto + ": this node speaks only grpc");
-  }
-  if (config.host < 0 || config.host >= static_cast<int>(config.addresses.size())) {
-    return InvalidArgumentError("grpc server: host is not in the addresses");
-  }
-  WHARF_ASSIGN_OR_RETURN(
-      std::unique_ptr<SyncEchoServer> server,
-      SyncEchoServer::Start(config.addresses[static_cast<size_t>(config.host)] + ":" +
-                                std::to_string(config.port),
-                            config.response_bytes));
+  WHARF_ASSIGN_OR_RETURN(std::string address, GrpcServerAddress(config));
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<SyncEchoServer> server,
+                         SyncEchoServer::Start(address, config.response_bytes));
   return std::unique_ptr<bench::EchoServer>(std::move(server));
 }
 
