@@ -1,6 +1,7 @@
-// HomaHost: construction, endpoints, the endpoints' calls, the SRPT send pump
-// and pacer, the grant pass, and RPC lifecycle. Packet handlers are in
-// handlers.cc and the protocol timer in timer.cc.
+// HomaHost: construction, endpoints, the endpoints' calls, the grant pass,
+// and RPC lifecycle. The send path (SRPT pump, pacer, transmit batch) is in
+// host_send.cc, packet handlers in handlers.cc, the protocol timer in
+// timer.cc.
 #include "homa/homa_host.h"
 
 #include <algorithm>
@@ -13,19 +14,8 @@
 namespace wharf::homa {
 namespace {
 
-constexpr size_t kTxBatch = 32;          // datagrams per Send() call
 constexpr size_t kRxBatch = 32;          // datagrams per Receive() call
 constexpr int kMaxRxBatchesPerPoll = 8;  // bound the work of one Poll
-constexpr int kMaxTxPacketsPerPump = 256;
-// DATA payloads up to this size are copied next to their header: one
-// contiguous datagram lets the transport use its cheapest send call, which
-// matters more for a short message than a copy of a few hundred bytes.
-// Longer payloads are sent from the message in place (see EmitData).
-constexpr size_t kInlinePayloadBytes = 512;
-// A transmit slot holds any packet header, or a DATA header and an inline
-// payload.
-constexpr size_t kTxSlotBytes =
-    std::max(wire::kMaxHeaderBytes, wire::kDataHeaderBytes + kInlinePayloadBytes);
 // Path errors taken from the transport per Poll.
 constexpr size_t kPathErrorBatch = 16;
 
@@ -249,28 +239,6 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
   return OkStatus();
 }
 
-void HomaHost::BeginBatch() {
-  if (batch_depth_++ == 0) batch_cut_ = false;
-}
-
-void HomaHost::FlushUnlessHeld() {
-  if (batch_depth_ == 0) {
-    FlushTx();
-  } else if (!batch_cut_ && tx_batch_.size() >= kMaxHeldPackets) {
-    batch_cut_ = true;
-    ++stats_.batch_cuts;
-    FlushTx();
-  }
-}
-
-void HomaHost::EndBatch() {
-  if (batch_depth_ == 0) return;
-  if (--batch_depth_ == 0) {
-    if (!tx_batch_.empty()) ++stats_.batched_flushes;
-    FlushTx();
-  }
-}
-
 bool HomaHost::Cancel(HomaEndpoint& ep, uint64_t client_id) {
   std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(client_id);
   if (rpc == nullptr) return false;
@@ -376,152 +344,6 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   };
   net_->AppendCounters(&all);  // the socket's own, after the protocol's
   return all;
-}
-
-// ---------------------------------------------------------------- sending
-
-void HomaHost::QueueForSend(Rpc& rpc) {
-  if (!rpc.out || !rpc.out->HasPacketReady()) return;
-  send_queue_.Set(rpc, rpc.out->bytes_remaining());
-}
-
-void HomaHost::DequeueFromSend(Rpc& rpc) { send_queue_.Remove(rpc); }
-
-int HomaHost::PumpSends(bool clock_fresh) {
-  int produced = 0;
-  // Only the pacer needs the time, and only for paced peers: a request or
-  // response to a local peer goes out without reading the clock.
-  auto now = [&] {
-    if (!clock_fresh) {
-      now_ns_ = clock_.NowNs();
-      clock_fresh = true;
-    }
-    return now_ns_;
-  };
-  while (!send_queue_.empty() && produced < kMaxTxPacketsPerPump) {
-    Rpc& rpc = send_queue_.Top();
-    if (!rpc.out || !rpc.out->HasPacketReady()) {
-      DequeueFromSend(rpc);
-      continue;
-    }
-    // SRPT: the queue head is the message closest to done. Short messages
-    // bypass the pacer; everything else waits for the NIC queue to drain.
-    if (rpc.out->length() >= config_.pacer_bypass_bytes && rpc.peer->paced &&
-        !pacer_.CanSend(now())) {
-      break;
-    }
-    EmitData(rpc, rpc.peer->paced ? now() : 0);
-    ++produced;
-    if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
-      rpc.state = RpcState::kServerAwaitAck;
-      rpc.Heard();
-    }
-    // Re-rank by the bytes now remaining (QueueForSend leaves an unchanged
-    // key alone), or leave the queue when nothing more is ready.
-    if (rpc.out->HasPacketReady()) {
-      QueueForSend(rpc);
-    } else {
-      DequeueFromSend(rpc);
-    }
-  }
-  return produced;
-}
-
-std::span<std::byte> HomaHost::NextTxSlot() {
-  if (tx_batch_.size() == kTxBatch) FlushTx();
-  return {tx_buffer_.data() + tx_batch_.size() * kTxSlotBytes, kTxSlotBytes};
-}
-
-void HomaHost::EmitData(Rpc& rpc, TimeNs now) {
-  DataSlice slice = rpc.out->NextPacket();
-  wire::CommonHeader common;
-  common.type = wire::PacketType::kData;
-  common.flags = slice.retransmit ? wire::kFlagRetransmit : 0;
-  common.sport = rpc.local_port;
-  common.dport = rpc.peer_port;
-  common.rpc_id = rpc.id;
-  wire::DataHeader data;
-  data.message_length = rpc.out->length();
-  data.offset = slice.offset;
-  data.incoming = rpc.out->granted();
-  data.cutoff_version = rpc.peer->cutoff_version;
-  // An ack rides only on a packet from the endpoint that owes it: the
-  // receiver takes the packet's sport for the client. (With one endpoint,
-  // always.)
-  if (!rpc.peer->pending_acks.empty() &&
-      rpc.peer->pending_acks.back().client_port == rpc.local_port) {
-    data.ack = rpc.peer->pending_acks.back().ack();
-    rpc.peer->pending_acks.pop_back();
-  }
-  if (rpc.is_client()) data.ack_floor = ClientFloor(*rpc.peer, rpc.local_port, rpc.peer_port);
-
-  std::span<std::byte> slot = NextTxSlot();
-  // The slot holds any header, so this cannot fail.
-  (void)wire::EncodeDataHeader(common, data, slot);
-  std::span<const std::byte> payload = rpc.out->bytes().subspan(slice.offset, slice.length);
-  if (payload.size() <= kInlinePayloadBytes) {
-    if (!payload.empty()) {
-      std::memcpy(slot.data() + wire::kDataHeaderBytes, payload.data(), payload.size());
-    }
-    tx_batch_.push_back(
-        {rpc.peer_addr, slot.first(wire::kDataHeaderBytes + payload.size()), slice.priority});
-  } else {
-    // Gather send: the payload goes out from the message itself, uncopied.
-    // It stays valid until FlushTx, which runs before anything can free it
-    // (see tx_batch_).
-    tx_batch_.push_back(
-        {rpc.peer_addr, slot.first(wire::kDataHeaderBytes), slice.priority, payload});
-    ++tx_borrowed_;
-  }
-  if (rpc.peer->paced) pacer_.OnSent(now, wire::kDataHeaderBytes + slice.length);
-  ++stats_.data_sent;
-  if (slice.retransmit) ++stats_.data_retransmitted;
-}
-
-void HomaHost::EmitControl(const transport::NetAddress& to, uint16_t sport, uint16_t dport,
-                           uint64_t rpc_id, const wire::Body& body, uint8_t flags) {
-  static constexpr wire::PacketType kTypes[] = {
-      wire::PacketType::kData,    wire::PacketType::kGrant,   wire::PacketType::kResend,
-      wire::PacketType::kRpcUnknown, wire::PacketType::kBusy, wire::PacketType::kCutoffs,
-      wire::PacketType::kNeedAck, wire::PacketType::kAck};
-  wire::Packet packet;
-  packet.common.type = kTypes[body.index()];
-  packet.common.flags = flags;
-  packet.common.sport = sport;
-  packet.common.dport = dport;
-  packet.common.rpc_id = rpc_id;
-  packet.body = body;
-  std::span<std::byte> slot = NextTxSlot();
-  Result<size_t> size = wire::Encode(packet, slot);
-  if (!size.ok()) {
-    ++stats_.send_errors;
-    return;
-  }
-  tx_batch_.push_back({to, slot.first(*size), config_.control_priority});
-}
-
-void HomaHost::FlushTx() {
-  size_t sent = 0;
-  int stalls = 0;
-  while (sent < tx_batch_.size()) {
-    Result<size_t> r = net_->Send(std::span(tx_batch_).subspan(sent));
-    if (!r.ok()) {
-      // A datagram the socket refuses outright: drop it; the protocol's
-      // resend machinery recovers as from any loss.
-      ++stats_.send_errors;
-      ++stats_.tx_dropped;
-      ++sent;
-      continue;
-    }
-    if (*r == 0 && ++stalls > 3) {
-      stats_.tx_dropped += tx_batch_.size() - sent;
-      break;
-    }
-    sent += *r;
-  }
-  stats_.packets_sent += std::min(sent, tx_batch_.size());
-  tx_batch_.clear();
-  tx_borrowed_ = 0;
 }
 
 // ----------------------------------------------------------------- grants

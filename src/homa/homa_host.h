@@ -15,6 +15,7 @@
 // same code runs on real UDP and on FakeNetwork + SimClock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -336,6 +337,17 @@ class HomaHost {
   // every PumpSends is followed by FlushTx; inside one (BeginBatch) the
   // batch may wait, so everything that frees a message calls FlushBorrowed
   // first and no message is freed while the batch still points into it.
+  static constexpr size_t kTxBatch = 32;  // datagrams per Send() call
+  static constexpr int kMaxTxPacketsPerPump = 256;
+  // DATA payloads up to this size are copied next to their header: one
+  // contiguous datagram lets the transport use its cheapest send call, which
+  // matters more for a short message than a copy of a few hundred bytes.
+  // Longer payloads are sent from the message in place (see EmitData).
+  static constexpr size_t kInlinePayloadBytes = 512;
+  // A transmit slot holds any packet header, or a DATA header and an inline
+  // payload.
+  static constexpr size_t kTxSlotBytes =
+      std::max(wire::kMaxHeaderBytes, wire::kDataHeaderBytes + kInlinePayloadBytes);
   std::vector<std::byte> tx_buffer_;
   std::vector<transport::OutDatagram> tx_batch_;
   // Entries of tx_batch_ whose payload points into a message.
