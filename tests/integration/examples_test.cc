@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,9 +37,10 @@ std::string Join(const std::vector<std::string>& parts) {
 }
 
 // Starts rank `rank` of the barrier example and waits for its endpoint to be
-// open (its "rank R of N at ..." line).
+// open (its "rank R of N at ..." line). Null if it did not open; `port_taken`
+// says whether that was because its port was taken meanwhile.
 std::unique_ptr<netns::Subprocess> StartMember(int rank, const std::vector<std::string>& members,
-                                               const std::string& timeout_s) {
+                                               const std::string& timeout_s, bool* port_taken) {
   auto p = netns::Subprocess::Start(
       {WHARF_BARRIER_EXAMPLE_PATH, "--rank", std::to_string(rank), "--members", Join(members),
        "--rounds", std::to_string(kRounds), "--timeout", timeout_s},
@@ -47,20 +49,42 @@ std::unique_ptr<netns::Subprocess> StartMember(int rank, const std::vector<std::
   if (!p.ok()) return nullptr;
   auto ready =
       (*p)->WaitForStdoutLine(" of " + std::to_string(members.size()) + " at ", kStartTimeoutNs);
-  EXPECT_TRUE(ready.ok()) << ready.status() << " stderr: " << (*p)->Stderr();
-  return ready.ok() ? std::move(p).value() : nullptr;
+  if (ready.ok()) return std::move(p).value();
+  *port_taken = (*p)->Stderr().find("Address already in use") != std::string::npos;
+  EXPECT_TRUE(*port_taken) << ready.status() << " stderr: " << (*p)->Stderr();
+  return nullptr;
+}
+
+// Starts ranks 0 .. `ranks`-1 (coordinator first: a member whose report
+// finds no one listening would fail with kUnavailable) on free loopback
+// ports. The ports are free when picked but another test may take one
+// before its member binds it: then the whole group starts again on new
+// ports (at most 3 times). Empty if it could not start.
+std::vector<std::unique_ptr<netns::Subprocess>> StartGroup(
+    int ranks, const std::function<std::string(int)>& timeout_s) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::string> members = PickMembers();
+    if (members.size() != size_t{kMembers}) return {};
+    std::vector<std::unique_ptr<netns::Subprocess>> procs;
+    bool port_taken = false;
+    for (int rank = 0; rank < ranks; ++rank) {
+      procs.push_back(StartMember(rank, members, timeout_s(rank), &port_taken));
+      if (procs.back() == nullptr) break;
+    }
+    if (procs.back() != nullptr) return procs;
+    for (auto& p : procs) {
+      if (p != nullptr) p->Kill();
+    }
+    if (!port_taken) return {};
+  }
+  ADD_FAILURE() << "a member's port was taken three times";
+  return {};
 }
 
 TEST(BarrierExample, FourProcessesPassFiveRounds) {
-  std::vector<std::string> members = PickMembers();
-  ASSERT_EQ(members.size(), size_t{kMembers});
-  // The coordinator (rank 0) first: a member whose report finds no one
-  // listening would fail with kUnavailable.
-  std::vector<std::unique_ptr<netns::Subprocess>> procs;
-  for (int rank = 0; rank < kMembers; ++rank) {
-    procs.push_back(StartMember(rank, members, "15"));
-    ASSERT_NE(procs.back(), nullptr);
-  }
+  std::vector<std::unique_ptr<netns::Subprocess>> procs =
+      StartGroup(kMembers, [](int) { return "15"; });
+  ASSERT_EQ(procs.size(), size_t{kMembers});
   for (int rank = 0; rank < kMembers; ++rank) {
     auto code = procs[rank]->WaitFor(30 * kNsPerSec);
     ASSERT_TRUE(code.ok()) << code.status();
@@ -80,14 +104,10 @@ TEST(BarrierExample, FourProcessesPassFiveRounds) {
 // than the others (1 s): when it gives up it exits, and a member still
 // waiting on it would rightly see it die (UNAVAILABLE) instead.
 TEST(BarrierExample, MissingMemberMakesTheOthersFailWithDeadlineExceeded) {
-  std::vector<std::string> members = PickMembers();
-  ASSERT_EQ(members.size(), size_t{kMembers});
-  std::vector<std::unique_ptr<netns::Subprocess>> procs;
   const TimeNs start = SystemClock::Get().NowNs();
-  for (int rank = 0; rank < kMembers - 1; ++rank) {
-    procs.push_back(StartMember(rank, members, rank == 0 ? "2" : "1"));
-    ASSERT_NE(procs.back(), nullptr);
-  }
+  std::vector<std::unique_ptr<netns::Subprocess>> procs =
+      StartGroup(kMembers - 1, [](int rank) { return rank == 0 ? "2" : "1"; });
+  ASSERT_EQ(procs.size(), size_t{kMembers - 1});
   for (int rank = 0; rank < kMembers - 1; ++rank) {
     auto code = procs[rank]->WaitFor(15 * kNsPerSec);
     ASSERT_TRUE(code.ok()) << code.status();
