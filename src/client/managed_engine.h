@@ -140,19 +140,7 @@ class ManagedEngine final : public engine::EngineApi {
   uint64_t next_tag_ = 1ull << 62;                // tags of responses' payloads
   std::unordered_map<uint64_t, std::string> conn_peers_;
   // Keyed by the packed address ADD_PEER carries: no text per call.
-  struct PackedUriHash {
-    size_t operator()(const engine::PackedUri& p) const noexcept {
-      uint64_t h = p.words[0] * 0x9E3779B97F4A7C15ULL ^ p.words[1];
-      h = (h ^ p.words[2]) * 0xBF58476D1CE4E5B9ULL;
-      return static_cast<size_t>(h ^ h >> 31);
-    }
-  };
-  struct PackedUriEq {
-    bool operator()(const engine::PackedUri& a, const engine::PackedUri& b) const noexcept {
-      return a.words[0] == b.words[0] && a.words[1] == b.words[1] && a.words[2] == b.words[2];
-    }
-  };
-  std::unordered_map<engine::PackedUri, uint64_t, PackedUriHash, PackedUriEq> peer_handles_;
+  std::unordered_map<engine::PackedUri, uint64_t, engine::PackedUriHash> peer_handles_;
   std::unordered_map<uint64_t, std::string> peer_names_;
   std::deque<uint64_t> peer_name_order_;
   std::set<uint32_t> served_;

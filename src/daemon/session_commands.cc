@@ -60,7 +60,9 @@ bool AppSession::StartOp(const Descriptor& d) {
 }
 
 void AppSession::Refuse(uint64_t cookie, const Status& why) {
-  if (auto it = live_ops_.find(cookie); it != live_ops_.end()) live_op_nodes_.EraseKey(live_ops_, it);
+  if (auto it = live_ops_.find(cookie); it != live_ops_.end()) {
+    live_op_nodes_.EraseKey(live_ops_, it);
+  }
   ++counters_.bad_commands;
   Complete(cookie, why);
 }

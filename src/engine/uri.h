@@ -7,6 +7,7 @@
 // message).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -45,6 +46,15 @@ namespace wharf::engine {
 // process.
 struct PackedUri {
   uint64_t words[3] = {0, 0, 0};
+  friend bool operator==(const PackedUri&, const PackedUri&) = default;
+};
+// For tables keyed by a packed address (a managed endpoint's peer handles).
+struct PackedUriHash {
+  size_t operator()(const PackedUri& p) const noexcept {
+    uint64_t h = p.words[0] * 0x9E3779B97F4A7C15ULL ^ p.words[1];
+    h = (h ^ p.words[2]) * 0xBF58476D1CE4E5B9ULL;
+    return static_cast<size_t>(h ^ h >> 31);
+  }
 };
 PackedUri PackUri(const Uri& uri);
 Result<Uri> UnpackUri(const PackedUri& packed);

@@ -94,6 +94,18 @@ TEST(PackedUriTest, RoundTripsV4AndV6WithEndpoint) {
   }
 }
 
+TEST(PackedUriTest, EqualAddressesPackEqualAndHashAlike) {
+  Result<Uri> a = ParseUri("homa://10.0.0.1:4000");
+  Result<Uri> b = ParseUri("homa://10.0.0.1:4000");
+  Result<Uri> other_port = ParseUri("homa://10.0.0.1:4001");
+  Result<Uri> other_scheme = ParseUri("tcp://10.0.0.1:4000");
+  ASSERT_TRUE(a.ok() && b.ok() && other_port.ok() && other_scheme.ok());
+  EXPECT_EQ(PackUri(*a), PackUri(*b));
+  EXPECT_EQ(PackedUriHash()(PackUri(*a)), PackedUriHash()(PackUri(*b)));
+  EXPECT_FALSE(PackUri(*a) == PackUri(*other_port));
+  EXPECT_FALSE(PackUri(*a) == PackUri(*other_scheme));
+}
+
 TEST(PackedUriTest, RefusesGarbage) {
   PackedUri p;
   EXPECT_FALSE(UnpackUri(p).ok());  // no scheme

@@ -82,13 +82,17 @@ TEST(TcpBatchTest, TheHeadOfABatchIsWrittenAtOnceAndTheRestAtEndBatch) {
   const uint64_t writes = s.writes;
   std::vector<uint64_t> ids;
   c.client.t->BeginBatch();
-  for (int i = 0; i < 15; ++i) ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  for (int i = 0; i < 15; ++i) {
+    ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  }
   EXPECT_EQ(s.writes, writes);
   ids.push_back(Call(c.client, c.server, 100, 15));  // the 16th: the head leaves
   EXPECT_EQ(s.writes, writes + 1);
   EXPECT_EQ(s.batch_cuts, 1u);
   // Once per batch: the rest waits for EndBatch.
-  for (int i = 16; i < 40; ++i) ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  for (int i = 16; i < 40; ++i) {
+    ids.push_back(Call(c.client, c.server, 100, static_cast<uint8_t>(i)));
+  }
   EXPECT_EQ(s.writes, writes + 1);
   c.client.t->EndBatch();
   EXPECT_EQ(s.writes, writes + 2);

@@ -63,7 +63,8 @@ struct std::hash<wharf::transport::NetAddress> {
     uint64_t hi = 0;
     std::memcpy(&lo, a.ip_bytes().data(), 8);
     std::memcpy(&hi, a.ip_bytes().data() + 8, 8);
-    const uint64_t tag = uint64_t{a.port()} << 48 | uint64_t{static_cast<uint8_t>(a.family())} << 40;
+    const uint64_t tag =
+        uint64_t{a.port()} << 48 | uint64_t{static_cast<uint8_t>(a.family())} << 40;
     uint64_t h = (lo ^ tag) * 0x9E3779B97F4A7C15ULL;
     h ^= hi + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
     h ^= h >> 29;

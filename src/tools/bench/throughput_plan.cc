@@ -74,8 +74,8 @@ Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
   plan.mtu = o.mtu;
   for (const std::string& p : o.protos) {
     if (p != "homa" && p != "tcp" && !IsGrpc(p) && p != "kernel-udp" && p != "kernel-tcp") {
-      return InvalidArgumentError("--proto " + p +
-                                  ": expected homa, tcp, grpc, grpc-sync, kernel-udp or kernel-tcp");
+      return InvalidArgumentError(
+          "--proto " + p + ": expected homa, tcp, grpc, grpc-sync, kernel-udp or kernel-tcp");
     }
   }
   for (const std::string& m : o.modes) {

@@ -116,7 +116,8 @@ class PathRunner {
                                         : std::vector<std::string>{c_.self, "bench", "cluster-node"};
     if (s.proto == "grpc-sync") argv.insert(argv.end(), {"--server-api", "sync"});
     argv.insert(argv.end(),
-                {"--proto", IsGrpc(s.proto) ? "grpc" : s.proto, "--mode", s.managed ? "managed" : "embedded", "--host",
+                {"--proto", IsGrpc(s.proto) ? "grpc" : s.proto, "--mode",
+                 s.managed ? "managed" : "embedded", "--host",
                  std::to_string(host), "--addresses", hosts_.JoinedAddresses(), "--port",
                  std::to_string(port), "--workload", "1", "--link-rate", "default",
                  "--endpoint-defaults", "--response-size", std::to_string(response_size),

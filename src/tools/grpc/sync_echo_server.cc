@@ -12,7 +12,8 @@ grpc::Status SyncEchoServer::Service::Echo(grpc::ServerContext*,
                                            const wharf::bench::EchoRequest* request,
                                            wharf::bench::EchoResponse* response) {
   // The same answers as the completion-queue server's (echo_server.cc).
-  const uint64_t wanted = request->has_response_bytes() ? request->response_bytes() : response_bytes;
+  const uint64_t wanted =
+      request->has_response_bytes() ? request->response_bytes() : response_bytes;
   if (wanted > kMaxEchoBytes) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "response_bytes above 64 MiB");
   }
