@@ -151,6 +151,18 @@ class BatchWorld {
     return done_.size() >= responses;
   }
 
+  // Polls both hosts while `duration` of simulated time passes.
+  void PassTime(DurationNs duration) {
+    const TimeNs end = clock_.NowNs() + duration;
+    while (clock_.NowNs() < end) {
+      while (PollOnce()) {
+      }
+      clock_.AdvanceTo(std::min(end, clock_.NowNs() + 100 * kNsPerUs));
+    }
+    while (PollOnce()) {
+    }
+  }
+
   bool PollOnce() {
     bool any = server_->Poll().work > 0;
     HomaEvent e;
@@ -328,27 +340,95 @@ TEST(HomaBatchTest, TheHeadOfAHeldBatchLeavesAtOnceAndTheRestAtEndBatch) {
   w.client_->EndBatch();
   ASSERT_EQ(w.client_net_->send_calls, 2);
   EXPECT_EQ(w.client_net_->batch_sizes[1], 16u);
-  // A new batch cuts its head again.
+  // A new batch cuts its head again, once it is half the live RPCs: the 32
+  // unanswered ones and its own.
   w.client_->BeginBatch();
-  for (int i = 0; i < 16; ++i) w.Call(*w.client_, 100);
-  EXPECT_EQ(w.client_net_->send_calls, 3);
+  for (int i = 0; i < 30; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, 2);
+  w.Call(*w.client_, 100);  // 31 held, 63 live
+  ASSERT_EQ(w.client_net_->send_calls, 3);
+  EXPECT_EQ(w.client_net_->batch_sizes[2], 31u);
   w.client_->EndBatch();
   EXPECT_EQ(Counter(*w.client_host_, "homa.batch_cuts"), 2u);
-  ASSERT_TRUE(w.RunUntilResponses(48));
+  ASSERT_TRUE(w.RunUntilResponses(63));
+}
+
+TEST(HomaBatchTest, TheHeadIsAtMostOneTransmitBatch) {
+  BatchWorld w;
+  // 200 RPCs unanswered: half of them would be more than one send carries.
+  w.client_->BeginBatch();
+  for (int i = 0; i < 200; ++i) w.Call(*w.client_, 100);
+  w.client_->EndBatch();
+  const size_t before = w.client_net_->send_calls;
+  w.client_->BeginBatch();
+  for (int i = 0; i < 63; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, before);
+  w.Call(*w.client_, 100);
+  ASSERT_EQ(w.client_net_->send_calls, before + 1);
+  EXPECT_EQ(w.client_net_->batch_sizes[before], 64u);
+  w.client_->EndBatch();
+  EXPECT_EQ(w.client_net_->send_calls, before + 1);
+  ASSERT_TRUE(w.RunUntilResponses(264));
+}
+
+TEST(HomaBatchTest, TheHeadShrinksBackTwoTicksAfterTheWindowDid) {
+  BatchWorld w;
+  w.client_->BeginBatch();
+  for (int i = 0; i < 100; ++i) w.Call(*w.client_, 100);
+  w.client_->EndBatch();
+  ASSERT_TRUE(w.RunUntilResponses(100));
+  // Two ticks (1 ms each) later the peak of 100 is forgotten: a lone burst
+  // of 16 has its head cut at 16 again, not held for 50.
+  w.PassTime(3 * kNsPerMs);
+  const size_t before = w.client_net_->send_calls;
+  w.client_->BeginBatch();
+  for (int i = 0; i < 16; ++i) w.Call(*w.client_, 100);
+  EXPECT_EQ(w.client_net_->send_calls, before + 1);
+  w.client_->EndBatch();
+  ASSERT_TRUE(w.RunUntilResponses(116));
+}
+
+TEST(HomaBatchTest, AnsweredRpcsAwaitingTheirAckAreNoPartOfTheWindow) {
+  BatchWorld w;
+  w.client_->BeginBatch();
+  for (int i = 0; i < 40; ++i) w.Call(*w.client_, 100);
+  w.client_->EndBatch();
+  // The server answers all 40 before the client hears of any: it keeps each
+  // RPC until its client acks it, but none of them is unanswered.
+  size_t answered = 0;
+  HomaEvent e;
+  for (int i = 0; i < 100 && answered < 40; ++i) {
+    w.clock_.AdvanceTo(w.clock_.NowNs() + 10 * kNsPerUs);
+    w.server_->Poll();
+    while (w.server_->PopEvent(&e)) {
+      ASSERT_EQ(e.kind, HomaEvent::Kind::kRequest);
+      ASSERT_TRUE(w.server_->SendResponse(e.server_key, std::move(e.message)).ok());
+      ++answered;
+    }
+  }
+  ASSERT_EQ(answered, 40u);
+  EXPECT_EQ(w.server_host_->num_server_rpcs(), 40u);
+  EXPECT_EQ(w.server_host_->unanswered_rpcs(), 0u);
+  EXPECT_EQ(w.client_host_->unanswered_rpcs(), 40u);
+  ASSERT_TRUE(w.RunUntilResponses(40));
+  EXPECT_EQ(w.client_host_->unanswered_rpcs(), 0u);
+  w.PassTime(3 * kNsPerMs);  // the acks free the server's RPCs
+  EXPECT_EQ(w.server_host_->num_server_rpcs(), 0u);
+  EXPECT_EQ(w.server_host_->unanswered_rpcs(), 0u);
 }
 
 TEST(HomaBatchTest, AFullBatchIsSentWithoutWaitingForEndBatch) {
   BatchWorld w;
   w.client_->BeginBatch();
-  for (int i = 0; i < 60; ++i) w.Call(*w.client_, 100);
-  // The head (16), then 32 datagrams fill the transmit batch (kTxBatch).
+  for (int i = 0; i < 100; ++i) w.Call(*w.client_, 100);
+  // The head (16), then 64 datagrams fill the transmit batch (kTxBatch).
   ASSERT_EQ(w.client_net_->send_calls, 2);
   EXPECT_EQ(w.client_net_->batch_sizes[0], 16u);
-  EXPECT_EQ(w.client_net_->batch_sizes[1], 32u);
+  EXPECT_EQ(w.client_net_->batch_sizes[1], 64u);
   w.client_->EndBatch();
   ASSERT_EQ(w.client_net_->send_calls, 3);
-  EXPECT_EQ(w.client_net_->batch_sizes[2], 12u);
-  ASSERT_TRUE(w.RunUntilResponses(60));
+  EXPECT_EQ(w.client_net_->batch_sizes[2], 20u);
+  ASSERT_TRUE(w.RunUntilResponses(100));
 }
 
 TEST(HomaBatchTest, EndBatchWithNothingHeldIsNotCountedAsABatchedFlush) {

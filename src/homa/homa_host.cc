@@ -269,6 +269,8 @@ PollResult HomaHost::Poll() {
     ReleaseFinished();  // the timer must not probe an RPC already acked
     const uint64_t sent_before = stats_.packets_sent;
     Tick();
+    live_peak_before_ = live_peak_;
+    live_peak_ = unanswered_rpcs();
     last_tick_ns_ = now;
     next_tick_ns_ = now + config_.tick_ns;
     // A tick that sent nothing (the common, idle one) is not progress: a
@@ -467,6 +469,8 @@ void HomaHost::InitRpc(Rpc& rpc, HomaEndpoint& ep, uint64_t id, RpcState state, 
     oldest_rpc_ = &rpc;
   }
   newest_rpc_ = &rpc;
+  ++num_live_rpcs_;
+  live_peak_ = std::max(live_peak_, unanswered_rpcs());
 }
 
 void HomaHost::UnlinkRpc(Rpc& rpc) {
@@ -476,6 +480,8 @@ void HomaHost::UnlinkRpc(Rpc& rpc) {
   (rpc.older != nullptr ? rpc.older->newer : oldest_rpc_) = rpc.newer;
   (rpc.newer != nullptr ? rpc.newer->older : newest_rpc_) = rpc.older;
   rpc.older = rpc.newer = nullptr;
+  --num_live_rpcs_;
+  if (rpc.state == RpcState::kServerAwaitAck) --num_awaiting_ack_;
 }
 
 Rpc* HomaHost::FindServerRpc(const HomaEndpoint& ep, const ServerRpcKey& key) {

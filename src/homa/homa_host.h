@@ -107,6 +107,8 @@ class HomaHost {
   // Over every endpoint.
   size_t num_client_rpcs() const;
   size_t num_server_rpcs() const { return num_server_rpcs_; }
+  // Live RPCs, client and server, but for answered ones awaiting an ack.
+  size_t unanswered_rpcs() const { return num_live_rpcs_ - num_awaiting_ack_; }
   size_t num_peers() const { return peers_.size(); }
   const PeerTableStats& peer_stats() const { return peers_.stats(); }
 
@@ -313,6 +315,12 @@ class HomaHost {
   // Rpc::older/newer: the timer's walk, in a deterministic order.
   Rpc* oldest_rpc_ = nullptr;
   Rpc* newest_rpc_ = nullptr;
+  size_t num_live_rpcs_ = 0;       // the list's length
+  size_t num_awaiting_ack_ = 0;     // of which in kServerAwaitAck
+  // The most live RPCs not awaiting an ack during this tick and the one
+  // before (batch cuts).
+  size_t live_peak_ = 0;
+  size_t live_peak_before_ = 0;
 
   GrantScheduler grants_;
   std::vector<GrantScheduler::Ranked> active_grants_;  // RunGrantPass scratch
@@ -337,7 +345,9 @@ class HomaHost {
   // every PumpSends is followed by FlushTx; inside one (BeginBatch) the
   // batch may wait, so everything that frees a message calls FlushBorrowed
   // first and no message is freed while the batch still points into it.
-  static constexpr size_t kTxBatch = 32;  // datagrams per Send() call
+  // kTxBatch datagrams per Send() call: as many as one GSO send may carry
+  // (UDP_MAX_SEGMENTS), so that a burst to one peer is one system call.
+  static constexpr size_t kTxBatch = 64;
   static constexpr int kMaxTxPacketsPerPump = 256;
   // DATA payloads up to this size are copied next to their header: one
   // contiguous datagram lets the transport use its cheapest send call, which
@@ -353,16 +363,28 @@ class HomaHost {
   // Entries of tx_batch_ whose payload points into a message.
   size_t tx_borrowed_ = 0;
   // BeginBatch nesting: while > 0, the endpoints' sends stay in tx_batch_
-  // until EndBatch, the next Poll, or kMaxHeldPackets.
+  // until EndBatch, the next Poll, or the head cut (HeldPacketsBeforeCut).
   int batch_depth_ = 0;
-  // The first kMaxHeldPackets packets of a held batch leave as soon as
-  // they are there, the rest at EndBatch: the head of a burst reaches the
-  // peer while its tail is still being made, so both hosts work at once.
-  // Bursts held whole travel as one convoy that each host serves while the
-  // other waits (64 B RPCs, 32 in flight, managed: 420k -> 570k RPC/s on a
-  // 2-CPU VM). One cut per batch: more cost a send each and bought nothing
-  // at 256 in flight.
-  static constexpr size_t kMaxHeldPackets = 16;
+  // The head of a held batch leaves as soon as it is there, the rest at
+  // EndBatch: the head of a burst reaches the peer while its tail is still
+  // being made, so both hosts work at once. Bursts held whole travel as one
+  // convoy that each host serves while the other waits (64 B RPCs, 32 in
+  // flight, managed: 420k -> 570k RPC/s on a 2-CPU VM). The head is half
+  // the most RPCs the host had unanswered (live and not awaiting an ack)
+  // over the last tick or two, at least
+  // kMinHeldPackets and at most a whole transmit batch: two halves of the
+  // window keep both hosts busy, and a longer head saves sends where the
+  // peer has work queued anyway. The peak, not the count now: much of a
+  // busy window sits in applications and rings at any instant (at 256 in
+  // flight managed, 48-96 live). Answered RPCs awaiting their ack are no
+  // part of the window (a server has up to a window of them). Managed, 64 B RPCs, best fixed head by
+  // RPCs in flight: 16 at 32, 32 at 64, 64 at 128 and 256 (16 there cost
+  // ~15%). One cut per batch: more cost a send each.
+  static constexpr size_t kMinHeldPackets = 16;
+  size_t HeldPacketsBeforeCut() const {
+    return std::clamp<size_t>(std::max(live_peak_, live_peak_before_) / 2, kMinHeldPackets,
+                              kTxBatch);
+  }
   bool batch_cut_ = false;  // this batch's head has left
   // After an API call queued packets: flushes unless a batch holds them.
   void FlushUnlessHeld();

@@ -2,7 +2,7 @@
 // peers), packets built into the transmit batch (DATA headers with short
 // payloads inline, longer ones borrowed from the message), and the batch
 // handed to the socket: at once, or held between BeginBatch and EndBatch
-// with its head sent early (kMaxHeldPackets).
+// with its head sent early (HeldPacketsBeforeCut).
 #include <algorithm>
 #include <cstring>
 
@@ -18,7 +18,7 @@ void HomaHost::BeginBatch() {
 void HomaHost::FlushUnlessHeld() {
   if (batch_depth_ == 0) {
     FlushTx();
-  } else if (!batch_cut_ && tx_batch_.size() >= kMaxHeldPackets) {
+  } else if (!batch_cut_ && tx_batch_.size() >= HeldPacketsBeforeCut()) {
     batch_cut_ = true;
     ++stats_.batch_cuts;
     FlushTx();
@@ -67,6 +67,7 @@ int HomaHost::PumpSends(bool clock_fresh) {
     ++produced;
     if (rpc.out->FullySent() && rpc.state == RpcState::kServerSending) {
       rpc.state = RpcState::kServerAwaitAck;
+      ++num_awaiting_ack_;
       rpc.Heard();
     }
     // Re-rank by the bytes now remaining (QueueForSend leaves an unchanged

@@ -213,7 +213,7 @@ class TcpMessageTransport final : public transport::MessageTransport,
   int batch_depth_ = 0;
   // The first kMaxHeldMessages messages of a held batch leave at once, the
   // rest at EndBatch: the peer starts on a burst's head while its tail is
-  // still being made (see HomaHost::kMaxHeldPackets).
+  // still being made (see HomaHost::HeldPacketsBeforeCut).
   static constexpr size_t kMaxHeldMessages = 16;
   size_t held_messages_ = 0;
   bool batch_cut_ = false;
