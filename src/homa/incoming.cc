@@ -6,11 +6,14 @@
 
 namespace wharf::homa {
 
-IncomingMessage::IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birth_ns)
+IncomingMessage::IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birth_ns,
+                                 transport::ReceivePool* pool)
     : length_(length),
       granted_(std::min(incoming, length)),
       birth_ns_(birth_ns),
-      buffer_(Buffer::Allocate(length)) {}
+      buffer_(pool != nullptr && length >= transport::ReceivePool::kMinBytes
+                  ? pool->Take(length)
+                  : Buffer::Allocate(length)) {}
 
 uint32_t IncomingMessage::AddData(uint32_t offset, std::span<const std::byte> payload,
                                   uint32_t incoming) {

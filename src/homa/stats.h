@@ -11,7 +11,7 @@ struct HomaStats {
   uint64_t packets_sent = 0;
   // EndBatch calls that found held packets and sent them together.
   uint64_t batched_flushes = 0;
-  uint64_t batch_cuts = 0;       // held batches whose head left early (HomaHost::HeldPacketsBeforeCut)
+  uint64_t batch_cuts = 0;       // held batches whose head left early
   uint64_t packets_received = 0;
   uint64_t data_sent = 0;
   uint64_t data_retransmitted = 0;

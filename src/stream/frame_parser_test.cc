@@ -284,7 +284,7 @@ TEST(FrameParserTest, WholeBuffersHoldAtMostHalfTheBudgetAndLongerMessagesGrow) 
 }
 
 TEST(FrameParserTest, LargeWholeBuffersComeFromThePoolAndGoBackToIt) {
-  auto pool = ReceivePool::Create({});
+  auto pool = transport::ReceivePool::Create({});
   IncomingBudget budget{.limit = 1ull << 30};
   RecordingSink sink;
   FrameParser parser({}, &budget, &sink, pool.get());

@@ -2,7 +2,7 @@
 // by a message it fits without waste, the limits free the oldest, the pool
 // outlives the transport's reference while Buffers hold it, and Release from
 // another thread is safe.
-#include "stream/receive_pool.h"
+#include "transport/receive_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace wharf::stream {
+namespace wharf::transport {
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
@@ -105,4 +105,4 @@ TEST(ReceivePoolTest, ReleaseFromAnotherThread) {
 }
 
 }  // namespace
-}  // namespace wharf::stream
+}  // namespace wharf::transport

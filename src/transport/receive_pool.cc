@@ -1,11 +1,11 @@
 // ReceivePool: taking a block that fits, lending it as a Buffer, keeping it
 // when it comes back.
-#include "stream/receive_pool.h"
+#include "transport/receive_pool.h"
 
 #include <cstring>
 #include <new>
 
-namespace wharf::stream {
+namespace wharf::transport {
 namespace {
 
 constexpr std::align_val_t kAlign{64};
@@ -83,4 +83,4 @@ ReceivePool::Stats ReceivePool::stats() const {
   return stats_;
 }
 
-}  // namespace wharf::stream
+}  // namespace wharf::transport

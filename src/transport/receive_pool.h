@@ -1,7 +1,7 @@
-// stream/receive_pool.h: ReceivePool, the memory large incoming messages of
-// the TCP message transport are received into, kept for the next message once
-// whoever holds a delivered message (the application, wharfd's copy into an
-// application's receive area) drops it.
+// transport/receive_pool.h: ReceivePool, the memory large incoming messages of
+// the message transports (tcp:// and homa://) are received into, kept for the
+// next message once whoever holds a delivered message (the application,
+// wharfd's copy into an application's receive area) drops it.
 //
 // Why: a fresh 1 MiB buffer per message is 256 page faults when the kernel
 // first hands it over, and glibc gives freed blocks back (MADV_DONTNEED on a
@@ -9,9 +9,9 @@
 // receiver spends more CPU faulting pages in than reading them. Blocks in the
 // pool stay mapped and touched.
 //
-// What it does not do: decide which messages are pooled (FrameParser does:
-// whole buffers of at least kMinBytes) or count them against
-// tcp.max_incoming_bytes (the parser charges what it takes).
+// What it does not do: decide which messages are pooled (the transports do:
+// messages of at least kMinBytes) or count them against a transport's
+// incoming-memory limit (the transport charges what it takes).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,7 @@
 
 #include "wharf/buffer.h"
 
-namespace wharf::stream {
+namespace wharf::transport {
 
 // Owned through shared_ptr: the transport holds one reference and every
 // Buffer lent from it another (Buffer::Wrap's rule), so the pool outlives the
@@ -96,4 +96,4 @@ class ReceivePool final : public BufferOwner,
   Stats stats_;             // guarded by mu_
 };
 
-}  // namespace wharf::stream
+}  // namespace wharf::transport
