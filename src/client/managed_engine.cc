@@ -336,10 +336,12 @@ transport::PollResult ManagedEngine::Poll() {
   // Buffers the application dropped since the last pass go back to wharfd.
   releases_.clear();
   link_->receive_area()->TakeReleased(&releases_);
-  for (auto [offset, length] : releases_) {
+  // Four ranges per entry: the first with its length, three more by offset.
+  for (size_t i = 0; i < releases_.size(); i += 4) {
     Descriptor d = Command(Opcode::kReleaseBuffer);
-    d.heap_offset = offset;
-    d.length = length;
+    d.heap_offset = releases_[i].first;
+    d.length = releases_[i].second;
+    for (size_t k = 1; k < 4 && i + k < releases_.size(); ++k) d.aux[k - 1] = releases_[i + k].first;
     Push(d);
   }
   if (!releases_.empty() || !outbox_.empty()) FlushCommands(/*urgent=*/!outbox_.empty());
@@ -438,6 +440,7 @@ std::string ManagedEngine::TakeText(const Descriptor& e) {
 void ManagedEngine::Dispatch(const Descriptor& e) {
   switch (static_cast<Opcode>(e.opcode)) {
     case Opcode::kCompletion: {
+      if ((e.flags & shm::kFlagSendReleased) != 0) lent_.erase(e.cookie);
       if (pending_.erase(e.cookie) == 0) {
         // Not ours to complete (a daemon bug): give the range back.
         (void)TakeText(e);
@@ -483,6 +486,9 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
     }
     case Opcode::kSendReleased:
       lent_.erase(e.cookie);
+      for (uint64_t more : e.aux) {
+        if (more != 0) lent_.erase(more);
+      }
       return;
     case Opcode::kPeerName: {
       if (peer_names_.size() >= kMaxPeerNamesKept) {

@@ -308,6 +308,7 @@ void AppSession::Complete(uint64_t cookie, const Status& status, Buffer message,
   d.status = static_cast<uint32_t>(status.code());
   d.cookie = cookie;
   d.handle = value;
+  if (released_head_ < released_.size() && TakeReleased(cookie)) d.flags = shm::kFlagSendReleased;
   if (!status.ok()) {
     std::string_view text = status.message();
     message = Buffer::Copy(text.substr(0, shm::kMaxErrorText));
@@ -316,7 +317,9 @@ void AppSession::Complete(uint64_t cookie, const Status& status, Buffer message,
 }
 
 bool AppSession::FlushCompletions() {
-  if (backlog_.empty() || completions_ == nullptr) return false;
+  if (completions_ == nullptr) return false;
+  if (released_head_ < released_.size()) PushReleased();
+  if (backlog_.empty()) return false;
   // Give each entry at the front its receive-area range, in order, until
   // the heap or the ring is full.
   size_t ready = 0;
@@ -373,10 +376,47 @@ void AppSession::NoteSendReleased(uint64_t heap_offset) {
   const uint64_t cookie = it->second;
   lent_nodes_.Erase(lent_, it);
   if (cookie == 0 || closing_) return;
+  released_.push_back(cookie);
+}
+
+bool AppSession::TakeReleased(uint64_t cookie) {
+  // Bounded: a completion without a release (a receive, a failed call whose
+  // payload the engine still holds) looks at a few entries only.
+  constexpr size_t kLookAhead = 8;
+  const size_t end = std::min(released_.size(), released_head_ + kLookAhead);
+  for (size_t i = released_head_; i < end; ++i) {
+    if (released_[i] != cookie) continue;
+    released_[i] = 0;
+    while (released_head_ < released_.size() && released_[released_head_] == 0) ++released_head_;
+    if (released_head_ == released_.size()) {
+      released_.clear();
+      released_head_ = 0;
+    }
+    return true;
+  }
+  return false;
+}
+
+void AppSession::PushReleased() {
   Descriptor d{};
-  d.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
-  d.cookie = cookie;
-  Push(d);
+  size_t in_entry = 0;
+  for (size_t i = released_head_; i < released_.size(); ++i) {
+    if (released_[i] == 0) continue;
+    if (in_entry == 0) {
+      d = Descriptor{};
+      d.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
+      d.cookie = released_[i];
+    } else {
+      d.aux[in_entry - 1] = released_[i];
+    }
+    if (++in_entry == 4) {
+      Push(d);
+      in_entry = 0;
+    }
+  }
+  if (in_entry > 0) Push(d);
+  released_.clear();
+  released_head_ = 0;
 }
 
 // ------------------------------------------------------------ engine sink

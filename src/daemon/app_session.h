@@ -214,8 +214,14 @@ class AppSession final : public engine::EngineSink {
   void RingApplication();
   void Complete(uint64_t cookie, const Status& status, Buffer message = Buffer(),
                 uint64_t value = 0);
-  // A kSendReleased for each send-area range the engine let go of.
+  // The engine let go of a send-area range: its operation's cookie waits in
+  // released_ for the operation's completion (kFlagSendReleased) or the
+  // next FlushCompletions (kSendReleased entries, four cookies each).
   void NoteSendReleased(uint64_t heap_offset);
+  // Whether `cookie` waits in released_ (it leaves): looked for near the
+  // front only, where a call's release is when its response completes it.
+  bool TakeReleased(uint64_t cookie);
+  void PushReleased();
   void Teardown();
 
   SessionHost& host_;
@@ -252,6 +258,10 @@ class AppSession final : public engine::EngineSink {
   // Sends whose payload the engine still holds: heap offset -> cookies.
   std::unordered_multimap<uint64_t, uint64_t> lent_;
   NodeRecycler<std::unordered_multimap<uint64_t, uint64_t>> lent_nodes_;
+  // Cookies of released sends not yet told (0: told with a completion), in
+  // release order; released_head_ is the first not yet told.
+  std::vector<uint64_t> released_;
+  size_t released_head_ = 0;
   std::unordered_set<uint64_t> conns_;
   // Methods it serves (kServe), capped at kMaxServedMethods.
   std::unordered_set<uint32_t> served_;

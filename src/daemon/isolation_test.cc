@@ -268,6 +268,36 @@ TEST_F(IsolationTest, ReleaseTwiceAndWithTheWrongLength) {
   EXPECT_EQ(RogueStat("session.bad_commands"), 3u);
 }
 
+TEST_F(IsolationTest, OneReleaseGivesBackFourRangesAndABadExtraOffsetIsAFault) {
+  std::vector<Descriptor> got;
+  for (uint64_t cookie = 11; cookie <= 15; ++cookie) {
+    got.push_back(ExpectFailed(RogueApp::Command(Opcode::kRecv, cookie, 77),
+                               StatusCode::kNotFound, "is not one of this application's"));
+    ASSERT_GT(got.back().length, 0u);
+  }
+  Descriptor four = RogueApp::Command(Opcode::kReleaseBuffer);
+  four.heap_offset = got[0].heap_offset;
+  four.length = got[0].length;
+  for (size_t k = 0; k < 3; ++k) four.aux[k] = got[k + 1].heap_offset;
+  ASSERT_TRUE(rogue_->Push(four));
+  ExpectRogueAlive(20);
+  EXPECT_EQ(RogueStat("session.bad_commands"), 5u);  // the five failed RECVs
+  // All four went back: releasing the last of them again is a fault.
+  Descriptor again = RogueApp::Command(Opcode::kReleaseBuffer);
+  again.heap_offset = got[3].heap_offset;
+  again.length = got[3].length;
+  ExpectFault(again, StatusCode::kInvalidArgument, "released twice?");
+  // An extra offset that names no delivered range: the first range is
+  // released, the command refused.
+  Descriptor bad = RogueApp::Command(Opcode::kReleaseBuffer);
+  bad.heap_offset = got[4].heap_offset;
+  bad.length = got[4].length;
+  bad.aux[0] = rogue_->receive_area_offset() + (1u << 20);
+  ExpectFault(bad, StatusCode::kInvalidArgument, "is not a buffer wharfd delivered");
+  ExpectRogueAlive(21);
+  EXPECT_EQ(RogueStat("session.bad_commands"), 7u);
+}
+
 TEST_F(IsolationTest, RespondToAnUnknownRequestHandle) {
   Descriptor d = RogueApp::Command(Opcode::kRespond, 0, 12345);
   ExpectFault(d, StatusCode::kNotFound, "request 12345 is not awaiting an answer");

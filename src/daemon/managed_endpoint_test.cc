@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "client/daemon_link.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
@@ -32,6 +33,14 @@ class ManagedEndpointTest : public ::testing::Test {
   }
   std::unique_ptr<DaemonThread> daemon_;
 };
+
+uint64_t StatOf(Endpoint& e, const std::string& name) {
+  for (const auto& [key, value] : e.Stats()) {
+    if (key == name) return value;
+  }
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
 
 TEST_F(ManagedEndpointTest, RpcBetweenTwoApplications) {
   auto server = Open("homa://0.0.0.0:0/echo");
@@ -85,10 +94,57 @@ TEST_F(ManagedEndpointTest, BackToBackCallsToAnEmbeddedServerAreAllAnswered) {
     ASSERT_TRUE(calls[i].Wait(std::chrono::seconds(20)).ok()) << i << ": " << calls[i].status();
     EXPECT_EQ(calls[i].TakeMessage().AsStringView(), "re:" + std::to_string(i));
   }
+  // Each request range came back with its call's completion
+  // (kFlagSendReleased): no kSendReleased entries of their own.
+  EXPECT_EQ(StatOf(**client, "managed.send_area_bytes_in_use"), 0u);
+  EXPECT_LE(StatOf(**client, "managed.completions"), kCalls + 8u);
   // wharfd reports the batching counter with its socket's.
   bool reported = false;
   for (const auto& [name, value] : (*client)->Stats()) reported |= name == "homa.batched_flushes";
   EXPECT_TRUE(reported);
+}
+
+TEST_F(ManagedEndpointTest, SendReleasesAndBufferReleasesAreBatched) {
+  // Both sides managed on one wharfd: a request range is released when the
+  // server's session copies it (same host), long before the call completes,
+  // so it comes back in a kSendReleased entry carrying up to four; the
+  // server's answers likewise once acked; each side's received buffers go
+  // back four per kReleaseBuffer. Counted: nothing stays lent, and both
+  // rings carried well under the two entries per call of one per release.
+  auto server = Open("homa://0.0.0.0:0/echo");
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_TRUE((*server)
+                  ->Serve(7, [](const RpcContext&, Buffer req) -> Result<Buffer> {
+                    return Buffer::Copy("re:" + std::string(req.AsStringView()));
+                  })
+                  .ok());
+  testing::ServerThread running(**server);
+  auto client = Open();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  constexpr int kRounds = 20;
+  constexpr int kCalls = 16;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<Completion> calls;
+    for (int i = 0; i < kCalls; ++i) {
+      calls.push_back((*client)->ICall((*server)->address(), 7, Buffer::Copy(std::to_string(i))));
+    }
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(calls[i].Wait(std::chrono::seconds(20)).ok()) << i << ": " << calls[i].status();
+      EXPECT_EQ(calls[i].TakeMessage().AsStringView(), "re:" + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(StatOf(**client, "managed.send_area_bytes_in_use"), 0u);
+  EXPECT_LT(StatOf(**client, "managed.completions"), 3u * kRounds * kCalls / 2);
+  EXPECT_LT(StatOf(**client, "managed.commands"), 3u * kRounds * kCalls / 2);
+  // The server's answers are released once acked; by then its commands were
+  // fewer than two per request (a respond and a release each).
+  const TimeNs end = SystemClock::Get().NowNs() + 5 * kNsPerSec;
+  while (StatOf(**server, "managed.send_area_bytes_in_use") != 0 &&
+         SystemClock::Get().NowNs() < end) {
+    ASSERT_TRUE((*client)->Call((*server)->address(), 7, Buffer::Copy("ack")).ok());
+  }
+  EXPECT_EQ(StatOf(**server, "managed.send_area_bytes_in_use"), 0u);
+  EXPECT_LT(StatOf(**server, "managed.commands"), 2u * kRounds * kCalls);
 }
 
 TEST_F(ManagedEndpointTest, MessagesOverAConnection) {

@@ -37,19 +37,24 @@
 //   kServe         status = method, flags kFlagServed (absent: stop serving)
 //   kRespond       handle = request handle (from kRequest); status = a
 //                  StatusCode; range = the response, or the error's text
-//   kReleaseBuffer range = exactly a range wharfd delivered
+//   kReleaseBuffer range = exactly a range wharfd delivered; aux[0..2] =
+//                  the start offsets of up to three more such ranges (0:
+//                  none), released too
 //   kAddPeer       handle = peer handle (< kMaxPeerHandles, chosen by the
 //                  application), aux[0..2] = the address (engine::PackUri)
 //
 // Completion-ring entries (wharfd -> application):
 //   kCompletion    cookie, status = StatusCode, handle = value (connection
 //                  id for kConnect / kAccept); range = the received message
-//                  or response, or for a failure the error's text
+//                  or response, or for a failure the error's text; flags
+//                  kFlagSendReleased: the operation's payload range is
+//                  released as by a kSendReleased (which then never comes)
 //   kRequest       handle = request handle, status = method, aux[0] =
 //                  deadline, aux[1] = peer name id; range = the request
 //   kCallCancelled handle = request handle
 //   kSendReleased  cookie: wharfd will not read that operation's payload
-//                  range again; the application may reuse it
+//                  range again; the application may reuse it. aux[0..2]:
+//                  up to three more such cookies (0: none)
 //   kPeerName      handle = peer name id; range = its address text. Sent
 //                  before the first kRequest naming it; an id may be
 //                  reused with a new text later.
@@ -69,6 +74,8 @@ inline constexpr uint16_t kFlagCoordinator = 1 << 2;  // kBarrier
 inline constexpr uint16_t kFlagServed = 1 << 3;       // kServe
 inline constexpr uint16_t kKnownCommandFlags =
     kFlagToPeer | kFlagOrdered | kFlagCoordinator | kFlagServed;
+// kCompletion (wharfd -> application): the payload was released as well.
+inline constexpr uint16_t kFlagSendReleased = 1 << 0;
 
 // Peer handles an application may name (kAddPeer); wharfd's table of them is
 // this big at most.

@@ -64,8 +64,10 @@ namespace wharf::shm {
 
 // "WHARFSHM" as the bytes of a little-endian u64.
 inline constexpr uint64_t kRegionMagic = 0x4D48534652414857ull;
-// Bumped on any change to the bytes drawn above. 2: RingIndex.waiting.
-inline constexpr uint32_t kLayoutVersion = 2;
+// Bumped on any change to the bytes drawn above or to what ring entries mean
+// (commands.h). 2: RingIndex.waiting. 3: batched releases (kReleaseBuffer
+// and kSendReleased aux fields, kFlagSendReleased on kCompletion).
+inline constexpr uint32_t kLayoutVersion = 3;
 
 inline constexpr size_t kCacheLineBytes = 64;
 // Sections start on page boundaries so each can be mapped, locked or
