@@ -96,6 +96,9 @@ class HomaHost {
   // otherwise each pass reads the socket once per endpoint. Off by default.
   void set_polled_by_owner(bool yes) { polled_by_owner_ = yes; }
   bool polled_by_owner() const { return polled_by_owner_; }
+  // The clock as this host last read it (its last Poll, or a send that
+  // paced): for an owner-polled endpoint, no older than the owner's pass.
+  TimeNs last_clock_read_ns() const { return now_ns_; }
 
   const HomaConfig& config() const { return config_; }
   const HomaStats& stats() const { return stats_; }
