@@ -12,6 +12,7 @@
 #include <climits>
 #include <deque>
 #include <optional>
+#include <vector>
 
 #include "transport/udp/udp_datagram.h"
 #include "transport/udp/udp_syscalls.h"
@@ -42,8 +43,12 @@ class ScriptedSyscalls final : public udp::UdpSyscalls {
   // What PeekQueuedBytes answers instead of the kernel, when set.
   std::optional<int> peek_bytes;
 
+  // msg_iovlen of every message handed to SendMmsg, in order.
+  std::vector<size_t> iov_counts;
+
   int SendMmsg(int fd, mmsghdr* msgs, unsigned int count) override {
     ++send_calls;
+    for (unsigned i = 0; i < count; ++i) iov_counts.push_back(msgs[i].msg_hdr.msg_iovlen);
     if (gso_errno != 0 && CarriesGso(msgs[0].msg_hdr)) return Fail(gso_errno);
     Step step = Next(send_steps);
     if (step.fail_errno != 0) return Fail(step.fail_errno);
@@ -173,6 +178,39 @@ TEST_F(UdpDatagramInjectionTest, GsoRejectedByTheKernelFallsBackToPlainSends) {
   EXPECT_EQ(sender_->stats().gso_fallbacks, 1u);
   EXPECT_EQ(sender_->stats().gso_sends, 0u);
   ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
+}
+
+TEST_F(UdpDatagramInjectionTest, PartsContiguousInMemoryGoToTheKernelAsOneIovec) {
+  if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; one message per datagram";
+  // Eight 100-byte datagrams, each a 30-byte header part and a 70-byte
+  // payload part. Packed back to back in one buffer (as homa packs its
+  // short packets): one GSO message of one iovec. Spread over separate
+  // buffers: an iovec per datagram (its own two parts still touch). The
+  // receiver gets the same datagrams either way.
+  constexpr size_t kCount = 8;
+  constexpr size_t kSize = 100;
+  std::vector<std::byte> packed(kCount * kSize);
+  Outgoing expected = MakeOutgoing(receiver_->LocalAddress(), std::vector<size_t>(kCount, kSize));
+  std::vector<OutDatagram> batch;
+  for (size_t i = 0; i < kCount; ++i) {
+    std::copy(expected.payloads[i].begin(), expected.payloads[i].end(), &packed[i * kSize]);
+    const std::span<const std::byte> whole(&packed[i * kSize], kSize);
+    batch.push_back({receiver_->LocalAddress(), whole.first(30), 0, whole.subspan(30)});
+  }
+  syscalls_.iov_counts.clear();
+  SendAll(*sender_, batch);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{1});
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, sender_->LocalAddress());
+
+  syscalls_.iov_counts.clear();
+  std::vector<OutDatagram> spread;
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::span<const std::byte> whole(expected.payloads[i]);
+    spread.push_back({receiver_->LocalAddress(), whole.first(30), 0, whole.subspan(30)});
+  }
+  SendAll(*sender_, spread);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{kCount});
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, sender_->LocalAddress());
 }
 
 TEST_F(UdpDatagramInjectionTest, ErrorThatPlainSendsShareIsReportedNotBlamedOnGso) {
