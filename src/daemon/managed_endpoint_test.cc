@@ -42,6 +42,13 @@ uint64_t StatOf(Endpoint& e, const std::string& name) {
   return 0;
 }
 
+// Method 7 answers "re:" and the request.
+Status ServeEcho(Endpoint& server) {
+  return server.Serve(7, [](const RpcContext&, Buffer req) -> Result<Buffer> {
+    return Buffer::Copy("re:" + std::string(req.AsStringView()));
+  });
+}
+
 TEST_F(ManagedEndpointTest, RpcBetweenTwoApplications) {
   auto server = Open("homa://0.0.0.0:0/echo");
   ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -74,11 +81,7 @@ TEST_F(ManagedEndpointTest, BackToBackCallsToAnEmbeddedServerAreAllAnswered) {
   // src/homa/batch_test.cc; here every call must be answered, in any grouping.
   auto server = Endpoint::Open({.address = "homa://127.0.0.1:0"});
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  ASSERT_TRUE((*server)
-                  ->Serve(7, [](const RpcContext&, Buffer req) -> Result<Buffer> {
-                    return Buffer::Copy("re:" + std::string(req.AsStringView()));
-                  })
-                  .ok());
+  ASSERT_TRUE(ServeEcho(**server).ok());
   testing::ServerThread running(**server);
   auto client = Open();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -113,11 +116,7 @@ TEST_F(ManagedEndpointTest, SendReleasesAndBufferReleasesAreBatched) {
   // rings carried well under the two entries per call of one per release.
   auto server = Open("homa://0.0.0.0:0/echo");
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  ASSERT_TRUE((*server)
-                  ->Serve(7, [](const RpcContext&, Buffer req) -> Result<Buffer> {
-                    return Buffer::Copy("re:" + std::string(req.AsStringView()));
-                  })
-                  .ok());
+  ASSERT_TRUE(ServeEcho(**server).ok());
   testing::ServerThread running(**server);
   auto client = Open();
   ASSERT_TRUE(client.ok()) << client.status().ToString();

@@ -410,24 +410,12 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
     iovec* iovs = &send_iovs_[messages * kIovsPerDatagram * gso_limits_.max_segments];
     size_t iov_count = 0;
     for (size_t j = 0; j < run; ++j) {
-      // Gather: each datagram's two parts go to the kernel as they are (it
-      // only reads through iov_base; the cast is its C signature). With GSO
-      // the kernel cuts the concatenation of all parts every gso_size bytes,
-      // which are exactly the datagrams' boundaries.
+      // Gather: each datagram's two parts go to the kernel as they are,
+      // joined where they touch. With GSO the kernel cuts the concatenation
+      // of all parts every gso_size bytes, which are exactly the datagrams'
+      // boundaries.
       for (std::span<const std::byte> part : {rest[index + j].bytes, rest[index + j].payload}) {
-        if (part.empty()) continue;
-        // A part that starts where the previous one ended extends it: homa
-        // packs its headers and short payloads back to back, and the kernel
-        // copies each iovec of a GSO send separately (~50 ns each here).
-        if (iov_count > 0 && static_cast<const std::byte*>(iovs[iov_count - 1].iov_base) +
-                                     iovs[iov_count - 1].iov_len ==
-                                 part.data()) {
-          iovs[iov_count - 1].iov_len += part.size();
-          continue;
-        }
-        iovs[iov_count].iov_base = const_cast<std::byte*>(part.data());
-        iovs[iov_count].iov_len = part.size();
-        ++iov_count;
+        iov_count = udp::AppendPart(iovs, iov_count, part);
       }
     }
     msghdr& hdr = send_msgs_[messages].msg_hdr;

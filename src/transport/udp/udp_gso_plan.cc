@@ -26,4 +26,19 @@ size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& 
   return run;
 }
 
+size_t AppendPart(iovec* iovs, size_t count, std::span<const std::byte> part) {
+  if (part.empty()) return count;
+  if (count > 0) {
+    iovec& last = iovs[count - 1];
+    if (static_cast<const std::byte*>(last.iov_base) + last.iov_len == part.data()) {
+      last.iov_len += part.size();
+      return count;
+    }
+  }
+  // The kernel only reads through iov_base; the cast is its C signature.
+  iovs[count].iov_base = const_cast<std::byte*>(part.data());
+  iovs[count].iov_len = part.size();
+  return count + 1;
+}
+
 }  // namespace wharf::transport::udp

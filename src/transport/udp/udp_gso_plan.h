@@ -4,6 +4,8 @@
 // sendmmsg message.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <span>
 
@@ -29,5 +31,11 @@ struct GsoLimits {
 // `size` bytes, so an empty tail would vanish and a longer one would be
 // split in two). With `gso` false every run has length 1.
 size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& limits);
+
+// Appends `part` to iovs[0, count) and returns the new count. A part that
+// starts where the last iovec ends extends it instead: homa packs its
+// headers and short payloads back to back, and the kernel copies each iovec
+// of a GSO send separately (~50 ns each here). An empty part adds nothing.
+size_t AppendPart(iovec* iovs, size_t count, std::span<const std::byte> part);
 
 }  // namespace wharf::transport::udp

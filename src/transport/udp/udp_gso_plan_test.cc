@@ -92,5 +92,24 @@ TEST(NextGsoRunTest, SingleDatagramIsARunOfOne) {
   EXPECT_EQ(batch.Run(), 1u);
 }
 
+TEST(AppendPartTest, PartsThatTouchShareAnIovecOthersGetTheirOwn) {
+  std::vector<std::byte> bytes(100);
+  iovec iovs[4] = {};
+  const std::span<const std::byte> all(bytes);
+  size_t n = AppendPart(iovs, 0, all.subspan(0, 30));
+  n = AppendPart(iovs, n, all.subspan(30, 20));  // touches: joined
+  n = AppendPart(iovs, n, {});                   // empty: nothing
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(iovs[0].iov_base, bytes.data());
+  EXPECT_EQ(iovs[0].iov_len, 50u);
+  n = AppendPart(iovs, n, all.subspan(60, 10));  // a gap: its own
+  n = AppendPart(iovs, n, all.subspan(0, 10));   // before the last: its own
+  ASSERT_EQ(n, 3u);
+  EXPECT_EQ(iovs[1].iov_base, bytes.data() + 60);
+  EXPECT_EQ(iovs[1].iov_len, 10u);
+  EXPECT_EQ(iovs[2].iov_base, bytes.data());
+  EXPECT_EQ(iovs[2].iov_len, 10u);
+}
+
 }  // namespace
 }  // namespace wharf::transport::udp
