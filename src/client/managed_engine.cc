@@ -341,7 +341,9 @@ transport::PollResult ManagedEngine::Poll() {
     Descriptor d = Command(Opcode::kReleaseBuffer);
     d.heap_offset = releases_[i].first;
     d.length = releases_[i].second;
-    for (size_t k = 1; k < 4 && i + k < releases_.size(); ++k) d.aux[k - 1] = releases_[i + k].first;
+    for (size_t k = 1; k < 4 && i + k < releases_.size(); ++k) {
+      d.aux[k - 1] = releases_[i + k].first;
+    }
     Push(d);
   }
   if (!releases_.empty() || !outbox_.empty()) FlushCommands(/*urgent=*/!outbox_.empty());

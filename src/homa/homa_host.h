@@ -387,9 +387,10 @@ class HomaHost {
   // peer has work queued anyway. The peak, not the count now: much of a
   // busy window sits in applications and rings at any instant (at 256 in
   // flight managed, 48-96 live). Answered RPCs awaiting their ack are no
-  // part of the window (a server has up to a window of them). Managed, 64 B RPCs, best fixed head by
-  // RPCs in flight: 16 at 32, 32 at 64, 64 at 128 and 256 (16 there cost
-  // ~15%). One cut per batch: more cost a send each.
+  // part of the window (a server has up to a window of them). Managed,
+  // 64 B RPCs, best fixed head by RPCs in flight: 16 at 32, 32 at 64, 64
+  // at 128 and 256 (16 there cost ~15%). One cut per batch: more cost a
+  // send each.
   static constexpr size_t kMinHeldPackets = 16;
   size_t HeldPacketsBeforeCut() const {
     return std::clamp<size_t>(std::max(live_peak_, live_peak_before_) / 2, kMinHeldPackets,
