@@ -278,13 +278,11 @@ void AppSession::ExecuteReleaseBuffer(const Descriptor& d) {
   // Up to three more ranges by their start (the receive area always starts
   // past offset 0, so 0 names none).
   for (uint64_t more : d.aux) {
-    if (more == 0) continue;
-    if (!receive_area_->Size(more).ok()) {
+    if (more != 0 && !receive_area_->Free(more).ok()) {
       Fault(d, InvalidArgumentError("offset " + std::to_string(more) +
                                     " is not a buffer wharfd delivered (released twice?)"));
       return;
     }
-    (void)receive_area_->Free(more);
   }
 }
 

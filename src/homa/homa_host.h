@@ -381,10 +381,9 @@ class HomaHost {
   // convoy that each host serves while the other waits (64 B RPCs, 32 in
   // flight, managed: 420k -> 570k RPC/s on a 2-CPU VM). The head is half
   // the most RPCs the host had unanswered (live and not awaiting an ack)
-  // over the last tick or two, at least
-  // kMinHeldPackets and at most a whole transmit batch: two halves of the
-  // window keep both hosts busy, and a longer head saves sends where the
-  // peer has work queued anyway. The peak, not the count now: much of a
+  // over the last tick or two, at least kMinHeldPackets and at most a whole
+  // transmit batch: two halves of the window keep both hosts busy, and a
+  // longer head saves sends where the peer has work queued anyway. The peak, not the count now: much of a
   // busy window sits in applications and rings at any instant (at 256 in
   // flight managed, 48-96 live). Answered RPCs awaiting their ack are no
   // part of the window (a server has up to a window of them). Managed,

@@ -200,8 +200,9 @@ void FrameParser::TryWhole(Assembly& a) {
   if (a.total > limits_.max_whole_bytes || !budget_->TryReserveWhole(a.total)) return;
   buffered_bytes_ += a.total;
   a.whole = true;
-  a.buffer = pool_ != nullptr && a.total >= transport::ReceivePool::kMinBytes ? pool_->Take(a.total)
-                                                                    : Buffer::Allocate(a.total);
+  a.buffer = pool_ != nullptr && a.total >= transport::ReceivePool::kMinBytes
+                 ? pool_->Take(a.total)
+                 : Buffer::Allocate(a.total);
 }
 
 void FrameParser::Grow(const Key& key, Assembly& a, uint64_t need) {

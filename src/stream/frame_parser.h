@@ -6,7 +6,7 @@
 // into the message's buffer.
 //
 // Memory: a message of at most Limits::max_whole_bytes gets its whole buffer
-// at its first chunk (from the transport::ReceivePool when it is large), so its bytes
+// at its first chunk (from the ReceivePool when it is large), so its bytes
 // are read into place once and never copied again; those buffers are charged
 // in full, but together they may hold only half of IncomingBudget::limit, so
 // claims alone never take the room other messages need. Any other message's
@@ -102,7 +102,7 @@ class FrameParser {
   static constexpr size_t kBulkBytes = 2 * kMinDirectBytes;
 
   // `pool` (borrowed, may be null: plain heap buffers) supplies whole
-  // buffers of at least transport::ReceivePool::kMinBytes.
+  // buffers of at least ReceivePool::kMinBytes.
   FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink,
               transport::ReceivePool* pool = nullptr);
   ~FrameParser();  // releases the budget of unfinished messages
