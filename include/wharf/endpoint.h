@@ -157,8 +157,10 @@ class Endpoint {
 
   // A Buffer of `size` bytes to fill and send. In managed mode it lives in
   // the memory this process shares with wharfd, so sending it copies
-  // nothing (any other Buffer is copied there once); embedded, it is
-  // Buffer::Allocate(size). Any thread may call it.
+  // nothing (any other Buffer is copied there once); embedded, one of
+  // 64 KiB or more comes from a pool of kept blocks (no page faults when it
+  // is first written or sent) and smaller ones are Buffer::Allocate(size).
+  // Any thread may call it.
   Buffer AllocateBuffer(size_t size);
 
   // --- connections ---

@@ -416,7 +416,13 @@ void Engine::Shutdown(const Status& why) {
   barriers_.clear();
 }
 
+Buffer Engine::AllocateBuffer(size_t size) {
+  if (size < transport::LargeBufferPool::kMinBytes) return Buffer::Allocate(size);
+  return send_pool_->Take(size);
+}
+
 std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
+  const transport::LargeBufferPool::Stats pool = send_pool_->stats();
   std::vector<std::pair<std::string, uint64_t>> all = {
       {"engine.pending_ops", ops_.size()},
       {"engine.connections", conns_.size()},
@@ -426,6 +432,9 @@ std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
       {"engine.barrier_rounds_expired", counts_.barrier_rounds_expired},
       {"engine.cancel_notices_sent", counts_.cancel_notices_sent},
       {"engine.cancel_notices_received", counts_.cancel_notices_received},
+      {"engine.send_buffers_reused", pool.reused},
+      {"engine.send_buffers_allocated", pool.allocated},
+      {"engine.send_pool_bytes", pool.kept_bytes},
   };
   for (const transport::MessageTransport* t : transports_) {
     auto counters = t->Counters();

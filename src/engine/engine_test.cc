@@ -577,4 +577,45 @@ TEST_F(EngineTest, ShutdownFailsPendingAndLaterOperations) {
 }
 
 }  // namespace
+// Large send buffers come from the engine's pool: a message sent from one
+// arrives intact, and once the send is done and the buffer dropped, the next
+// large allocation reuses the same block. Small ones are not pooled.
+TEST_F(EngineTest, LargeSendBuffersAreReusedAndArriveIntact) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  auto [ca, cb] = ConnectPair(a, b);
+  auto counter = [&](const std::string& name) {
+    for (const auto& [n, v] : a.engine->engine().Counters()) {
+      if (n == name) return v;
+    }
+    return ~uint64_t{0};
+  };
+  constexpr size_t kSize = 300'000;
+  const std::byte* first_block = nullptr;
+  for (int round = 0; round < 2; ++round) {
+    Buffer message = a.engine->engine().AllocateBuffer(kSize);
+    ASSERT_EQ(message.size(), kSize);
+    if (round == 0) first_block = message.data();
+    EXPECT_EQ(message.data(), first_block) << "round " << round;
+    for (size_t i = 0; i < kSize; ++i) message.data()[i] = std::byte(i * 7 + round);
+    StatePtr send = a.engine->Send(ca, std::move(message));
+    StatePtr recv = b.engine->Recv(cb);
+    ASSERT_TRUE(RunUntil([&] { return Done(send) && Done(recv); }));
+    ASSERT_TRUE(recv->status.ok()) << recv->status.ToString();
+    ASSERT_EQ(recv->message.size(), kSize);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < kSize; ++i) {
+      mismatches += recv->message.data()[i] != std::byte(i * 7 + round);
+    }
+    EXPECT_EQ(mismatches, 0u) << "round " << round;
+  }
+  EXPECT_EQ(counter("engine.send_buffers_allocated"), 1u);
+  EXPECT_EQ(counter("engine.send_buffers_reused"), 1u);
+  EXPECT_GE(counter("engine.send_pool_bytes"), kSize);
+
+  Buffer small = a.engine->engine().AllocateBuffer(1000);
+  EXPECT_EQ(small.size(), 1000u);
+  EXPECT_EQ(counter("engine.send_buffers_allocated") + counter("engine.send_buffers_reused"), 2u);
+}
+
 }  // namespace wharf::engine

@@ -344,7 +344,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
       {"homa.tx_dropped", stats_.tx_dropped},
       {"homa.send_errors", stats_.send_errors},
   };
-  const transport::ReceivePool::Stats pool = receive_pool_->stats();
+  const transport::LargeBufferPool::Stats pool = receive_pool_->stats();
   all.push_back({"homa.receive_buffers_reused", pool.reused});
   all.push_back({"homa.receive_buffers_allocated", pool.allocated});
   all.push_back({"homa.receive_pool_bytes", pool.kept_bytes});

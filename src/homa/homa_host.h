@@ -36,7 +36,7 @@
 #include "homa/send_queue.h"
 #include "homa/stats.h"
 #include "transport/datagram.h"
-#include "transport/receive_pool.h"
+#include "transport/large_buffer_pool.h"
 #include "transport/message_transport.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
@@ -336,9 +336,10 @@ class HomaHost {
   // Blocks that large incoming messages are reassembled in, kept once their
   // holder drops them: a fresh 1 MiB buffer per message cost 256 page
   // faults whenever glibc had handed the last one back (transport/
-  // receive_pool.h), which put 1 MiB bulk at a third of its rate in about
+  // large_buffer_pool.h), which put 1 MiB bulk at a third of its rate in about
   // one run in three. Shared: delivered messages hold it too.
-  std::shared_ptr<transport::ReceivePool> receive_pool_ = transport::ReceivePool::Create({});
+  std::shared_ptr<transport::LargeBufferPool> receive_pool_ =
+      transport::LargeBufferPool::Create({});
   // Granted (or unscheduled) but not yet received, over all incoming
   // messages: Homa's max_incoming bound, which keeps incast from filling
   // the network's queues with data we asked for.

@@ -7,11 +7,11 @@
 namespace wharf::homa {
 
 IncomingMessage::IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birth_ns,
-                                 transport::ReceivePool* pool)
+                                 transport::LargeBufferPool* pool)
     : length_(length),
       granted_(std::min(incoming, length)),
       birth_ns_(birth_ns),
-      buffer_(pool != nullptr && length >= transport::ReceivePool::kMinBytes
+      buffer_(pool != nullptr && length >= transport::LargeBufferPool::kMinBytes
                   ? pool->Take(length)
                   : Buffer::Allocate(length)) {}
 

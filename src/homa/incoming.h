@@ -7,7 +7,7 @@
 
 #include "base/clock.h"
 #include "homa/range_set.h"
-#include "transport/receive_pool.h"
+#include "transport/large_buffer_pool.h"
 #include "wharf/buffer.h"
 
 namespace wharf::homa {
@@ -17,9 +17,9 @@ class IncomingMessage {
  public:
   // `incoming` is the sender's unscheduled limit from the first DATA packet
   // seen; `birth_ns` orders messages for FIFO grants. A message of at least
-  // ReceivePool::kMinBytes is reassembled in a block of `pool` when given.
+  // LargeBufferPool::kMinBytes is reassembled in a block of `pool` when given.
   IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birth_ns,
-                  transport::ReceivePool* pool = nullptr);
+                  transport::LargeBufferPool* pool = nullptr);
 
   uint32_t length() const { return length_; }
   // Offset granted so far: the sender may send [0, granted()).

@@ -51,8 +51,8 @@ TEST(IncomingMessageTest, InOrderDataCompletesAndTakesBytes) {
 }
 
 TEST(IncomingMessageTest, LargeMessagesAreReassembledInPooledBlocksThatComeBack) {
-  auto pool = transport::ReceivePool::Create({});
-  const auto large = static_cast<uint32_t>(transport::ReceivePool::kMinBytes);
+  auto pool = transport::LargeBufferPool::Create({});
+  const auto large = static_cast<uint32_t>(transport::LargeBufferPool::kMinBytes);
   std::vector<std::byte> payload(large, std::byte{7});
   const std::byte* first_data = nullptr;
   {

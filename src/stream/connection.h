@@ -75,7 +75,7 @@ class Connection final : private FrameParser::Sink {
 
   Connection(uint64_t id, int fd, bool outbound, const transport::NetAddress& remote,
              State initial, uint32_t chunk_bytes, const FrameParser::Limits& limits,
-             IncomingBudget* budget, transport::ReceivePool* pool,
+             IncomingBudget* budget, transport::LargeBufferPool* pool,
              ConnectionHandler* handler, transport::tcp::TcpSyscalls* syscalls);
   ~Connection() override;
   Connection(const Connection&) = delete;

@@ -15,7 +15,7 @@ std::string U(uint64_t v) { return std::to_string(v); }
 }  // namespace
 
 FrameParser::FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink,
-                         transport::ReceivePool* pool)
+                         transport::LargeBufferPool* pool)
     : limits_(limits), budget_(budget), sink_(sink), pool_(pool) {}
 
 FrameParser::~FrameParser() {
@@ -200,7 +200,7 @@ void FrameParser::TryWhole(Assembly& a) {
   if (a.total > limits_.max_whole_bytes || !budget_->TryReserveWhole(a.total)) return;
   buffered_bytes_ += a.total;
   a.whole = true;
-  a.buffer = pool_ != nullptr && a.total >= transport::ReceivePool::kMinBytes
+  a.buffer = pool_ != nullptr && a.total >= transport::LargeBufferPool::kMinBytes
                  ? pool_->Take(a.total)
                  : Buffer::Allocate(a.total);
 }

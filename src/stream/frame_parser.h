@@ -6,7 +6,7 @@
 // into the message's buffer.
 //
 // Memory: a message of at most Limits::max_whole_bytes gets its whole buffer
-// at its first chunk (from the ReceivePool when it is large), so its bytes
+// at its first chunk (from the LargeBufferPool when it is large), so its bytes
 // are read into place once and never copied again; those buffers are charged
 // in full, but together they may hold only half of IncomingBudget::limit, so
 // claims alone never take the room other messages need. Any other message's
@@ -25,7 +25,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "transport/receive_pool.h"
+#include "transport/large_buffer_pool.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 #include "wire/stream_frame.h"
@@ -102,9 +102,9 @@ class FrameParser {
   static constexpr size_t kBulkBytes = 2 * kMinDirectBytes;
 
   // `pool` (borrowed, may be null: plain heap buffers) supplies whole
-  // buffers of at least ReceivePool::kMinBytes.
+  // buffers of at least LargeBufferPool::kMinBytes.
   FrameParser(const Limits& limits, IncomingBudget* budget, Sink* sink,
-              transport::ReceivePool* pool = nullptr);
+              transport::LargeBufferPool* pool = nullptr);
   ~FrameParser();  // releases the budget of unfinished messages
   FrameParser(const FrameParser&) = delete;
   FrameParser& operator=(const FrameParser&) = delete;
@@ -178,7 +178,7 @@ class FrameParser {
   Limits limits_;
   IncomingBudget* budget_;
   Sink* sink_;
-  transport::ReceivePool* pool_;
+  transport::LargeBufferPool* pool_;
 
   State state_ = State::kHeader;
   bool hello_seen_ = false;

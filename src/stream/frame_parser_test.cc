@@ -284,7 +284,7 @@ TEST(FrameParserTest, WholeBuffersHoldAtMostHalfTheBudgetAndLongerMessagesGrow) 
 }
 
 TEST(FrameParserTest, LargeWholeBuffersComeFromThePoolAndGoBackToIt) {
-  auto pool = transport::ReceivePool::Create({});
+  auto pool = transport::LargeBufferPool::Create({});
   IncomingBudget budget{.limit = 1ull << 30};
   RecordingSink sink;
   FrameParser parser({}, &budget, &sink, pool.get());

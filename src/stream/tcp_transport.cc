@@ -127,7 +127,7 @@ TcpMessageTransport::TcpMessageTransport(const TcpConfig& config, const Clock& c
       write_batch_bytes_(std::max(config.chunk_bytes, config.notsent_lowat_bytes)),
       now_(clock.NowNs()),
       table_(config.max_stored_response_bytes),
-      pool_(transport::ReceivePool::Create({})),
+      pool_(transport::LargeBufferPool::Create({})),
       scratch_(kScratchBytes),
       log_limiter_(clock, kNsPerSec, 10) {
   // Ids start from the wall clock, as homa's do: a restarted client's ids
@@ -153,7 +153,7 @@ TcpMessageTransport::~TcpMessageTransport() {
 
 const TcpStats& TcpMessageTransport::stats() const {
   stats_.peak_incoming_buffer_bytes = budget_.peak;
-  const transport::ReceivePool::Stats pool = pool_->stats();
+  const transport::LargeBufferPool::Stats pool = pool_->stats();
   stats_.receive_buffers_reused = pool.reused;
   stats_.receive_buffers_allocated = pool.allocated;
   stats_.receive_pool_bytes = pool.kept_bytes;

@@ -11,7 +11,7 @@
 // (what arriving frames do), tcp_timers.cc (acks, pings, peer death,
 // reconnects, forgetting). One TCP connection is a Connection (framing, send
 // queue, receive assembly); Peer holds the per-peer state, ServerTable the
-// at-most-once memory, ReceivePool (transport/) the reused buffers of large
+// at-most-once memory, LargeBufferPool (transport/) the reused buffers of large
 // incoming messages.
 //
 // Time comes only from the injected Clock, so timeouts can be driven by a
@@ -225,8 +225,8 @@ class TcpMessageTransport final : public transport::MessageTransport,
   ServerTable table_;
   IncomingBudget budget_;
   // Whole buffers of large incoming messages, reused (shared: delivered
-  // messages hold it too, see ReceivePool).
-  std::shared_ptr<transport::ReceivePool> pool_;
+  // messages hold it too, see LargeBufferPool).
+  std::shared_ptr<transport::LargeBufferPool> pool_;
 
   std::deque<transport::MessageEvent> events_;
 

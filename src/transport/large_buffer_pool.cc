@@ -1,6 +1,6 @@
-// ReceivePool: taking a block that fits, lending it as a Buffer, keeping it
+// LargeBufferPool: taking a block that fits, lending it as a Buffer, keeping it
 // when it comes back.
-#include "transport/receive_pool.h"
+#include "transport/large_buffer_pool.h"
 
 #include <cstring>
 #include <new>
@@ -12,15 +12,15 @@ constexpr std::align_val_t kAlign{64};
 
 }  // namespace
 
-std::shared_ptr<ReceivePool> ReceivePool::Create(const Limits& limits) {
-  return std::shared_ptr<ReceivePool>(new ReceivePool(limits));
+std::shared_ptr<LargeBufferPool> LargeBufferPool::Create(const Limits& limits) {
+  return std::shared_ptr<LargeBufferPool>(new LargeBufferPool(limits));
 }
 
-ReceivePool::~ReceivePool() {
+LargeBufferPool::~LargeBufferPool() {
   for (const Block& b : kept_) FreeBlock(b);
 }
 
-ReceivePool::Block ReceivePool::NewBlock(size_t capacity) {
+LargeBufferPool::Block LargeBufferPool::NewBlock(size_t capacity) {
   Block b;
   b.capacity = capacity;
   b.base = static_cast<std::byte*>(::operator new(kPrefix + Buffer::kHeadroom + capacity, kAlign));
@@ -28,9 +28,11 @@ ReceivePool::Block ReceivePool::NewBlock(size_t capacity) {
   return b;
 }
 
-void ReceivePool::FreeBlock(const Block& block) noexcept { ::operator delete(block.base, kAlign); }
+void LargeBufferPool::FreeBlock(const Block& block) noexcept {
+  ::operator delete(block.base, kAlign);
+}
 
-Buffer ReceivePool::Take(size_t size) {
+Buffer LargeBufferPool::Take(size_t size) {
   Block block;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,7 +58,7 @@ Buffer ReceivePool::Take(size_t size) {
                       Buffer::kHeadroom);
 }
 
-void ReceivePool::Release(std::span<std::byte> whole) noexcept {
+void LargeBufferPool::Release(std::span<std::byte> whole) noexcept {
   Block block;
   block.base = whole.data() - kPrefix;
   std::memcpy(&block.capacity, block.base, sizeof block.capacity);
@@ -78,7 +80,7 @@ void ReceivePool::Release(std::span<std::byte> whole) noexcept {
   for (const Block& b : evicted) FreeBlock(b);
 }
 
-ReceivePool::Stats ReceivePool::stats() const {
+LargeBufferPool::Stats LargeBufferPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }

@@ -1,15 +1,15 @@
-// transport/receive_pool.h: ReceivePool, the memory large incoming messages of
-// the message transports (tcp:// and homa://) are received into, kept for the
-// next message once whoever holds a delivered message (the application,
-// wharfd's copy into an application's receive area) drops it.
+// transport/large_buffer_pool.h: LargeBufferPool, memory for messages of 64 KiB
+// or more, kept for the next message once whoever holds one drops it. The
+// message transports (tcp:// and homa://) receive large messages into it; the
+// embedded engine's AllocateBuffer hands large send buffers out of it.
 //
 // Why: a fresh 1 MiB buffer per message is 256 page faults when the kernel
-// first hands it over, and glibc gives freed blocks back (MADV_DONTNEED on a
-// thread's arena) as readily as it takes them, so without reuse a bulk
-// receiver spends more CPU faulting pages in than reading them. Blocks in the
-// pool stay mapped and touched.
+// (or the transport's copy) first touches it, and glibc gives freed blocks
+// back (MADV_DONTNEED on a thread's arena) as readily as it takes them, so
+// without reuse a bulk sender or receiver spends more CPU faulting pages in
+// than moving them. Blocks in the pool stay mapped and touched.
 //
-// What it does not do: decide which messages are pooled (the transports do:
+// What it does not do: decide which messages are pooled (its users do:
 // messages of at least kMinBytes) or count them against a transport's
 // incoming-memory limit (the transport charges what it takes).
 #pragma once
@@ -25,13 +25,14 @@
 
 namespace wharf::transport {
 
-// Owned through shared_ptr: the transport holds one reference and every
-// Buffer lent from it another (Buffer::Wrap's rule), so the pool outlives the
-// last message delivered from it. Thread rules: Take is called by the
-// transport's thread; Release (from a Buffer's destructor) on any thread; a
+// Owned through shared_ptr: its user (a transport, the engine) holds one
+// reference and every Buffer lent from it another (Buffer::Wrap's rule), so
+// the pool outlives the last message lent from it. Thread rules: Take is
+// called by one thread at a time (the transport's, or the engine's caller
+// under the host lock); Release (from a Buffer's destructor) on any thread; a
 // mutex guards the kept blocks.
-class ReceivePool final : public BufferOwner,
-                          public std::enable_shared_from_this<ReceivePool> {
+class LargeBufferPool final : public BufferOwner,
+                              public std::enable_shared_from_this<LargeBufferPool> {
  public:
   // Messages shorter than this are not worth pooling: malloc recycles small
   // blocks without page faults, and the pool's lock and reference count
@@ -57,10 +58,10 @@ class ReceivePool final : public BufferOwner,
     size_t kept_blocks = 0;   // gauge
   };
 
-  static std::shared_ptr<ReceivePool> Create(const Limits& limits);
-  ~ReceivePool() override;
-  ReceivePool(const ReceivePool&) = delete;
-  ReceivePool& operator=(const ReceivePool&) = delete;
+  static std::shared_ptr<LargeBufferPool> Create(const Limits& limits);
+  ~LargeBufferPool() override;
+  LargeBufferPool(const LargeBufferPool&) = delete;
+  LargeBufferPool& operator=(const LargeBufferPool&) = delete;
 
   // A Buffer of exactly `size` bytes (uninitialised, Buffer::kHeadroom of
   // headroom in front, like Buffer::Allocate), from the smallest kept block
@@ -73,7 +74,7 @@ class ReceivePool final : public BufferOwner,
   Stats stats() const;
 
  private:
-  explicit ReceivePool(const Limits& limits) : limits_(limits) {
+  explicit LargeBufferPool(const Limits& limits) : limits_(limits) {
     kept_.reserve(limits.max_blocks + 1);
   }
 

@@ -1,8 +1,8 @@
-// Tests of ReceivePool: a released block is taken again (same memory), only
+// Tests of LargeBufferPool: a released block is taken again (same memory), only
 // by a message it fits without waste, the limits free the oldest, the pool
 // outlives the transport's reference while Buffers hold it, and Release from
 // another thread is safe.
-#include "transport/receive_pool.h"
+#include "transport/large_buffer_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@ namespace {
 
 constexpr size_t kMiB = 1u << 20;
 
-TEST(ReceivePoolTest, TakeGivesExactSizeWithHeadroomAndAnOwner) {
-  auto pool = ReceivePool::Create({});
+TEST(LargeBufferPoolTest, TakeGivesExactSizeWithHeadroomAndAnOwner) {
+  auto pool = LargeBufferPool::Create({});
   Buffer b = pool->Take(kMiB + 32);
   EXPECT_EQ(b.size(), kMiB + 32);
   EXPECT_EQ(b.owner(), pool.get());
@@ -26,8 +26,8 @@ TEST(ReceivePoolTest, TakeGivesExactSizeWithHeadroomAndAnOwner) {
   EXPECT_EQ(pool->stats().allocated, 1u);
 }
 
-TEST(ReceivePoolTest, ReleasedBlockIsReusedForTheNextMessage) {
-  auto pool = ReceivePool::Create({});
+TEST(LargeBufferPoolTest, ReleasedBlockIsReusedForTheNextMessage) {
+  auto pool = LargeBufferPool::Create({});
   std::byte* first = nullptr;
   {
     Buffer b = pool->Take(kMiB);
@@ -38,17 +38,17 @@ TEST(ReceivePoolTest, ReleasedBlockIsReusedForTheNextMessage) {
   Buffer again = pool->Take(kMiB - 100);  // a nearby size shares the block
   EXPECT_EQ(again.data(), first);
   EXPECT_EQ(again.size(), kMiB - 100);
-  ReceivePool::Stats s = pool->stats();
+  LargeBufferPool::Stats s = pool->stats();
   EXPECT_EQ(s.reused, 1u);
   EXPECT_EQ(s.allocated, 1u);
   EXPECT_EQ(s.kept_blocks, 0u);
 }
 
-TEST(ReceivePoolTest, ASmallMessageDoesNotPinALargeBlockNorALargeOneASmallBlock) {
-  auto pool = ReceivePool::Create({});
+TEST(LargeBufferPoolTest, ASmallMessageDoesNotPinALargeBlockNorALargeOneASmallBlock) {
+  auto pool = LargeBufferPool::Create({});
   { Buffer big = pool->Take(4 * kMiB); }
   {
-    Buffer small = pool->Take(ReceivePool::kMinBytes);
+    Buffer small = pool->Take(LargeBufferPool::kMinBytes);
     EXPECT_EQ(pool->stats().reused, 0u) << "a 4 MiB block for 64 KiB wastes too much";
   }
   Buffer big_again = pool->Take(4 * kMiB);
@@ -57,13 +57,13 @@ TEST(ReceivePoolTest, ASmallMessageDoesNotPinALargeBlockNorALargeOneASmallBlock)
   EXPECT_EQ(pool->stats().reused, 1u) << "the 64 KiB block cannot hold it";
 }
 
-TEST(ReceivePoolTest, LimitsFreeTheOldestBlocks) {
-  auto pool = ReceivePool::Create({.max_blocks = 2, .max_bytes = 3 * kMiB});
+TEST(LargeBufferPoolTest, LimitsFreeTheOldestBlocks) {
+  auto pool = LargeBufferPool::Create({.max_blocks = 2, .max_bytes = 3 * kMiB});
   std::vector<Buffer> held;
   for (int i = 0; i < 4; ++i) held.push_back(pool->Take(kMiB));
   std::byte* newest = held.back().data();
   held.clear();  // released in order: the last two released are kept
-  ReceivePool::Stats s = pool->stats();
+  LargeBufferPool::Stats s = pool->stats();
   EXPECT_EQ(s.kept_blocks, 2u);
   EXPECT_EQ(s.freed, 2u);
   EXPECT_EQ(s.kept_bytes, 2 * kMiB);
@@ -80,9 +80,9 @@ TEST(ReceivePoolTest, LimitsFreeTheOldestBlocks) {
   EXPECT_EQ(s.freed, 3u);
 }
 
-TEST(ReceivePoolTest, BuffersKeepThePoolAliveAfterItsOwnerLetsGo) {
-  auto pool = ReceivePool::Create({});
-  std::weak_ptr<ReceivePool> weak = pool;
+TEST(LargeBufferPoolTest, BuffersKeepThePoolAliveAfterItsOwnerLetsGo) {
+  auto pool = LargeBufferPool::Create({});
+  std::weak_ptr<LargeBufferPool> weak = pool;
   Buffer b = pool->Take(kMiB);
   pool.reset();  // the transport is gone
   EXPECT_FALSE(weak.expired());
@@ -91,15 +91,15 @@ TEST(ReceivePoolTest, BuffersKeepThePoolAliveAfterItsOwnerLetsGo) {
   EXPECT_TRUE(weak.expired()) << "the last Buffer's release ends the pool (no leak)";
 }
 
-TEST(ReceivePoolTest, ReleaseFromAnotherThread) {
-  auto pool = ReceivePool::Create({});
+TEST(LargeBufferPoolTest, ReleaseFromAnotherThread) {
+  auto pool = LargeBufferPool::Create({});
   for (int round = 0; round < 50; ++round) {
     std::vector<Buffer> batch;
     for (int i = 0; i < 4; ++i) batch.push_back(pool->Take(kMiB));
     std::thread app([moved = std::move(batch)]() mutable { moved.clear(); });
     app.join();
   }
-  ReceivePool::Stats s = pool->stats();
+  LargeBufferPool::Stats s = pool->stats();
   EXPECT_EQ(s.allocated + s.reused, 200u);
   EXPECT_LE(s.allocated, 4u) << "after the first round every message reuses a block";
 }
