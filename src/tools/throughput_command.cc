@@ -55,10 +55,13 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
       "path. Paths: loopback (127.0.0.1 -> 127.0.0.2 in this namespace) and veth (two network "
       "namespaces on one veth pair of --mtu; needs root). The client side runs on "
       "--client-cpu, the server side on --server-cpu. wharf keeps its default settings "
-      "(--set changes them). Everything started is stopped at the end, on a failure and on "
-      "Ctrl-C. Tables on stdout, everything in --json FILE. Example (the issue-12 run):\n"
+      "(--set changes them). Every series and iperf3 run once per round, --rounds times in "
+      "turn; rows are medians, ratios the median of the rounds' ratios. Everything started is "
+      "stopped at the end, on a failure and on Ctrl-C. Tables on stdout, everything in --json "
+      "FILE. Example (the issue-12 run, about 12 minutes):\n"
       "  wharf bench throughput --path loopback,veth --proto homa,tcp,grpc,grpc-sync "
-      "--mode embedded,managed --in-flight 1,32,256 --duration 5s --json throughput.json");
+      "--mode embedded,managed --in-flight 1,32,256 --duration 2s --goodput-seconds 3 "
+      "--rounds 3 --json throughput.json");
   t->add_option("--path", o.paths,
                 "Where the two sides run, comma-separated: loopback (this namespace, 127.0.0.1 "
                 "and 127.0.0.2) and/or veth (a network namespace each, joined by one veth pair)")
@@ -104,6 +107,12 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
                 "Goodput rows and the iperf3 stream: seconds measured")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  t->add_option("--rounds", o.rounds,
+                "Measure every series (and iperf3) once per round, this many rounds in turn; "
+                "each row is its median round, each ratio the median of the rounds' ratios, so a "
+                "machine whose speed drifts over minutes moves a row and its baseline alike")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
   t->add_flag("--no-rpc", o.no_rpc, "Skip the RPC rows");
   t->add_flag("--no-goodput", o.no_goodput, "Skip the goodput rows and iperf3");
   t->add_option("--client-cpu", o.client_cpu,

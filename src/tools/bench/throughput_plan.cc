@@ -120,6 +120,10 @@ Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
     }
     plan.goodput_seconds = o.goodput_seconds;
   }
+  if (o.rounds < 1 || o.rounds > 20) {
+    return InvalidArgumentError("--rounds " + std::to_string(o.rounds) + ": expected 1 to 20");
+  }
+  plan.rounds = o.rounds;
   for (const std::string& s : o.settings) {
     if (s.find('=') == std::string::npos || s.front() == '=') {
       return InvalidArgumentError("--set " + s + ": expected KEY=VALUE");

@@ -25,11 +25,12 @@ struct ThroughputOptions {
   std::vector<std::string> modes = {"embedded", "managed"};
   std::string size = "64";
   std::vector<int> in_flight = {1, 32, 256};
-  std::string duration = "5s";
+  int rounds = 3;
+  std::string duration = "2s";
   std::string warmup = "500ms";
   std::string goodput_size = "1MiB";
   std::vector<int> goodput_in_flight = {4};
-  int goodput_seconds = 5;
+  int goodput_seconds = 3;
   bool no_rpc = false;
   bool no_goodput = false;
   int client_cpu = 0;
@@ -62,7 +63,10 @@ struct ThroughputPlan {
   bool goodput = true;
   uint64_t goodput_bytes = 0;
   std::vector<int> goodput_in_flight;
-  int goodput_seconds = 5;
+  int goodput_seconds = 3;
+  // Every series and iperf3 measured once per round, rounds one after the
+  // other; rows and ratios are medians over the rounds (throughput_rounds.h).
+  int rounds = 3;
   // Client side (client node, its wharfd, iperf3 -c) on client_cpu, server
   // side on server_cpu; -1 each when not pinned.
   PinPlan pin;

@@ -25,12 +25,14 @@ TEST(ThroughputPlanTest, DefaultsAreTheIssue12Run) {
                                       "tcp managed", "grpc", "grpc-sync"}));
   EXPECT_EQ(plan->size, 64u);
   EXPECT_EQ(plan->in_flight, (std::vector<int>{1, 32, 256}));
-  EXPECT_EQ(plan->duration_ns, 5 * kNsPerSec);
+  EXPECT_EQ(plan->rounds, 3);
+  EXPECT_EQ(plan->duration_ns, 2 * kNsPerSec);
   EXPECT_EQ(plan->warmup_ns, 500 * kNsPerMs);
   EXPECT_TRUE(plan->rpc);
   EXPECT_TRUE(plan->goodput);
   EXPECT_EQ(plan->goodput_bytes, 1u << 20);
   EXPECT_EQ(plan->goodput_in_flight, (std::vector<int>{4}));
+  EXPECT_EQ(plan->goodput_seconds, 3);
   EXPECT_FALSE(plan->pin.pin);
   EXPECT_EQ(plan->pin.client_cpu, -1);
 }
@@ -90,6 +92,8 @@ TEST(ThroughputPlanTest, RefusesBadFlagsNamingThem) {
       {"--goodput-size", [](ThroughputOptions& o) { o.goodput_size = "1GiB"; }},
       {"--goodput-in-flight", [](ThroughputOptions& o) { o.goodput_in_flight = {}; }},
       {"--goodput-seconds", [](ThroughputOptions& o) { o.goodput_seconds = 0; }},
+      {"--rounds", [](ThroughputOptions& o) { o.rounds = 0; }},
+      {"--rounds", [](ThroughputOptions& o) { o.rounds = 21; }},
       {"--no-rpc", [](ThroughputOptions& o) { o.no_rpc = o.no_goodput = true; }},
       {"--set", [](ThroughputOptions& o) { o.settings = {"=1"}; }},
   };

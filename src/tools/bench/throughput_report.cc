@@ -1,8 +1,11 @@
 // `wharf bench throughput`: ratios, targets, tables and JSON of a run.
 #include "tools/bench/throughput_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "tools/bench/throughput_rounds.h"
 
 namespace wharf::tools::bench {
 namespace {
@@ -32,8 +35,57 @@ std::string Number(double value, const char* format) {
   return value < 0 ? "-" : Format(format, value);
 }
 
-nlohmann::json RatioJson(double ratio, double target) {
+// "9.61-10.40x" over the rounds; "" with one round or none.
+std::string RangeCell(const std::vector<double>& ratios) {
+  if (ratios.size() < 2) return "";
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  return Format("%.2f", *lo) + Format("-%.2fx", *hi);
+}
+
+bool SameRow(const ThroughputRow& a, const ThroughputRow& b) {
+  return a.label == b.label && a.in_flight == b.in_flight && a.bytes == b.bytes;
+}
+
+// The ratios of one round (or of a run of one round).
+double OneRpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
+                   const std::string& baseline) {
+  for (const ThroughputRow& g : path.rpc) {
+    if (g.proto == baseline && g.in_flight == row.in_flight && g.bytes == row.bytes &&
+        g.rpc_per_sec > 0) {
+      return row.rpc_per_sec / g.rpc_per_sec;
+    }
+  }
+  return -1;
+}
+
+double OneGoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row) {
+  if (!path.iperf3.has_value() || path.iperf3->received_bits_per_second <= 0) return -1;
+  return GoodputBitsPerSecond(row) / path.iperf3->received_bits_per_second;
+}
+
+// `one` applied to each round's copy of `row` (or to the path itself when
+// it has no rounds); unknown ratios left out.
+template <typename One>
+std::vector<double> PerRound(const ThroughputPathResult& path, const ThroughputRow& row,
+                             std::vector<ThroughputRow> ThroughputPathResult::*rows, One one) {
+  std::vector<double> out;
+  if (path.rounds.empty()) {
+    if (const double r = one(path, row); r >= 0) out.push_back(r);
+    return out;
+  }
+  for (const ThroughputPathResult& round : path.rounds) {
+    for (const ThroughputRow& r : round.*rows) {
+      if (!SameRow(r, row)) continue;
+      if (const double ratio = one(round, r); ratio >= 0) out.push_back(ratio);
+    }
+  }
+  return out;
+}
+
+nlohmann::json RatioJson(const std::vector<double>& rounds, double target) {
+  const double ratio = Median(rounds);
   nlohmann::json j = {{"ratio", ratio < 0 ? nlohmann::json() : nlohmann::json(ratio)}};
+  if (rounds.size() > 1) j["rounds"] = rounds;
   if (target > 0) {
     j["target"] = target;
     j["met"] = ratio < 0 ? nlohmann::json() : nlohmann::json(ratio >= target);
@@ -63,20 +115,26 @@ double Iperf3CpuMsPerMiB(const Iperf3Result& r) {
   return cpu_ms / mib;
 }
 
+std::vector<double> RpcRatioRounds(const ThroughputPathResult& path, const ThroughputRow& row,
+                                   const std::string& baseline) {
+  return PerRound(path, row, &ThroughputPathResult::rpc,
+                  [&](const ThroughputPathResult& p, const ThroughputRow& r) {
+                    return OneRpcRatio(p, r, baseline);
+                  });
+}
+
+std::vector<double> GoodputRatioRounds(const ThroughputPathResult& path,
+                                       const ThroughputRow& row) {
+  return PerRound(path, row, &ThroughputPathResult::goodput, OneGoodputRatio);
+}
+
 double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
                 const std::string& baseline) {
-  for (const ThroughputRow& g : path.rpc) {
-    if (g.proto == baseline && g.in_flight == row.in_flight && g.bytes == row.bytes &&
-        g.rpc_per_sec > 0) {
-      return row.rpc_per_sec / g.rpc_per_sec;
-    }
-  }
-  return -1;
+  return Median(RpcRatioRounds(path, row, baseline));
 }
 
 double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row) {
-  if (!path.iperf3.has_value() || path.iperf3->received_bits_per_second <= 0) return -1;
-  return GoodputBitsPerSecond(row) / path.iperf3->received_bits_per_second;
+  return Median(GoodputRatioRounds(path, row));
 }
 
 double RpcTarget(const ThroughputRow& row) {
@@ -96,29 +154,37 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
   char line[512];
   const PinPlan& pin = report.plan.pin;
   for (const ThroughputPathResult& p : report.paths) {
+    const bool rounds = p.rounds.size() > 1;
     out += "\npath " + p.path + ": " + p.description + "; " +
            (pin.pin ? "client side on CPU " + std::to_string(pin.client_cpu) +
                           ", server side on CPU " + std::to_string(pin.server_cpu)
                     : std::string("not pinned")) +
            "\n";
+    if (rounds) {
+      out += "each row: its median of " + std::to_string(p.rounds.size()) +
+             " rounds (every series once per round, in turn); vs columns: the median of the "
+             "rounds' ratios, their range last\n";
+    }
     if (!p.rpc.empty()) {
       std::snprintf(line, sizeof(line),
                     "RPC throughput, %llu B requests and responses, closed loop:\n",
                     static_cast<unsigned long long>(p.rpc.front().bytes));
       out += line;
-      std::snprintf(line, sizeof(line), "%-16s %9s %12s %9s %9s %11s %9s %9s %9s %12s %7s\n",
+      std::snprintf(line, sizeof(line), "%-16s %9s %12s %9s %9s %11s %9s %9s %9s %12s %7s%s\n",
                     "series", "in flight", "RPC/s", "P50 us", "P99 us", "CPU ns/RPC",
-                    "CPUs busy", "vs grpc", "vs sync", "target", "failed");
+                    "CPUs busy", "vs grpc", "vs sync", "target", "failed",
+                    rounds ? "  vs grpc range" : "");
       out += line;
       for (const ThroughputRow& r : p.rpc) {
         const double ratio = RpcRatio(p, r, "grpc");
         std::snprintf(line, sizeof(line),
-                      "%-16s %9d %12.0f %9.1f %9.1f %11s %9s %9s %9s %12s %7llu\n",
+                      "%-16s %9d %12.0f %9.1f %9.1f %11s %9s %9s %9s %12s %7llu  %s\n",
                       r.label.c_str(), r.in_flight, r.rpc_per_sec, r.p50_us, r.p99_us,
                       Number(r.cpu_ns_per_rpc, "%.0f").c_str(), Number(r.cpus_busy, "%.2f").c_str(),
                       RatioCell(ratio).c_str(), RatioCell(RpcRatio(p, r, "grpc-sync")).c_str(),
                       TargetCell(RpcTarget(r), ratio).c_str(),
-                      static_cast<unsigned long long>(r.failed));
+                      static_cast<unsigned long long>(r.failed),
+                      RangeCell(RpcRatioRounds(p, r)).c_str());
         out += line;
       }
     }
@@ -128,9 +194,9 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
                     "Goodput, %llu B requests one way (1 B responses), request payload:\n",
                     static_cast<unsigned long long>(bytes));
       out += line;
-      std::snprintf(line, sizeof(line), "%-16s %9s %10s %11s %9s %10s %12s %7s\n", "series",
+      std::snprintf(line, sizeof(line), "%-16s %9s %10s %11s %9s %10s %12s %7s%s\n", "series",
                     "in flight", "Gbit/s", "CPU ms/MiB", "CPUs busy", "vs iperf3", "target",
-                    "failed");
+                    "failed", rounds ? "  vs iperf3 range" : "");
       out += line;
       if (p.iperf3.has_value()) {
         std::snprintf(line, sizeof(line), "%-16s %9s %10.2f %11s %9s %10s %12s %7s\n",
@@ -142,11 +208,12 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
       }
       for (const ThroughputRow& r : p.goodput) {
         const double ratio = GoodputRatio(p, r);
-        std::snprintf(line, sizeof(line), "%-16s %9d %10.2f %11s %9s %10s %12s %7llu\n",
+        std::snprintf(line, sizeof(line), "%-16s %9d %10.2f %11s %9s %10s %12s %7llu  %s\n",
                       r.label.c_str(), r.in_flight, GoodputBitsPerSecond(r) / 1e9,
                       Number(CpuMsPerMiB(r), "%.2f").c_str(), Number(r.cpus_busy, "%.2f").c_str(),
                       RatioCell(ratio).c_str(), TargetCell(GoodputTarget(p.path, r), ratio).c_str(),
-                      static_cast<unsigned long long>(r.failed));
+                      static_cast<unsigned long long>(r.failed),
+                      RangeCell(GoodputRatioRounds(p, r)).c_str());
         out += line;
       }
     }
@@ -174,6 +241,7 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
         {"goodput_bytes", plan.goodput_bytes},
         {"goodput_in_flight", plan.goodput_in_flight},
         {"goodput_seconds", plan.goodput_seconds},
+        {"rounds", plan.rounds},
         {"pinned", plan.pin.pin},
         {"client_cpu", plan.pin.client_cpu},
         {"server_cpu", plan.pin.server_cpu},
@@ -183,15 +251,15 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
   for (const ThroughputPathResult& p : report.paths) {
     nlohmann::json rpc = nlohmann::json::parse(ThroughputRowsJson(p.rpc));
     for (size_t i = 0; i < p.rpc.size(); ++i) {
-      rpc[i]["vs_grpc"] = RatioJson(RpcRatio(p, p.rpc[i], "grpc"), RpcTarget(p.rpc[i]));
-      rpc[i]["vs_grpc_sync"] = RatioJson(RpcRatio(p, p.rpc[i], "grpc-sync"), 0);
+      rpc[i]["vs_grpc"] = RatioJson(RpcRatioRounds(p, p.rpc[i], "grpc"), RpcTarget(p.rpc[i]));
+      rpc[i]["vs_grpc_sync"] = RatioJson(RpcRatioRounds(p, p.rpc[i], "grpc-sync"), 0);
     }
     nlohmann::json goodput = nlohmann::json::parse(ThroughputRowsJson(p.goodput));
     for (size_t i = 0; i < p.goodput.size(); ++i) {
       const ThroughputRow& r = p.goodput[i];
       goodput[i]["goodput_bits_per_second"] = GoodputBitsPerSecond(r);
       goodput[i]["cpu_ms_per_mib"] = CpuMsPerMiB(r);
-      goodput[i]["vs_iperf3"] = RatioJson(GoodputRatio(p, r), GoodputTarget(p.path, r));
+      goodput[i]["vs_iperf3"] = RatioJson(GoodputRatioRounds(p, r), GoodputTarget(p.path, r));
     }
     nlohmann::json iperf3;
     if (p.iperf3.has_value()) {
@@ -206,13 +274,24 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
     } else if (!p.iperf3_error.empty()) {
       iperf3 = {{"error", p.iperf3_error}};
     }
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const ThroughputPathResult& r : p.rounds) {
+      nlohmann::json round = {{"rpc", nlohmann::json::parse(ThroughputRowsJson(r.rpc))},
+                              {"goodput", nlohmann::json::parse(ThroughputRowsJson(r.goodput))},
+                              {"errors", r.errors}};
+      if (r.iperf3.has_value()) {
+        round["iperf3_received_bits_per_second"] = r.iperf3->received_bits_per_second;
+      }
+      rounds.push_back(round);
+    }
     paths.push_back({{"path", p.path},
                      {"description", p.description},
                      {"rpc", rpc},
                      {"goodput", goodput},
                      {"iperf3", iperf3},
                      {"errors", p.errors},
-                     {"notes", p.notes}});
+                     {"notes", p.notes},
+                     {"rounds", rounds}});
   }
   doc["paths"] = paths;
   return doc.dump(2);

@@ -26,6 +26,9 @@ struct ThroughputPathResult {
   std::string iperf3_error;         // why there is no iperf3 row ("" if none was asked)
   std::vector<std::string> errors;  // series that failed ("tcp managed: ...")
   std::vector<std::string> notes;   // series skipped ("grpc: wharf-grpc-node not found")
+  // With --rounds N > 1, what each round measured (rows, iperf3, errors);
+  // the fields above are then their medians (throughput_rounds.h).
+  std::vector<ThroughputPathResult> rounds;
 };
 
 struct ThroughputReport {
@@ -44,10 +47,19 @@ double Iperf3CpuMsPerMiB(const Iperf3Result& iperf3);
 // `row`'s RPC/s over that of the `baseline` row ("grpc", the completion-
 // queue server the targets are judged against, or "grpc-sync") of the same
 // path and in-flight count; -1 when there is none (or it answered nothing).
+// Over several rounds: the median of each round's ratio (a round measures
+// the row and its baseline within a minute or so of each other, so a
+// machine that slows down for a while moves both).
 double RpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
                 const std::string& baseline = "grpc");
-// `row`'s goodput over iperf3's on the same path; -1 without iperf3.
+// `row`'s goodput over iperf3's on the same path; -1 without iperf3. Over
+// several rounds, the median of each round's ratio.
 double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row);
+// The ratio of each round (one element when the run had one round; none
+// when unknown), in round order.
+std::vector<double> RpcRatioRounds(const ThroughputPathResult& path, const ThroughputRow& row,
+                                   const std::string& baseline = "grpc");
+std::vector<double> GoodputRatioRounds(const ThroughputPathResult& path, const ThroughputRow& row);
 
 // Issue 12's targets (0: none for this row): homa 10x and tcp 5x gRPC's
 // RPC/s at 32 and 256 in flight; goodput over a veth pair 1.0x (homa) and

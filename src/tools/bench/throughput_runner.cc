@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "tools/bench/cluster_check.h"
 #include "tools/bench/cluster_runner.h"
 #include "tools/bench/sockets.h"
+#include "tools/bench/throughput_rounds.h"
 
 namespace wharf::tools::bench {
 namespace {
@@ -79,25 +81,42 @@ class PathRunner {
              ThroughputPathResult& out, std::string work_dir)
       : c_(c), clock_(clock), hosts_(std::move(hosts)), out_(out), work_(std::move(work_dir)) {}
 
-  // Every series, then iperf3.
+  // Every series, then iperf3, once per round; with several rounds the
+  // path's rows are then their medians.
   void Run() {
+    const int rounds = std::max(1, c_.plan.rounds);
+    if (rounds == 1) {
+      RunRound(out_);
+      return;
+    }
+    for (int i = 1; i <= rounds; ++i) {
+      round_prefix_ = "round " + std::to_string(i) + "/" + std::to_string(rounds) + ": ";
+      ThroughputPathResult round{.path = out_.path, .description = out_.description};
+      RunRound(round);
+      out_.rounds.push_back(std::move(round));
+    }
+    MergeRounds(out_);
+  }
+
+ private:
+  void RunRound(ThroughputPathResult& out) {
+    round_ = &out;
     for (const ThroughputSeriesSpec& s : c_.plan.series) {
       if (IsGrpc(s.proto) && c_.grpc_node.empty()) {
-        out_.notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
+        out.notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
         continue;
       }
       if (!c_.plan.rpc && !HasGoodputRows(s)) continue;
       if (Status status = RunSeries(s); !status.ok()) {
-        out_.errors.push_back(s.label + ": " + status.ToString());
+        out.errors.push_back(s.label + ": " + status.ToString());
         Progress(out_.path + ": " + s.label + " FAILED: " + status.ToString());
       }
     }
     if (c_.plan.goodput) RunIperf3();
   }
 
- private:
   void Progress(const std::string& line) const {
-    if (c_.progress) c_.progress(line);
+    if (c_.progress) c_.progress(round_prefix_ + line);
   }
 
   // The server port of a series: the convention's on a fresh veth pair; on
@@ -173,7 +192,7 @@ class PathRunner {
                               .bytes = c_.plan.size,
                               .warmup_ns = c_.plan.warmup_ns},
                              clock_));
-      out_.rpc.insert(out_.rpc.end(), rows.begin(), rows.end());
+      round_->rpc.insert(round_->rpc.end(), rows.begin(), rows.end());
     }
     if (c_.plan.goodput && HasGoodputRows(s)) {
       if (s.managed && c_.plan.rpc) std::this_thread::sleep_for(std::chrono::nanoseconds(kDaemonReleaseNs));
@@ -185,7 +204,7 @@ class PathRunner {
                               .bytes = c_.plan.goodput_bytes,
                               .warmup_ns = c_.plan.warmup_ns},
                              clock_));
-      out_.goodput.insert(out_.goodput.end(), rows.begin(), rows.end());
+      round_->goodput.insert(round_->goodput.end(), rows.begin(), rows.end());
     }
     return OkStatus();
   }
@@ -195,14 +214,14 @@ class PathRunner {
              hosts_.address(kServer) + " for " + std::to_string(c_.plan.goodput_seconds) +
              " s ...");
     if (!ChildProcess::FindExecutable(c_.iperf3_binary).ok()) {
-      out_.iperf3_error = c_.iperf3_binary + " not installed (scripts/setup installs it)";
+      round_->iperf3_error = c_.iperf3_binary + " not installed (scripts/setup installs it)";
       return;
     }
     uint16_t port = kIperf3VethPort;
     if (out_.path != "veth") {
       Result<uint16_t> free_port = PickFreeTcpPort(hosts_.address(kServer));
       if (!free_port.ok()) {
-        out_.iperf3_error = free_port.status().ToString();
+        round_->iperf3_error = free_port.status().ToString();
         return;
       }
       port = *free_port;
@@ -210,9 +229,9 @@ class PathRunner {
     Result<Iperf3Result> r = RunIperf3OnHosts(hosts_, kClient, kServer, c_.plan.goodput_seconds,
                                               c_.iperf3_binary, port);
     if (r.ok()) {
-      out_.iperf3 = *r;
+      round_->iperf3 = *r;
     } else {
-      out_.iperf3_error = r.status().ToString();
+      round_->iperf3_error = r.status().ToString();
     }
   }
 
@@ -221,6 +240,8 @@ class PathRunner {
   BenchHosts hosts_;
   ThroughputPathResult& out_;
   std::string work_;
+  ThroughputPathResult* round_ = nullptr;  // where this round's results go (out_ with one round)
+  std::string round_prefix_;               // "round 2/3: " in progress lines, "" with one round
 };
 
 std::vector<int> SideCpus(const ThroughputPlan& plan) {

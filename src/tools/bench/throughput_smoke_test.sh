@@ -1,9 +1,10 @@
 #!/bin/sh
 # WharfCli.BenchThroughput*Run: a short `wharf bench throughput` on one path
 # (homa and tcp embedded, 1 and 4 in flight for 300 ms, 64 KiB goodput for
-# 1 s), then checks the JSON: every RPC row and goodput row has a positive
-# rate and CPU, 4 in flight never exceeded, the iperf3 baseline ran (or says
-# why not) and the tables were printed. Exit 77 (skipped) when the command
+# 1 s, two rounds), then checks the JSON: both rounds are there, every RPC
+# row and goodput row has a positive rate and CPU, 4 in flight never
+# exceeded, the iperf3 baseline ran (or says why not) and the tables were
+# printed. Exit 77 (skipped) when the command
 # is (--path veth without root).
 #   throughput_smoke_test.sh WHARF OUT_DIR PATH
 set -u
@@ -11,7 +12,7 @@ wharf="$1" out="$2" path="$3"
 rm -rf "$out"
 mkdir -p "$out" || exit 1
 "$wharf" bench throughput --path "$path" --proto homa,tcp --mode embedded --in-flight 1,4 \
-  --duration 300ms --goodput-size 65536 --goodput-seconds 1 --no-progress \
+  --duration 300ms --goodput-size 65536 --goodput-seconds 1 --rounds 2 --no-progress \
   --json "$out/throughput.json" > "$out/stdout.txt"
 rc=$?
 cat "$out/stdout.txt"
@@ -24,6 +25,10 @@ path = sys.argv[3]
 assert [p["path"] for p in doc["paths"]] == [path], doc["paths"]
 p = doc["paths"][0]
 assert not p["errors"], p["errors"]
+# Two rounds, each with every row; the rows reported are their medians.
+assert doc["plan"]["rounds"] == 2 and len(p["rounds"]) == 2, p["rounds"]
+for rnd in p["rounds"]:
+    assert len(rnd["rpc"]) == 4 and len(rnd["goodput"]) == 2, rnd
 rows = {(r["label"], r["in_flight"]): r for r in p["rpc"]}
 for label in ("homa embedded", "tcp embedded"):
     for n in (1, 4):
@@ -49,8 +54,10 @@ assert iperf3 is not None, "no iperf3 entry"
 if "error" not in iperf3:
     assert iperf3["received_bits_per_second"] > 0, iperf3
     assert good["homa embedded"]["vs_iperf3"]["ratio"] > 0, good
+    assert len(good["homa embedded"]["vs_iperf3"]["rounds"]) == 2, good
 text = open(sys.argv[2]).read()
 assert f"path {path}:" in text and "RPC throughput, 64 B" in text and "Goodput, 65536 B" in text, text
+assert "median of 2 rounds" in text, text
 print("throughput.json:", len(rows), "RPC rows,", len(good), "goodput rows, iperf3",
       iperf3.get("received_bits_per_second", iperf3.get("error")))
 PY
