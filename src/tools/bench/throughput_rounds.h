@@ -4,10 +4,10 @@
 // spread over the whole run; a row's reported figures are those of its
 // median round (RPC/s, or Gbit/s for goodput, and that round's latency and
 // CPU with them), and ratios are the median of each round's own ratio
-// (throughput_report.h). Why: this machine's speed drifts by 10-50% over
-// minutes (a VM whose host reclaims and re-faults freed memory; bulk copies
-// are hit hardest), and a baseline measured minutes before the row it is
-// compared with carries that drift into the ratio. Pure: no processes.
+// (throughput_report.h). Why: this machine's speed drifts over minutes (RPC
+// rows by about 10%, homa's bulk over the veth pair by half; it is a VM),
+// and a baseline measured minutes before the row it is compared with
+// carries that drift into the ratio. Pure: no processes.
 #pragma once
 
 #include <vector>
