@@ -7,22 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/throughput_test_support.h"
+
 namespace wharf::tools::bench {
 namespace {
 
-ThroughputRow Row(const std::string& proto, const std::string& label, int in_flight,
-                  double rpc_per_sec, uint64_t bytes = 64) {
-  ThroughputRow r;
-  r.label = label;
-  r.proto = proto;
-  r.mode = "embedded";
-  r.in_flight = in_flight;
-  r.bytes = bytes;
-  r.rpc_per_sec = rpc_per_sec;
-  r.rpcs = static_cast<uint64_t>(rpc_per_sec);  // a 1 s window
-  r.client_summary = "{}";
-  return r;
-}
+using testing::Row;
 
 ThroughputPathResult Path() {
   ThroughputPathResult p{.path = "veth", .description = "a -> b"};

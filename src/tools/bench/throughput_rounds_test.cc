@@ -8,21 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/throughput_test_support.h"
+
 namespace wharf::tools::bench {
 namespace {
 
+// A row whose P50 tells which round a merged row came from.
 ThroughputRow Row(const std::string& proto, const std::string& label, int in_flight,
                   double rpc_per_sec, uint64_t bytes = 64) {
-  ThroughputRow r;
-  r.label = label;
-  r.proto = proto;
-  r.mode = "embedded";
-  r.in_flight = in_flight;
-  r.bytes = bytes;
-  r.rpc_per_sec = rpc_per_sec;
-  r.rpcs = static_cast<uint64_t>(rpc_per_sec);
-  r.p50_us = rpc_per_sec / 1000;  // tells which round a merged row came from
-  r.client_summary = "{}";
+  ThroughputRow r = testing::Row(proto, label, in_flight, rpc_per_sec, bytes);
+  r.p50_us = rpc_per_sec / 1000;
   return r;
 }
 
