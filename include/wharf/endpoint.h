@@ -159,8 +159,8 @@ class Endpoint {
   // the memory this process shares with wharfd, so sending it copies
   // nothing (any other Buffer is copied there once); embedded, one of
   // 64 KiB or more comes from a pool of kept blocks (no page faults when it
-  // is first written or sent) and smaller ones are Buffer::Allocate(size).
-  // Any thread may call it.
+  // is first written or sent; the pool keeps at most 16 blocks, 32 MiB) and
+  // smaller ones are Buffer::Allocate(size). Any thread may call it.
   Buffer AllocateBuffer(size_t size);
 
   // --- connections ---

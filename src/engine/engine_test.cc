@@ -576,7 +576,6 @@ TEST_F(EngineTest, ShutdownFailsPendingAndLaterOperations) {
   EXPECT_EQ(a.engine->pending_ops(), 0u);
 }
 
-}  // namespace
 // Large send buffers come from the engine's pool: a message sent from one
 // arrives intact, and once the send is done and the buffer dropped, the next
 // large allocation reuses the same block. Small ones are not pooled.
@@ -618,4 +617,5 @@ TEST_F(EngineTest, LargeSendBuffersAreReusedAndArriveIntact) {
   EXPECT_EQ(counter("engine.send_buffers_allocated") + counter("engine.send_buffers_reused"), 2u);
 }
 
+}  // namespace
 }  // namespace wharf::engine
