@@ -42,10 +42,6 @@ std::string RangeCell(const std::vector<double>& ratios) {
   return Format("%.2f", *lo) + Format("-%.2fx", *hi);
 }
 
-bool SameRow(const ThroughputRow& a, const ThroughputRow& b) {
-  return a.label == b.label && a.in_flight == b.in_flight && a.bytes == b.bytes;
-}
-
 // The ratios of one round (or of a run of one round).
 double OneRpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
                    const std::string& baseline) {

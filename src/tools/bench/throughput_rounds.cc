@@ -7,8 +7,13 @@
 namespace wharf::tools::bench {
 namespace {
 
-bool SameRow(const ThroughputRow& a, const ThroughputRow& b) {
-  return a.label == b.label && a.in_flight == b.in_flight && a.bytes == b.bytes;
+// The element of `items` (pointers, not empty) whose `key` is the median,
+// the lower middle one for an even count.
+template <typename T, typename Key>
+const T& MedianBy(std::vector<const T*> items, Key key) {
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const T* a, const T* b) { return key(*a) < key(*b); });
+  return *items[(items.size() - 1) / 2];
 }
 
 // One row per (label, in flight, bytes) in first-seen order, each its
@@ -41,6 +46,10 @@ void AddOnce(std::vector<std::string>& to, const std::vector<std::string>& from)
 
 }  // namespace
 
+bool SameRow(const ThroughputRow& a, const ThroughputRow& b) {
+  return a.label == b.label && a.in_flight == b.in_flight && a.bytes == b.bytes;
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return -1;
   std::sort(values.begin(), values.end());
@@ -48,11 +57,7 @@ double Median(std::vector<double> values) {
 }
 
 const ThroughputRow& MedianRow(const std::vector<const ThroughputRow*>& rows) {
-  std::vector<const ThroughputRow*> sorted = rows;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const ThroughputRow* a, const ThroughputRow* b) {
-    return a->rpc_per_sec < b->rpc_per_sec;
-  });
-  return *sorted[(sorted.size() - 1) / 2];
+  return MedianBy(rows, [](const ThroughputRow& r) { return r.rpc_per_sec; });
 }
 
 void MergeRounds(ThroughputPathResult& path) {
@@ -68,10 +73,8 @@ void MergeRounds(ThroughputPathResult& path) {
   }
   path.iperf3.reset();
   if (!iperf3.empty()) {
-    std::stable_sort(iperf3.begin(), iperf3.end(), [](const Iperf3Result* a, const Iperf3Result* b) {
-      return a->received_bits_per_second < b->received_bits_per_second;
-    });
-    path.iperf3 = *iperf3[(iperf3.size() - 1) / 2];
+    path.iperf3 =
+        MedianBy(iperf3, [](const Iperf3Result& r) { return r.received_bits_per_second; });
     path.iperf3_error.clear();  // measured in some round: the median stands
   }
 }

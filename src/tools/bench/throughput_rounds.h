@@ -17,6 +17,10 @@
 
 namespace wharf::tools::bench {
 
+// Whether two rows measured the same thing (series, in-flight count, size),
+// in different rounds or against each other.
+bool SameRow(const ThroughputRow& a, const ThroughputRow& b);
+
 // The median of `values` (the lower middle one for an even count); -1 when
 // empty.
 double Median(std::vector<double> values);

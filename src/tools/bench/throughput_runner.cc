@@ -86,29 +86,30 @@ class PathRunner {
   void Run() {
     const int rounds = std::max(1, c_.plan.rounds);
     if (rounds == 1) {
-      RunRound(out_);
+      RunRound(&out_);
       return;
     }
     for (int i = 1; i <= rounds; ++i) {
       round_prefix_ = "round " + std::to_string(i) + "/" + std::to_string(rounds) + ": ";
       ThroughputPathResult round{.path = out_.path, .description = out_.description};
-      RunRound(round);
+      RunRound(&round);
       out_.rounds.push_back(std::move(round));
     }
     MergeRounds(out_);
   }
 
  private:
-  void RunRound(ThroughputPathResult& out) {
-    round_ = &out;
+  // Results go to *round (out_ itself with one round).
+  void RunRound(ThroughputPathResult* round) {
+    round_ = round;
     for (const ThroughputSeriesSpec& s : c_.plan.series) {
       if (IsGrpc(s.proto) && c_.grpc_node.empty()) {
-        out.notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
+        round_->notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
         continue;
       }
       if (!c_.plan.rpc && !HasGoodputRows(s)) continue;
       if (Status status = RunSeries(s); !status.ok()) {
-        out.errors.push_back(s.label + ": " + status.ToString());
+        round_->errors.push_back(s.label + ": " + status.ToString());
         Progress(out_.path + ": " + s.label + " FAILED: " + status.ToString());
       }
     }
