@@ -43,6 +43,8 @@ struct EngineConfig {
   GroLoopback gro_loopback = GroLoopback::kAdaptive;
   // udp.hot_peer_socket: see transport::UdpOptions::hot_peer_socket.
   bool hot_peer_socket = true;
+  // udp.gso_copy_bytes: see transport::UdpOptions::gso_copy_min_bytes.
+  uint64_t gso_copy_bytes = 8 << 10;
   // How long a waiting thread polls before it sleeps (endpoint.spin). Spin
   // covers a round trip on a busy path; sleeping costs a 25-50 us wake-up on
   // this class of machine, so the default is about a few RTTs.

@@ -126,6 +126,23 @@ TEST(EngineConfigTest, GroLoopbackIsAdaptiveByDefault) {
   }
 }
 
+TEST(EngineConfigTest, GsoCopyBytesIsASizeUpToOneDatagram) {
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->gso_copy_bytes, 8u << 10);
+  auto off = LoadEngineConfig("", {{"udp.gso_copy_bytes", "0"}});
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->gso_copy_bytes, 0u);
+  auto set = LoadEngineConfig("", {{"udp.gso_copy_bytes", "16KiB"}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->gso_copy_bytes, 16u << 10);
+  auto big = LoadEngineConfig("", {{"udp.gso_copy_bytes", "1MiB"}});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("udp.gso_copy_bytes: expected at most 65535 bytes"),
+            std::string::npos)
+      << big.status().ToString();
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());

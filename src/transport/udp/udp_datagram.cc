@@ -148,7 +148,8 @@ UdpDatagram::UdpDatagram(int fd, const UdpOptions& options)
       mtu_(options.mtu),
       ipv6_(options.bind.is_v6()),
       dual_stack_(options.bind.is_v6() && !options.ipv6_only),
-      gso_limits_() {}
+      gso_limits_(),
+      gso_staging_(options.gso_copy_min_bytes) {}
 
 UdpDatagram::~UdpDatagram() {
   close(fd_);
@@ -345,6 +346,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   send_addrs_.resize(batch_);
   send_controls_.resize(batch_);
   send_runs_.resize(batch_);
+  send_staged_.resize(batch_);
 
   // Where GRO can be on, a slot must hold a coalesced buffer, and a
   // datagram over the limit then fits too: OpenMessage drops it by its
@@ -404,6 +406,7 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
   const bool gso = gso_ && !retry_plain_;
   size_t messages = 0;
   size_t index = 0;
+  gso_staging_.Reset();
   while (index < rest.size() && messages < batch_) {
     const size_t run = udp::NextGsoRun(rest.subspan(index), gso, gso_limits_);
     const OutDatagram& first = rest[index];
@@ -418,6 +421,13 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
         iov_count = udp::AppendPart(iovs, iov_count, part);
       }
     }
+    // Bulk runs go to the kernel as one iovec (udp_gso_staging.h); when the
+    // staging room is used up, this batch ends here and the next starts
+    // with it.
+    const auto staged = run > 1 ? gso_staging_.Stage(iovs, &iov_count)
+                                : udp::GsoStaging::Outcome::kKept;
+    if (staged == udp::GsoStaging::Outcome::kFull) break;
+    send_staged_[messages] = staged == udp::GsoStaging::Outcome::kCopied;
     msghdr& hdr = send_msgs_[messages].msg_hdr;
     hdr = msghdr{};
     bool ipv4_header = false;
@@ -479,6 +489,7 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
         done += run;
         stats_.sent += run;
         if (run > 1) ++stats_.gso_sends;
+        if (send_staged_[i]) ++stats_.gso_copied_sends;
       }
       refused_in_row = 0;
       // Fewer than planned means message `sent` failed and sendmmsg dropped
@@ -776,6 +787,7 @@ void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* 
   out->insert(out->end(), {{"udp.sent", stats_.sent},
                            {"udp.send_batches", stats_.send_batches},
                            {"udp.gso_sends", stats_.gso_sends},
+                           {"udp.gso_copied_sends", stats_.gso_copied_sends},
                            {"udp.received", stats_.received},
                            {"udp.gro_coalesced", stats_.gro_coalesced},
                            {"udp.truncated", stats_.truncated},

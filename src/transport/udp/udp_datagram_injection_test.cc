@@ -177,6 +177,7 @@ TEST_F(UdpDatagramInjectionTest, GsoRejectedByTheKernelFallsBackToPlainSends) {
   EXPECT_FALSE(sender_->gso_enabled());
   EXPECT_EQ(sender_->stats().gso_fallbacks, 1u);
   EXPECT_EQ(sender_->stats().gso_sends, 0u);
+  EXPECT_EQ(sender_->stats().gso_copied_sends, 0u);
   ExpectSameDatagrams(ReceiveUpTo(*receiver_, 41), out, sender_->LocalAddress());
 }
 
@@ -211,6 +212,56 @@ TEST_F(UdpDatagramInjectionTest, PartsContiguousInMemoryGoToTheKernelAsOneIovec)
   SendAll(*sender_, spread);
   EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{kCount});
   ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, sender_->LocalAddress());
+}
+
+// A bulk GSO run whose headers and payloads lie in separate buffers (as a
+// large message's packets do) reaches the kernel as one copied iovec; with
+// udp.gso_copy_bytes 0 as two iovecs per datagram. Same datagrams arrive.
+TEST_F(UdpDatagramInjectionTest, BulkGsoRunGoesToTheKernelAsOneCopiedIovec) {
+  if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; one message per datagram";
+  constexpr size_t kCount = 44;
+  Outgoing expected = MakeOutgoing(receiver_->LocalAddress(), std::vector<size_t>(kCount, 1472));
+  // Headers in a buffer of their own, payloads in the datagrams' buffers.
+  std::vector<std::byte> headers(kCount * 30);
+  std::vector<OutDatagram> batch;
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::span<const std::byte> whole(expected.payloads[i]);
+    std::copy_n(whole.begin(), 30, &headers[i * 30]);
+    batch.push_back({receiver_->LocalAddress(), std::span(&headers[i * 30], 30), 0,
+                     whole.subspan(30)});
+  }
+  syscalls_.iov_counts.clear();
+  SendAll(*sender_, batch);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{1});
+  EXPECT_EQ(sender_->stats().gso_copied_sends, 1u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, sender_->LocalAddress());
+
+  UdpOptions options = OptionsFor(Family::kIpv4);
+  options.syscalls = &syscalls_;
+  options.gso_copy_min_bytes = 0;
+  std::unique_ptr<UdpDatagram> gather = MustOpen(options);
+  ASSERT_TRUE(gather);
+  syscalls_.iov_counts.clear();
+  SendAll(*gather, batch);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{2 * kCount});
+  EXPECT_EQ(gather->stats().gso_copied_sends, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, gather->LocalAddress());
+}
+
+// Five 64-datagram runs of ~64 KB each do not fit the staging room of one
+// batch (256 KiB): the first sendmmsg carries four, the next the fifth, and
+// every datagram arrives in order.
+TEST_F(UdpDatagramInjectionTest, StagingRoomUsedUpEndsTheBatchAndTheRestFollows) {
+  if (!sender_->gso_enabled()) GTEST_SKIP() << "kernel lacks UDP GSO; one message per datagram";
+  Outgoing out = MakeOutgoing(receiver_->LocalAddress(), std::vector<size_t>(5 * 64, 1000));
+  syscalls_.iov_counts.clear();
+  syscalls_.send_calls = 0;
+  SendAll(*sender_, out.datagrams);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>(5, 1));
+  EXPECT_EQ(syscalls_.send_calls, 2);
+  EXPECT_EQ(sender_->stats().gso_copied_sends, 5u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, out.datagrams.size()), out,
+                      sender_->LocalAddress());
 }
 
 TEST_F(UdpDatagramInjectionTest, ErrorThatPlainSendsShareIsReportedNotBlamedOnGso) {
