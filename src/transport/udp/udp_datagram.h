@@ -3,9 +3,10 @@
 // allows, coalesced with UDP GSO; receives are batched with recvmmsg and, with
 // UDP GRO, split back into datagrams here. Priority travels as DSCP. The
 // socket-option probes and cmsg encoding live in udp_socket_options.h, the
-// GSO grouping rules in udp_gso_plan.h, the rule that switches GRO on a
-// loopback socket in udp_adaptive_gro.h. docs/transports.md explains the
-// choices.
+// GSO grouping rules in udp_gso_plan.h, the copy of a bulk run into one
+// piece in udp_gso_staging.h, the rule that switches GRO on a loopback
+// socket in udp_adaptive_gro.h (the switching itself in
+// udp_datagram_gro.cc). docs/transports.md explains the choices.
 #pragma once
 
 #include <sys/socket.h>
