@@ -42,6 +42,16 @@ std::string RangeCell(const std::vector<double>& ratios) {
   return Format("%.2f", *lo) + Format("-%.2fx", *hi);
 }
 
+// "machine: ..." with the cross-CPU probes, before/after per round; "" without.
+std::string CrossCpuLine(const std::vector<double>& gbps) {
+  if (gbps.empty()) return "";
+  std::string out = "machine: CPU-to-CPU copy, Gbit/s, before/after each round:";
+  for (size_t i = 0; i < gbps.size(); ++i) {
+    out += (i % 2 == 0 ? (i == 0 ? " " : ", ") : "/") + Format("%.0f", gbps[i]);
+  }
+  return out + " (a VM's rate can change for minutes; bulk rows move with it)\n";
+}
+
 // The ratios of one round (or of a run of one round).
 double OneRpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
                    const std::string& baseline) {
@@ -161,6 +171,7 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
              " rounds (every series once per round, in turn); vs columns: the median of the "
              "rounds' ratios, their range last\n";
     }
+    out += CrossCpuLine(p.cross_cpu_gbps);
     if (!p.rpc.empty()) {
       std::snprintf(line, sizeof(line),
                     "RPC throughput, %llu B requests and responses, closed loop:\n",
@@ -287,6 +298,7 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
                      {"iperf3", iperf3},
                      {"errors", p.errors},
                      {"notes", p.notes},
+                     {"cross_cpu_copy_gbit_per_sec", p.cross_cpu_gbps},
                      {"rounds", rounds}});
   }
   doc["paths"] = paths;

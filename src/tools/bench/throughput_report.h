@@ -26,6 +26,10 @@ struct ThroughputPathResult {
   std::string iperf3_error;         // why there is no iperf3 row ("" if none was asked)
   std::vector<std::string> errors;  // series that failed ("tcp managed: ...")
   std::vector<std::string> notes;   // series skipped ("grpc: wharf-grpc-node not found")
+  // The machine's CPU-to-CPU copy rate (cross_cpu_probe.h), Gbit/s, taken
+  // before and after each round: a pair per round, in order. Empty when the
+  // sides are not pinned to two CPUs.
+  std::vector<double> cross_cpu_gbps;
   // With --rounds N > 1, what each round measured (rows, iperf3, errors);
   // the fields above are then their medians (throughput_rounds.h).
   std::vector<ThroughputPathResult> rounds;

@@ -106,5 +106,20 @@ TEST(ThroughputReportTest, JsonHoldsRowsRatiosAndIperf3) {
   EXPECT_EQ(doc["plan"]["paths"][0], "veth");
 }
 
+TEST(ThroughputReportTest, CrossCpuProbesAreShownPerRoundAndKeptInJson) {
+  ThroughputReport report;
+  report.paths = {Path()};
+  EXPECT_EQ(FormatThroughputReport(report).find("machine:"), std::string::npos);
+  report.paths[0].cross_cpu_gbps = {262.4, 479.0, 471.2, 470.0};
+  const std::string text = FormatThroughputReport(report);
+  EXPECT_NE(text.find("machine: CPU-to-CPU copy, Gbit/s, before/after each round: 262/479, "
+                      "471/470"),
+            std::string::npos)
+      << text;
+  const nlohmann::json doc = nlohmann::json::parse(ThroughputReportJson(report));
+  ASSERT_EQ(doc["paths"][0]["cross_cpu_copy_gbit_per_sec"].size(), 4u);
+  EXPECT_DOUBLE_EQ(doc["paths"][0]["cross_cpu_copy_gbit_per_sec"][1].get<double>(), 479.0);
+}
+
 }  // namespace
 }  // namespace wharf::tools::bench

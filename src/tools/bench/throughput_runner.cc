@@ -19,6 +19,7 @@
 #include "tools/bench/bench_hosts.h"
 #include "tools/bench/cluster_check.h"
 #include "tools/bench/cluster_runner.h"
+#include "tools/bench/cross_cpu_probe.h"
 #include "tools/bench/sockets.h"
 #include "tools/bench/throughput_rounds.h"
 
@@ -86,13 +87,17 @@ class PathRunner {
   void Run() {
     const int rounds = std::max(1, c_.plan.rounds);
     if (rounds == 1) {
+      ProbeCrossCpu();
       RunRound(&out_);
+      ProbeCrossCpu();
       return;
     }
     for (int i = 1; i <= rounds; ++i) {
       round_prefix_ = "round " + std::to_string(i) + "/" + std::to_string(rounds) + ": ";
       ThroughputPathResult round{.path = out_.path, .description = out_.description};
+      ProbeCrossCpu();
       RunRound(&round);
+      ProbeCrossCpu();
       out_.rounds.push_back(std::move(round));
     }
     MergeRounds(out_);
@@ -114,6 +119,19 @@ class PathRunner {
       }
     }
     if (c_.plan.goodput) RunIperf3();
+  }
+
+  // The machine's regime (cross_cpu_probe.h): client CPU to server CPU.
+  void ProbeCrossCpu() {
+    if (!c_.plan.pin.pin || probe_failed_) return;
+    Result<double> rate = MeasureCrossCpuCopy(
+        {.from_cpu = c_.plan.pin.client_cpu, .to_cpu = c_.plan.pin.server_cpu});
+    if (rate.ok()) {
+      out_.cross_cpu_gbps.push_back(*rate);
+    } else {
+      probe_failed_ = true;
+      out_.notes.push_back(rate.status().ToString());
+    }
   }
 
   void Progress(const std::string& line) const {
@@ -243,6 +261,7 @@ class PathRunner {
   std::string work_;
   ThroughputPathResult* round_ = nullptr;  // where this round's results go (out_ with one round)
   std::string round_prefix_;               // "round 2/3: " in progress lines, "" with one round
+  bool probe_failed_ = false;              // one note, then no more probes
 };
 
 std::vector<int> SideCpus(const ThroughputPlan& plan) {

@@ -3,8 +3,8 @@
 # (homa and tcp embedded, 1 and 4 in flight for 300 ms, 64 KiB goodput for
 # 1 s, two rounds), then checks the JSON: both rounds are there, every RPC
 # row and goodput row has a positive rate and CPU, 4 in flight never
-# exceeded, the iperf3 baseline ran (or says why not) and the tables were
-# printed. Exit 77 (skipped) when the command
+# exceeded, the iperf3 baseline ran (or says why not), the cross-CPU copy
+# probe ran around each round (when pinned) and the tables were printed. Exit 77 (skipped) when the command
 # is (--path veth without root).
 #   throughput_smoke_test.sh WHARF OUT_DIR PATH
 set -u
@@ -55,6 +55,10 @@ if "error" not in iperf3:
     assert iperf3["received_bits_per_second"] > 0, iperf3
     assert good["homa embedded"]["vs_iperf3"]["ratio"] > 0, good
     assert len(good["homa embedded"]["vs_iperf3"]["rounds"]) == 2, good
+# Pinned to two CPUs: the machine's copy rate before and after each round.
+if doc["plan"]["pinned"]:
+    probes = p["cross_cpu_copy_gbit_per_sec"]
+    assert len(probes) == 4 and all(g > 0 for g in probes), probes
 text = open(sys.argv[2]).read()
 assert f"path {path}:" in text and "RPC throughput, 64 B" in text and "Goodput, 65536 B" in text, text
 assert "median of 2 rounds" in text, text
