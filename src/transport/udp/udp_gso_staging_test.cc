@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace wharf::transport::udp {
@@ -34,60 +35,56 @@ std::vector<std::byte> Bytes(const iovec& iov) {
   return {p, p + iov.iov_len};
 }
 
+// Stages all of `parts`' iovecs; returns the outcome and the iovec count after.
+std::pair<Outcome, size_t> StageAll(GsoStaging& staging, Parts& parts) {
+  size_t count = parts.iovs.size();
+  const Outcome outcome = staging.Stage(parts.iovs.data(), &count);
+  return {outcome, count};
+}
+
 TEST(GsoStagingTest, ManyPartsOverTheThresholdBecomeOneIovecHoldingTheirConcatenation) {
   GsoStaging staging(8192);
   Parts parts(88, 721);  // 44 datagrams of a 30-byte-ish header and payload
-  size_t count = parts.iovs.size();
-  EXPECT_EQ(staging.Stage(parts.iovs.data(), &count), Outcome::kCopied);
-  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(StageAll(staging, parts), std::pair(Outcome::kCopied, size_t{1}));
   EXPECT_EQ(Bytes(parts.iovs[0]), parts.Joined());
 }
 
 TEST(GsoStagingTest, MessagesUnderTheThresholdOrInOneIovecAreLeftAlone) {
   GsoStaging staging(8192);
   Parts small(8, 100);
-  size_t count = small.iovs.size();
-  EXPECT_EQ(staging.Stage(small.iovs.data(), &count), Outcome::kKept);
-  EXPECT_EQ(count, 8u);
+  EXPECT_EQ(StageAll(staging, small), std::pair(Outcome::kKept, size_t{8}));
   EXPECT_EQ(small.iovs[0].iov_base, small.buffers[0].data());
 
   Parts one(1, 60000);
-  count = 1;
-  EXPECT_EQ(staging.Stage(one.iovs.data(), &count), Outcome::kKept);
+  EXPECT_EQ(StageAll(staging, one), std::pair(Outcome::kKept, size_t{1}));
   EXPECT_EQ(one.iovs[0].iov_base, one.buffers[0].data());
 }
 
 TEST(GsoStagingTest, ZeroThresholdNeverCopies) {
   GsoStaging staging(0);
   Parts parts(88, 721);
-  size_t count = parts.iovs.size();
-  EXPECT_EQ(staging.Stage(parts.iovs.data(), &count), Outcome::kKept);
-  EXPECT_EQ(count, 88u);
+  EXPECT_EQ(StageAll(staging, parts), std::pair(Outcome::kKept, size_t{88}));
 }
 
 TEST(GsoStagingTest, UsedUpRoomAsksForANewBatchAndResetFreesIt) {
   GsoStaging staging(1, GsoStaging::kMinCapacity);  // 64 KiB of room
   Parts first(40, 1000);
   Parts second(40, 1000);
-  size_t count = first.iovs.size();
-  ASSERT_EQ(staging.Stage(first.iovs.data(), &count), Outcome::kCopied);
-  count = second.iovs.size();
-  EXPECT_EQ(staging.Stage(second.iovs.data(), &count), Outcome::kFull);
-  EXPECT_EQ(count, 40u);  // untouched
+  ASSERT_EQ(StageAll(staging, first).first, Outcome::kCopied);
+  EXPECT_EQ(StageAll(staging, second), std::pair(Outcome::kFull, size_t{40}));  // untouched
   EXPECT_EQ(second.iovs[0].iov_base, second.buffers[0].data());
   // The first copy stays intact until Reset.
   EXPECT_EQ(Bytes(first.iovs[0]), first.Joined());
 
   staging.Reset();
-  ASSERT_EQ(staging.Stage(second.iovs.data(), &count), Outcome::kCopied);
+  ASSERT_EQ(StageAll(staging, second).first, Outcome::kCopied);
   EXPECT_EQ(Bytes(second.iovs[0]), second.Joined());
 }
 
 TEST(GsoStagingTest, CapacityIsAtLeastOneMaximalDatagram) {
   GsoStaging staging(1, 1024);
   Parts parts(2, 65507 / 2);
-  size_t count = parts.iovs.size();
-  EXPECT_EQ(staging.Stage(parts.iovs.data(), &count), Outcome::kCopied);
+  EXPECT_EQ(StageAll(staging, parts).first, Outcome::kCopied);
 }
 
 }  // namespace
