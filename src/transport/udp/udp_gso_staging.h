@@ -5,10 +5,11 @@
 // ~1.4 KiB payload from the application's buffer, so ~88 iovecs. The kernel
 // copies every iovec with its own user-copy call. Over a veth pair with MTU
 // 1500 that copy took 21% of the sender's CPU at 54 Gbit/s and, in the
-// machine's recurring slow spells, half of it at 25 Gbit/s (docs/transports.md,
-// "Sending: batching and GSO"). One memcpy here into a buffer that stays in
-// cache, then one iovec per send, costs less than the kernel's per-iovec
-// copies in either state: 54 -> 57 Gbit/s and 25 -> 43 Gbit/s.
+// VM's spells of slow CPU-to-CPU transfers, half of it at 25 Gbit/s. One
+// memcpy here into a buffer that stays in cache, then one iovec per send,
+// costs less than the kernel's per-iovec copies in either state: 54 -> 57
+// Gbit/s and 25 -> 43 Gbit/s (docs/transports.md, "Sending: batching and
+// GSO").
 #pragma once
 
 #include <sys/uio.h>
@@ -45,8 +46,6 @@ class GsoStaging {
   // copy (valid until the next Reset) and *count is 1; otherwise nothing
   // changes. kFull asks the caller to send what it has planned and Reset.
   Outcome Stage(iovec* iovs, size_t* count);
-
-  size_t min_bytes() const { return min_bytes_; }
 
  private:
   size_t min_bytes_;
