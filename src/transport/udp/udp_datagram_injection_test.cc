@@ -248,6 +248,21 @@ TEST_F(UdpDatagramInjectionTest, BulkGsoRunGoesToTheKernelAsOneCopiedIovec) {
   ExpectSameDatagrams(ReceiveUpTo(*receiver_, kCount), expected, gather->LocalAddress());
 }
 
+// One datagram (one RPC in flight, or a GSO-less path) is never copied,
+// however large: its two parts cost the kernel two copies either way.
+TEST_F(UdpDatagramInjectionTest, ALoneDatagramIsSentAsItsTwoPartsNotCopied) {
+  Outgoing expected = MakeOutgoing(receiver_->LocalAddress(), {60000});
+  std::vector<std::byte> header(expected.payloads[0].begin(), expected.payloads[0].begin() + 30);
+  const std::span<const std::byte> whole(expected.payloads[0]);
+  const std::vector<OutDatagram> lone = {
+      {receiver_->LocalAddress(), header, 0, whole.subspan(30)}};
+  syscalls_.iov_counts.clear();
+  SendAll(*sender_, lone);
+  EXPECT_EQ(syscalls_.iov_counts, std::vector<size_t>{2});
+  EXPECT_EQ(sender_->stats().gso_copied_sends, 0u);
+  ExpectSameDatagrams(ReceiveUpTo(*receiver_, 1), expected, sender_->LocalAddress());
+}
+
 // Five 64-datagram runs of ~64 KB each do not fit the staging room of one
 // batch (256 KiB): the first sendmmsg carries four, the next the fifth, and
 // every datagram arrives in order.
