@@ -23,12 +23,14 @@ TEST(SoftwarePathTest, VethIsSoftwareABridgeIsNotLoopbackIs) {
   auto cluster = NetnsCluster::Create({.hosts = 2, .prefix = "wharfsoft"});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string ns = (*cluster)->namespace_name(0);
-  // A bridge with an address of its own in host 0: routes to 198.18.251.0/24
-  // leave through it. Removed with the namespace.
+  // A bridge with an address of its own in host 0: routes to 198.19.251.0/24
+  // leave through it. Removed with the namespace. Clusters number their
+  // hosts in 198.18.X.0/24 (X from the pid), so the bridge's subnet lies in
+  // the other half of the benchmarking range, where no cluster's can be.
   Result<CommandOutput> bridge =
       RunChecked({"ip", "-n", ns, "-batch", "-"},
                  {.stdin_data = "link add wharfbr9 type bridge\n"
-                                "addr add 198.18.251.1/24 dev wharfbr9\n"
+                                "addr add 198.19.251.1/24 dev wharfbr9\n"
                                 "link set wharfbr9 up\n"},
                  10 * kNsPerSec);
   ASSERT_TRUE(bridge.ok()) << bridge.status();
@@ -45,7 +47,7 @@ TEST(SoftwarePathTest, VethIsSoftwareABridgeIsNotLoopbackIs) {
   EXPECT_TRUE((*socket)->IsSoftwarePath(*peer)) << "host 1 is behind host 0's veth";
   EXPECT_EQ((*socket)->MaxDatagramBytesTo(*peer), 1472u) << "the cache keeps the MTU too";
 
-  Result<NetAddress> behind_bridge = NetAddress::Parse("198.18.251.2:4000");
+  Result<NetAddress> behind_bridge = NetAddress::Parse("198.19.251.2:4000");
   ASSERT_TRUE(behind_bridge.ok());
   EXPECT_FALSE((*socket)->IsSoftwarePath(*behind_bridge));
 
