@@ -161,6 +161,8 @@ class AppSession final : public engine::EngineSink {
   // engine::EngineSink
   void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) override;
   void OnRequest(engine::IncomingCall call) override;
+  // Requests go to the application's ring; no handler runs here.
+  bool MayRunHandlersInline() const override { return false; }
   void OnCallCancelled(const engine::ServerCallRef& ref) override;
 
  private:

@@ -472,7 +472,8 @@ transport::PollResult Engine::Poll() {
     transport::MessageTransport& t = *transports_[i];
     t.BeginBatch();
     TimeNs batch_start_ns = poll_now_ns_;
-    bool answered = false;  // a request of this batch ran its handler
+    bool answered = false;  // a request of this batch may have run its handler
+    const bool inline_handlers = sink_->MayRunHandlersInline();
     while (t.PopEvent(&event)) {
       ++r.work;
       if (event.kind == transport::MessageEvent::Kind::kRequest) {
@@ -485,7 +486,7 @@ transport::PollResult Engine::Poll() {
           }
         }
         HandleRequest(static_cast<uint8_t>(i), event);
-        answered = true;
+        answered = inline_handlers;
       } else {
         HandleReply(event);
       }

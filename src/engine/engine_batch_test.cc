@@ -33,6 +33,7 @@ class AnsweringSink final : public EngineSink {
   void set_engine(Engine* engine) { engine_ = engine; }
   std::function<void(int)> before;
   int handled = 0;
+  bool runs_inline = true;  // what MayRunHandlersInline says
 
   void OnComplete(uint64_t, Status, Buffer, uint64_t) override {}
   void OnRequest(IncomingCall call) override {
@@ -42,6 +43,7 @@ class AnsweringSink final : public EngineSink {
                      Buffer::Copy("re:" + std::string(call.request.AsStringView())));
   }
   void OnCallCancelled(const ServerCallRef&) override {}
+  bool MayRunHandlersInline() const override { return runs_inline; }
 
  private:
   Engine* engine_ = nullptr;
@@ -218,6 +220,27 @@ TEST_F(EngineBatchTest, AHandlerWithinTheHoldTimeDoesNotCutTheBatch) {
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen[1], 0);
   EXPECT_EQ(seen[2], 0);
+  EXPECT_EQ(server_net_->send_calls - sends, 1);
+  EXPECT_EQ(server_net_->batch_sizes.back(), 3u);
+}
+
+// A host that only queues requests (wharfd) runs no handler inside Poll, so
+// the engine neither times its handlers nor cuts the batch, however the
+// clock moves meanwhile.
+TEST_F(EngineBatchTest, AHostWithoutInlineHandlersNeverCutsTheBatch) {
+  AddServer();
+  sink_.runs_inline = false;
+  testing::Node& a = AddNode("A");
+  for (int i = 0; i < 3; ++i) a.engine->Call(server_uri(), kMethod, Text("q"), kNever);
+  ASSERT_TRUE(DeliverToServer(3));
+  const int sends = server_net_->send_calls;
+  std::vector<int> seen;
+  sink_.before = [&](int) {
+    seen.push_back(server_net_->send_calls - sends);
+    clock_.AdvanceTo(clock_.NowNs() + 2 * Engine::kMaxBatchHoldNs);
+  };
+  server_->Poll();
+  EXPECT_EQ(seen, (std::vector<int>{0, 0, 0}));
   EXPECT_EQ(server_net_->send_calls - sends, 1);
   EXPECT_EQ(server_net_->batch_sizes.back(), 3u);
 }

@@ -58,6 +58,12 @@ class EngineSink {
   // (a live engine answers the client's probes, so a slow handler is not a
   // dead server).
   virtual void OnRequest(IncomingCall call) = 0;
+  // Whether OnRequest may run an application's handler before it returns
+  // (an embedded endpoint's synchronous handler). A host that only queues
+  // requests (wharfd hands them to its application) says false, and the
+  // engine then skips the clock reads that bound how long a slow handler
+  // holds back the answers batched before it.
+  virtual bool MayRunHandlersInline() const { return true; }
   // The client of `ref` cancelled it or gave up at its deadline; an answer
   // is no longer wanted (it is dropped if sent).
   virtual void OnCallCancelled(const ServerCallRef& ref) = 0;
