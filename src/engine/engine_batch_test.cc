@@ -123,6 +123,24 @@ class EngineBatchTest : public EngineTest {
     }
     return false;
   }
+  // Three requests from one client reach the server, whose one Poll then
+  // handles them, each handler taking `handler_ns` of the clock. Returns
+  // the server's Send calls made before each handler started; *sends gets
+  // those made during the whole Poll.
+  std::vector<int> PollThreeRequests(DurationNs handler_ns, int* sends) {
+    testing::Node& a = AddNode("A");
+    for (int i = 0; i < 3; ++i) a.engine->Call(server_uri(), kMethod, Text("q"), kNever);
+    EXPECT_TRUE(DeliverToServer(3));
+    const int before = server_net_->send_calls;
+    std::vector<int> seen;
+    sink_.before = [&](int) {
+      seen.push_back(server_net_->send_calls - before);
+      clock_.AdvanceTo(clock_.NowNs() + handler_ns);
+    };
+    server_->Poll();
+    *sends = server_net_->send_calls - before;
+    return seen;
+  }
   // Polls the server and every client until `done`.
   bool RunAllUntil(const std::function<bool()>& done) {
     for (int i = 0; i < 100'000 && !done(); ++i) {
@@ -207,20 +225,12 @@ TEST_F(EngineBatchTest, ASlowHandlerMakesTheEngineSendEarlierAnswersBeforeTheNex
 
 TEST_F(EngineBatchTest, AHandlerWithinTheHoldTimeDoesNotCutTheBatch) {
   AddServer();
-  testing::Node& a = AddNode("A");
-  for (int i = 0; i < 3; ++i) a.engine->Call(server_uri(), kMethod, Text("q"), kNever);
-  ASSERT_TRUE(DeliverToServer(3));
-  const int sends = server_net_->send_calls;
-  std::vector<int> seen;
-  sink_.before = [&](int) {
-    seen.push_back(server_net_->send_calls - sends);
-    clock_.AdvanceTo(clock_.NowNs() + Engine::kMaxBatchHoldNs / 4);
-  };
-  server_->Poll();
+  int sends = 0;
+  const std::vector<int> seen = PollThreeRequests(Engine::kMaxBatchHoldNs / 4, &sends);
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen[1], 0);
   EXPECT_EQ(seen[2], 0);
-  EXPECT_EQ(server_net_->send_calls - sends, 1);
+  EXPECT_EQ(sends, 1);
   EXPECT_EQ(server_net_->batch_sizes.back(), 3u);
 }
 
@@ -230,18 +240,9 @@ TEST_F(EngineBatchTest, AHandlerWithinTheHoldTimeDoesNotCutTheBatch) {
 TEST_F(EngineBatchTest, AHostWithoutInlineHandlersNeverCutsTheBatch) {
   AddServer();
   sink_.runs_inline = false;
-  testing::Node& a = AddNode("A");
-  for (int i = 0; i < 3; ++i) a.engine->Call(server_uri(), kMethod, Text("q"), kNever);
-  ASSERT_TRUE(DeliverToServer(3));
-  const int sends = server_net_->send_calls;
-  std::vector<int> seen;
-  sink_.before = [&](int) {
-    seen.push_back(server_net_->send_calls - sends);
-    clock_.AdvanceTo(clock_.NowNs() + 2 * Engine::kMaxBatchHoldNs);
-  };
-  server_->Poll();
-  EXPECT_EQ(seen, (std::vector<int>{0, 0, 0}));
-  EXPECT_EQ(server_net_->send_calls - sends, 1);
+  int sends = 0;
+  EXPECT_EQ(PollThreeRequests(2 * Engine::kMaxBatchHoldNs, &sends), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(sends, 1);
   EXPECT_EQ(server_net_->batch_sizes.back(), 3u);
 }
 
