@@ -266,10 +266,14 @@ void AppSession::TakeCommands(TimeNs now) {
   // GSO send per peer) when they are done.
   const bool batch = engine_ != nullptr && *n > 1;
   if (batch) engine_->BeginBatch();
+  // One clock read for the calls' deadlines of the whole run, taken now:
+  // the pass's `now` came before the sockets were read.
+  if (engine_ != nullptr && *n > 0) engine_->SetHostNow(clock_.NowNs());
   for (size_t i = 0; i < *n && !closing_; ++i) {
     ++counters_.commands;
     Execute(batch_[i], now);
   }
+  if (engine_ != nullptr) engine_->ClearHostNow();
   if (batch && engine_ != nullptr) engine_->EndBatch();
 }
 

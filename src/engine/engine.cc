@@ -203,7 +203,8 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
   frame.kind = FrameKind::kRpc;
   frame.code = method;
   if (deadline_ns != kNever) {
-    TimeNs left = std::max<TimeNs>(0, deadline_ns - clock_.NowNs());
+    const TimeNs now = host_now_ns_ != 0 ? host_now_ns_ : clock_.NowNs();
+    TimeNs left = std::max<TimeNs>(0, deadline_ns - now);
     // At least 1 us: 0 on the wire means "no deadline".
     frame.deadline_us =
         static_cast<uint32_t>(std::clamp<TimeNs>(left / kNsPerUs, 1, UINT32_MAX));

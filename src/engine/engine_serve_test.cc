@@ -48,6 +48,33 @@ TEST_F(EngineTest, DeferredAnswerArrivesLongAfterTheRequest) {
   EXPECT_EQ(call->message.AsStringView(), "answer");
 }
 
+TEST_F(EngineTest, TheHostsClockReadGivesTheTimeLeftUntilCleared) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->SetDeferred(1);
+  // The host read the clock 2 s ago (as wharfd reads it once per run of an
+  // application's commands): the server hears 32 s left, not 30.
+  const TimeNs deadline = clock_.NowNs() + 30 * kSecond;
+  a.engine->engine().SetHostNow(clock_.NowNs() - 2 * kSecond);
+  StatePtr first = a.engine->Call(b.uri, 1, Text("host's read"), deadline);
+  a.engine->engine().ClearHostNow();
+  StatePtr second = a.engine->Call(b.uri, 1, Text("own read"), deadline);
+  ASSERT_TRUE(RunUntil([&] { return b.engine->deferred().size() == 2; }));
+  for (const IncomingCall& held : b.engine->deferred()) {
+    const DurationNs left = held.deadline_ns - clock_.NowNs();
+    if (held.request.AsStringView() == "host's read") {
+      EXPECT_GT(left, 31 * kSecond);
+      EXPECT_LE(left, 32 * kSecond);
+    } else {
+      EXPECT_GT(left, 29 * kSecond);
+      EXPECT_LE(left, 30 * kSecond);
+    }
+  }
+  for (IncomingCall& held : b.engine->deferred()) b.engine->Respond(held.ref, OkStatus());
+  b.engine->deferred().clear();
+  ASSERT_TRUE(RunUntil([&] { return Done(first) && Done(second); }));
+}
+
 TEST_F(EngineTest, DeferredErrorReachesTheClient) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");
