@@ -28,6 +28,9 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include <vector>
 
 #include "client/daemon_link.h"
@@ -133,10 +136,10 @@ class ManagedEngine final : public engine::EngineApi {
   uint32_t idle_polls_ = 0;
   bool more_completions_ = false;  // the last Poll left entries in the ring
 
-  std::unordered_set<uint64_t> pending_;          // op ids wharfd owes an answer
+  absl::flat_hash_set<uint64_t> pending_;          // op ids wharfd owes an answer
   std::unordered_map<uint64_t, std::string> opening_;  // connect op -> peer text
   std::unordered_set<uint64_t> accepting_;
-  std::unordered_map<uint64_t, Buffer> lent_;     // tag -> payload wharfd reads
+  absl::flat_hash_map<uint64_t, Buffer> lent_;     // tag -> payload wharfd reads
   uint64_t next_tag_ = 1ull << 62;                // tags of responses' payloads
   std::unordered_map<uint64_t, std::string> conn_peers_;
   // Keyed by the packed address ADD_PEER carries: no text per call.

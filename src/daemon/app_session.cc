@@ -428,7 +428,7 @@ void AppSession::PushReleased() {
 void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
   auto live = live_ops_.find(op_id);
   if (live == live_ops_.end()) return;  // teardown's own, or already reported
-  live_op_nodes_.EraseKey(live_ops_, live);
+  live_ops_.erase(live);
   if (opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
   if (accept_ops_.erase(op_id) > 0 && status.ok()) {
     // The application learns who connected with the accept: the peer's

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "absl/container/flat_hash_set.h"
 #include <utility>
 #include <vector>
 
@@ -252,8 +254,7 @@ class AppSession final : public engine::EngineSink {
   // Operations in flight, by the application's cookie (= the engine op id).
   // The tables that change once per RPC recycle their nodes (no malloc per
   // RPC in the steady state).
-  std::unordered_set<uint64_t> live_ops_;
-  NodeRecycler<std::unordered_set<uint64_t>> live_op_nodes_;
+  absl::flat_hash_set<uint64_t> live_ops_;
   // Which operations connect or accept (their value is a connection).
   std::unordered_set<uint64_t> opening_ops_;
   std::unordered_set<uint64_t> accept_ops_;  // of those, the accepts

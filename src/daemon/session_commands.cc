@@ -55,13 +55,13 @@ bool AppSession::StartOp(const Descriptor& d) {
                                               " operations in flight) reached"));
     return false;
   }
-  live_op_nodes_.InsertKey(live_ops_, d.cookie);
+  live_ops_.insert(d.cookie);
   return true;
 }
 
 void AppSession::Refuse(uint64_t cookie, const Status& why) {
   if (auto it = live_ops_.find(cookie); it != live_ops_.end()) {
-    live_op_nodes_.EraseKey(live_ops_, it);
+    live_ops_.erase(it);
   }
   ++counters_.bad_commands;
   Complete(cookie, why);

@@ -68,7 +68,7 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
 void Engine::Register(uint64_t op_id, Op op) {
   const TimeNs deadline_ns = op.deadline_ns;
   if (AwaitsAnswer(op.kind)) ++ops_awaiting_answer_;
-  op_nodes_.Insert(ops_, op_id, std::move(op));
+  ops_.emplace(op_id, std::move(op));
   if (deadline_ns != kNever) deadline_nodes_.Insert(deadlines_, deadline_ns, op_id);
 }
 
@@ -105,7 +105,7 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;
   const Op op = std::move(it->second);
-  op_nodes_.Erase(ops_, it);
+  ops_.erase(it);
   if (AwaitsAnswer(op.kind)) --ops_awaiting_answer_;
   if (op.deadline_ns != kNever) {
     auto [b, e] = deadlines_.equal_range(op.deadline_ns);
@@ -306,15 +306,16 @@ void Engine::SendCancelNotice(const Op& call) {
   // Best effort, as a request of its own: the server may never have seen
   // the call, or may have answered it already; either way the notice is
   // harmless. Its answer is not awaited by anyone.
-  const uint64_t notice = next_internal_op_++;
-  Register(notice, Op{.kind = OpKind::kCancelNotice,
-                      .deadline_ns = clock_.NowNs() + 5 * kNsPerSec});
+  // Read before Register: an insert may move `call` (ops_ is open addressing).
+  const PeerRef server{call.transport, call.server, call.server_endpoint};
   Frame frame;
   frame.kind = FrameKind::kCancel;
   frame.seq = call.rpc_id;
+  const uint64_t notice = next_internal_op_++;
+  Register(notice, Op{.kind = OpKind::kCancelNotice,
+                      .deadline_ns = clock_.NowNs() + 5 * kNsPerSec});
   ++counts_.cancel_notices_sent;
-  StartRequest(notice, PeerRef{call.transport, call.server, call.server_endpoint}, frame,
-               Buffer());
+  StartRequest(notice, server, frame, Buffer());
 }
 
 void Engine::StopOp(uint64_t op_id, Status why) {
@@ -507,8 +508,11 @@ void Engine::HandleReply(transport::MessageEvent& event) {
   uint64_t op_id = event.cookie;
   auto it = ops_.find(op_id);
   if (it == ops_.end()) return;  // cancelled or timed out meanwhile
-  Op& op = it->second;
-  op.rpc_id = 0;
+  // Copied: closing a connection below completes operations, and nothing
+  // may hold a reference into ops_ across that.
+  const OpKind kind = it->second.kind;
+  const uint64_t conn = it->second.conn;
+  it->second.rpc_id = 0;
   Status status;
   Buffer payload;
   if (event.kind == transport::MessageEvent::Kind::kFailed) {
@@ -524,11 +528,11 @@ void Engine::HandleReply(transport::MessageEvent& event) {
     }
   }
   uint64_t value = 0;
-  switch (op.kind) {
+  switch (kind) {
     case OpKind::kConnect: {
-      auto c = conns_.find(op.conn);
+      auto c = conns_.find(conn);
       if (status.ok()) {
-        value = op.conn;
+        value = conn;
       } else if (c != conns_.end()) {
         by_wire_.erase({c->second.peer, c->second.wire_id});
         conns_.erase(c);
@@ -538,7 +542,7 @@ void Engine::HandleReply(transport::MessageEvent& event) {
     case OpKind::kKeepAlive: {
       // The peer died (kUnavailable) or forgot the connection (NotFound):
       // receivers waiting on it learn why.
-      auto c = conns_.find(op.conn);
+      auto c = conns_.find(conn);
       if (c == conns_.end()) break;
       c->second.keepalive_in_flight = false;
       if (ConnectionLost(status) && c->second.open) CloseConnection(c->second, status);
@@ -547,7 +551,7 @@ void Engine::HandleReply(transport::MessageEvent& event) {
     case OpKind::kSend: {
       // A send that fails because the peer died or forgot the connection
       // ends it; a refusal (its queue is full) does not.
-      auto c = conns_.find(op.conn);
+      auto c = conns_.find(conn);
       if (ConnectionLost(status) && c != conns_.end() && c->second.open) {
         CloseConnection(c->second, status);
       }
@@ -556,7 +560,7 @@ void Engine::HandleReply(transport::MessageEvent& event) {
     default:
       break;
   }
-  Buffer message = (op.kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
+  Buffer message = (kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
   FinishOp(op_id, std::move(status), std::move(message), value);
 }
 

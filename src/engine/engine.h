@@ -23,6 +23,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "absl/container/flat_hash_map.h"
 #include <vector>
 
 #include "base/clock.h"
@@ -254,10 +256,11 @@ class Engine final : public EngineApi {
   // the top bit set, so they never meet a host's ids, which must leave it
   // clear.
   uint64_t next_internal_op_ = 1ull << 63;
-  std::unordered_map<uint64_t, Op> ops_;
+  // Open addressing (no modulo by a prime, no node per call); an insert
+  // may move every Op, so no reference into it is held across Register.
+  absl::flat_hash_map<uint64_t, Op> ops_;
   std::multimap<TimeNs, uint64_t> deadlines_;  // deadline -> op id
   // Both tables gain and lose an entry per operation: reuse their nodes.
-  NodeRecycler<std::unordered_map<uint64_t, Op>> op_nodes_;
   size_t ops_awaiting_answer_ = 0;  // see ops_awaiting_answer()
   NodeRecycler<std::multimap<TimeNs, uint64_t>> deadline_nodes_;
 

@@ -132,7 +132,7 @@ Result<uint64_t> HeapAllocator::Allocate(uint64_t size) {
                                   std::to_string(capacity_ - bytes_in_use_) + " free bytes in " +
                                   Range(first_, first_ + capacity_) + ")");
   }
-  live_nodes_.Insert(live_, *offset, Live{block_bytes, size});
+  live_.emplace(*offset, Live{block_bytes, size});
   bytes_in_use_ += block_bytes;
   return *offset;
 }
@@ -166,7 +166,7 @@ Result<uint64_t> HeapAllocator::Free(uint64_t offset) {
   auto it = live_.find(offset);
   if (it == live_.end()) return NotLive(offset, "free");
   const Live live = it->second;
-  live_nodes_.Erase(live_, it);
+  live_.erase(it);
   bytes_in_use_ -= live.block_bytes;
   const uint64_t units = live.block_bytes >> unit_shift_;
   if (units <= kQuickUnits && quick_[units].size() < quick_list_depth_) {

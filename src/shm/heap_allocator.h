@@ -53,6 +53,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "base/node_recycler.h"
 #include "wharf/result.h"
 
@@ -126,7 +127,9 @@ class HeapAllocator {
   struct Empty {};
   using FreeByOffset = std::map<uint64_t, uint64_t>;  // offset -> bytes
   using FreeBySize = std::map<SizeKey, Empty>;
-  using LiveMap = std::unordered_map<uint64_t, Live>;  // offset -> allocation
+  // Open addressing: no modulo by a prime and no node per entry (the two
+  // costs of std::unordered_map on this path).
+  using LiveMap = absl::flat_hash_map<uint64_t, Live>;  // offset -> allocation
 
   // Up to this many spare nodes per map: enough for bursts of a few hundred
   // allocations to come and go without malloc, at ~64 B per node.
@@ -165,7 +168,6 @@ class HeapAllocator {
   mutable std::array<std::vector<uint64_t>, kQuickUnits + 1> quick_;
   mutable size_t quick_blocks_ = 0;
   LiveMap live_;
-  NodeRecycler<LiveMap, kSpareNodes> live_nodes_;
 };
 
 }  // namespace wharf::shm
