@@ -69,7 +69,7 @@ void Engine::Register(uint64_t op_id, Op op) {
   const TimeNs deadline_ns = op.deadline_ns;
   if (AwaitsAnswer(op.kind)) ++ops_awaiting_answer_;
   ops_.emplace(op_id, std::move(op));
-  if (deadline_ns != kNever) deadline_nodes_.Insert(deadlines_, deadline_ns, op_id);
+  deadlines_.Push(deadline_ns, op_id);
 }
 
 Status Engine::CheckSize(size_t bytes) const {
@@ -82,7 +82,7 @@ Status Engine::CheckSize(size_t bytes) const {
 TimeNs Engine::NextDeadline() const {
   TimeNs next = kNever;
   for (const transport::MessageTransport* t : transports_) next = std::min(next, t->NextDeadline());
-  if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
+  next = std::min(next, deadlines_.Earliest());
   return std::min({next, next_keepalive_ns_, next_barrier_expiry_ns_});
 }
 
@@ -107,14 +107,10 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
   const Op op = std::move(it->second);
   ops_.erase(it);
   if (AwaitsAnswer(op.kind)) --ops_awaiting_answer_;
+  // Its deadlines_ entry is stale now; it leaves when it reaches the top.
   if (op.deadline_ns != kNever) {
-    auto [b, e] = deadlines_.equal_range(op.deadline_ns);
-    for (auto d = b; d != e; ++d) {
-      if (d->second == op_id) {
-        deadline_nodes_.Erase(deadlines_, d);
-        break;
-      }
-    }
+    deadlines_.Trim(ops_.size(),
+                    [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); });
   }
   // The engine's own operations end here; the host never saw their ids.
   if (op.kind == OpKind::kKeepAlive || op.kind == OpKind::kCancelNotice) return;
@@ -365,14 +361,12 @@ void Engine::StopOp(uint64_t op_id, Status why) {
 }
 
 void Engine::ExpireDeadlines(TimeNs now) {
-  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    uint64_t op_id = deadlines_.begin()->second;
-    deadline_nodes_.Erase(deadlines_, deadlines_.begin());
-    auto it = ops_.find(op_id);
-    if (it == ops_.end()) continue;
-    it->second.deadline_ns = kNever;  // its deadlines_ entry is gone already
-    StopOp(op_id, DeadlineExceededError("deadline exceeded"));
-  }
+  deadlines_.Expire(
+      now, [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); },
+      [this](uint64_t op_id) {
+        ops_.find(op_id)->second.deadline_ns = kNever;  // its entry is gone already
+        StopOp(op_id, DeadlineExceededError("deadline exceeded"));
+      });
 }
 
 void Engine::ArmKeepAlive(TimeNs now) {
@@ -410,6 +404,7 @@ void Engine::Shutdown(const Status& why) {
     if (it->second.rpc_id != 0) transports_[it->second.transport]->Cancel(it->second.rpc_id);
     FinishOp(id, shutdown_status_);
   }
+  if (ops_.empty()) deadlines_.Clear();
   conns_.clear();
   by_wire_.clear();
   remote_conns_ = 0;
@@ -499,7 +494,7 @@ transport::PollResult Engine::Poll() {
   ExpireDeadlines(r.now);
   SendKeepAlives(r.now);
   ExpireBarrierRounds(r.now);
-  if (!deadlines_.empty()) r.next_deadline = std::min(r.next_deadline, deadlines_.begin()->first);
+  r.next_deadline = std::min(r.next_deadline, deadlines_.Earliest());
   r.next_deadline = std::min({r.next_deadline, next_keepalive_ns_, next_barrier_expiry_ns_});
   return r;
 }

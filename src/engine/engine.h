@@ -30,6 +30,7 @@
 #include "base/clock.h"
 #include "base/node_recycler.h"
 #include "engine/connection_state.h"
+#include "engine/deadline_heap.h"
 #include "engine/engine_api.h"
 #include "engine/engine_sink.h"
 #include "engine/frame.h"
@@ -194,6 +195,11 @@ class Engine final : public EngineApi {
 
   // Records operation `op_id` (and its deadline).
   void Register(uint64_t op_id, Op op);
+  // Whether a deadlines_ entry is still its operation's deadline.
+  bool IsLiveDeadline(const DeadlineHeap::Entry& e) const {
+    auto it = ops_.find(e.op_id);
+    return it != ops_.end() && it->second.deadline_ns == e.deadline_ns;
+  }
   static bool AwaitsAnswer(OpKind kind) {
     return kind != OpKind::kAccept && kind != OpKind::kRecv && kind != OpKind::kBarrier;
   }
@@ -259,10 +265,9 @@ class Engine final : public EngineApi {
   // Open addressing (no modulo by a prime, no node per call); an insert
   // may move every Op, so no reference into it is held across Register.
   absl::flat_hash_map<uint64_t, Op> ops_;
-  std::multimap<TimeNs, uint64_t> deadlines_;  // deadline -> op id
+  DeadlineHeap deadlines_;  // of ops_ with a deadline; see IsLiveDeadline
   // Both tables gain and lose an entry per operation: reuse their nodes.
   size_t ops_awaiting_answer_ = 0;  // see ops_awaiting_answer()
-  NodeRecycler<std::multimap<TimeNs, uint64_t>> deadline_nodes_;
 
   uint64_t next_conn_ = 1;
   uint64_t wire_id_seed_;
