@@ -456,10 +456,13 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
         return;
       }
       Buffer message = e.length == 0 ? Buffer() : link_->receive_area()->Wrap(e.heap_offset, e.length);
-      if (auto it = opening_.find(e.cookie); it != opening_.end()) {
+      // Connects and accepts are rare: a call's completion looks at neither
+      // map (each lookup there is a division by a prime).
+      auto it = opening_.empty() ? opening_.end() : opening_.find(e.cookie);
+      if (it != opening_.end()) {
         conn_peers_[e.handle] = std::move(it->second);
         opening_.erase(it);
-      } else if (accepting_.erase(e.cookie) > 0) {
+      } else if (!accepting_.empty() && accepting_.erase(e.cookie) > 0) {
         // An accept's payload is the peer's address.
         conn_peers_[e.handle] = std::string(message.AsStringView());
         message = Buffer();

@@ -378,7 +378,13 @@ void AppSession::NoteSendReleased(uint64_t heap_offset) {
   auto it = lent_.find(heap_offset);
   if (it == lent_.end()) return;
   const uint64_t cookie = it->second;
-  lent_nodes_.Erase(lent_, it);
+  auto again = lent_again_.empty() ? lent_again_.end() : lent_again_.find(heap_offset);
+  if (again != lent_again_.end()) {
+    it->second = again->second;  // the range is still lent to that one
+    lent_again_.erase(again);
+  } else {
+    lent_.erase(it);
+  }
   if (cookie == 0 || closing_) return;
   released_.push_back(cookie);
 }
@@ -429,8 +435,10 @@ void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint6
   auto live = live_ops_.find(op_id);
   if (live == live_ops_.end()) return;  // teardown's own, or already reported
   live_ops_.erase(live);
-  if (opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
-  if (accept_ops_.erase(op_id) > 0 && status.ok()) {
+  // Connects and accepts are rare: a call's completion looks at neither set
+  // (each lookup there is a division by a prime).
+  if (!opening_ops_.empty() && opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
+  if (!accept_ops_.empty() && accept_ops_.erase(op_id) > 0 && status.ok()) {
     // The application learns who connected with the accept: the peer's
     // address is its payload.
     message = Buffer::Copy(engine_->PeerOf(value).value_or(""));

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include <utility>
 #include <vector>
@@ -258,9 +259,11 @@ class AppSession final : public engine::EngineSink {
   // Which operations connect or accept (their value is a connection).
   std::unordered_set<uint64_t> opening_ops_;
   std::unordered_set<uint64_t> accept_ops_;  // of those, the accepts
-  // Sends whose payload the engine still holds: heap offset -> cookies.
-  std::unordered_multimap<uint64_t, uint64_t> lent_;
-  NodeRecycler<std::unordered_multimap<uint64_t, uint64_t>> lent_nodes_;
+  // Sends whose payload the engine still holds: heap offset -> cookie, in
+  // an open-addressing map (a lookup and an erase per RPC); the same range
+  // lent again while still lent (rare) goes to lent_again_.
+  absl::flat_hash_map<uint64_t, uint64_t> lent_;
+  std::unordered_multimap<uint64_t, uint64_t> lent_again_;
   // Cookies of released sends not yet told (0: told with a completion), in
   // release order; released_head_ is the first not yet told.
   std::vector<uint64_t> released_;

@@ -13,14 +13,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "daemon/testing/daemon_thread.h"
 #include "daemon/testing/good_pair.h"
+#include "client/testing/server_thread.h"
 #include "daemon/testing/rogue_app.h"
+#include "engine/uri.h"
 #include "shm/commands.h"
 
 namespace wharf::daemon {
@@ -525,6 +529,63 @@ TEST_F(IsolationTest, StatusAnswersWithManyApplicationsAttached) {
     more.push_back(std::move(*r));
   }
   EXPECT_EQ(DaemonJson()["applications"].size(), 2u + 1 + 16);
+}
+
+// Not an error, and not something libwharf does (a Buffer is lent once):
+// two calls in flight from one range of the send area. Each is answered and
+// told its range is released, and nothing stays lent.
+TEST_F(IsolationTest, OneRangeLentByTwoCallsAtOnce) {
+  auto server = Endpoint::Open({.address = "homa://0.0.0.0:0/twice",
+                                .hosting = Hosting::kManaged,
+                                .daemon_socket = daemon_->socket()});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  constexpr uint32_t kMethod = 7;
+  ASSERT_TRUE((*server)
+                  ->Serve(kMethod,
+                          [](const RpcContext&, Buffer req) -> Result<Buffer> {
+                            return Buffer::Copy("re:" + std::string(req.AsStringView()));
+                          })
+                  .ok());
+  wharf::testing::ServerThread running(**server);
+  Result<engine::Uri> uri = engine::ParseUri((*server)->address());
+  ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+  Descriptor peer = RogueApp::Command(Opcode::kAddPeer, 0, 1);
+  const engine::PackedUri packed = engine::PackUri(*uri);
+  std::memcpy(peer.aux, packed.words, sizeof packed.words);
+  ASSERT_TRUE(rogue_->Push(peer));
+  const auto [offset, length] = rogue_->PutText(4096, "same bytes");
+  for (uint64_t cookie : {uint64_t{21}, uint64_t{22}}) {
+    Descriptor call = RogueApp::Command(Opcode::kCall, cookie, 1);
+    call.flags = shm::kFlagToPeer;
+    call.status = kMethod;
+    call.heap_offset = offset;
+    call.length = length;
+    ASSERT_TRUE(rogue_->Push(call));
+  }
+  std::set<uint64_t> released;
+  for (uint64_t cookie : {uint64_t{21}, uint64_t{22}}) {
+    Result<Descriptor> done = rogue_->WaitForCookie(cookie);
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    EXPECT_EQ(done->opcode, Op(Opcode::kCompletion));
+    EXPECT_EQ(done->status, 0u) << rogue_->Text(*done);
+    EXPECT_EQ(rogue_->Text(*done), "re:same bytes");
+    if ((done->flags & shm::kFlagSendReleased) != 0) released.insert(cookie);
+    EXPECT_TRUE(rogue_->Release(*done));
+  }
+  // Releases that did not ride on a completion come as kSendReleased.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (released.size() < 2 && std::chrono::steady_clock::now() < end) {
+    for (const Descriptor& e : rogue_->seen()) {
+      if (e.opcode != Op(Opcode::kSendReleased)) continue;
+      released.insert(e.cookie);
+      for (uint64_t more : e.aux) {
+        if (more != 0) released.insert(more);
+      }
+    }
+    (void)rogue_->WaitFor([](const Descriptor&) { return false; }, std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(released, (std::set<uint64_t>{21, 22}));
+  EXPECT_EQ(RogueStat("session.bad_commands"), 0u);
 }
 
 TEST_F(IsolationTest, DaemonServesNewApplicationsAfterwards) {

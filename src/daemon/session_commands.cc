@@ -85,7 +85,7 @@ Buffer AppSession::Payload(const Descriptor& d) {
   const uint64_t headroom = std::min<uint64_t>(d.heap_offset, Buffer::kHeadroom);
   const uint64_t start = d.heap_offset - headroom;
   std::span<std::byte> whole = *region_->HeapRange(start, d.length + headroom);
-  lent_nodes_.Insert(lent_, start, d.cookie);
+  if (!lent_.try_emplace(start, d.cookie).second) lent_again_.emplace(start, d.cookie);
   counters_.bytes_sent += d.length;
   return Buffer::Wrap(whole, send_owner_, headroom);
 }

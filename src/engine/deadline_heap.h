@@ -44,11 +44,21 @@ class DeadlineHeap {
   TimeNs Earliest() const { return heap_.empty() ? kNever : heap_.front().deadline_ns; }
 
   // Drops stale entries from the top, so that Earliest is a live one's, and
-  // compacts when stale entries outnumber `live` (the owner's count of
-  // operations with a deadline) by more than kSlack.
+  // compacts when stale entries outnumber `live` (an upper bound on the
+  // owner's operations with a deadline) by more than kSlack.
   template <typename IsLive>
   void Trim(size_t live, IsLive&& is_live) {
     while (!heap_.empty() && !is_live(heap_.front())) PopTop();
+    if (heap_.size() > 2 * live + kSlack) Compact(is_live);
+  }
+  // Trim after an operation with `deadline_ns` finished, looking at the top
+  // only if that entry may be there (no later deadline can be): most
+  // operations finish while an older one holds the top.
+  template <typename IsLive>
+  void Finished(TimeNs deadline_ns, size_t live, IsLive&& is_live) {
+    if (deadline_ns <= Earliest()) {
+      while (!heap_.empty() && !is_live(heap_.front())) PopTop();
+    }
     if (heap_.size() > 2 * live + kSlack) Compact(is_live);
   }
 

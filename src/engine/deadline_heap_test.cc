@@ -62,6 +62,27 @@ TEST(DeadlineHeapTest, AFinishedOperationNeverExpiresAndLeavesTheTopOnTrim) {
   EXPECT_EQ(expired, std::vector<uint64_t>{2});
 }
 
+TEST(DeadlineHeapTest, FinishedLooksAtTheTopOnlyForTheEarliestDeadline) {
+  DeadlineHeap heap;
+  Ops ops;
+  ops.live = {{1, 10}, {2, 20}, {3, 30}};
+  for (const auto& [id, at] : ops.live) heap.Push(at, id);
+  int looks = 0;
+  auto counting = [&](const DeadlineHeap::Entry& e) {
+    ++looks;
+    return ops.IsLive(e);
+  };
+  ops.live.erase(2);  // not the earliest: the top is not looked at
+  heap.Finished(20, ops.live.size(), counting);
+  EXPECT_EQ(looks, 0);
+  EXPECT_EQ(heap.Earliest(), 10);
+  ops.live.erase(1);  // the earliest: it and the stale 2 below it leave
+  heap.Finished(10, ops.live.size(), counting);
+  EXPECT_EQ(heap.Earliest(), 30);
+  EXPECT_EQ(heap.size(), 1u);
+  EXPECT_EQ(looks, 3);
+}
+
 TEST(DeadlineHeapTest, AReDatedOperationExpiresOnlyAtItsNewDeadline) {
   DeadlineHeap heap;
   Ops ops;
@@ -88,7 +109,7 @@ TEST(DeadlineHeapTest, StaleEntriesStayBoundedWhenOperationsFinishOutOfOrder) {
     ops.live[id] = at;
     heap.Push(at, id);
     ops.live.erase(id);
-    heap.Trim(ops.live.size(), ops.Pred());
+    heap.Finished(at, ops.live.size(), ops.Pred());
     ASSERT_LE(heap.size(), 2 * ops.live.size() + DeadlineHeap::kSlack + 1) << "after " << id;
   }
   EXPECT_EQ(heap.Earliest(), 1'000'000);

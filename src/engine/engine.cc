@@ -109,8 +109,8 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
   if (AwaitsAnswer(op.kind)) --ops_awaiting_answer_;
   // Its deadlines_ entry is stale now; it leaves when it reaches the top.
   if (op.deadline_ns != kNever) {
-    deadlines_.Trim(ops_.size(),
-                    [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); });
+    deadlines_.Finished(op.deadline_ns, ops_.size(),
+                        [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); });
   }
   // The engine's own operations end here; the host never saw their ids.
   if (op.kind == OpKind::kKeepAlive || op.kind == OpKind::kCancelNotice) return;
