@@ -94,9 +94,15 @@ class ClosedLoop final : public CompletionSink {
 
   int in_flight() const { return static_cast<int>(issued_ns_.size() - free_.size()); }
 
+  // Before each Wait: the completions one Wait reports were all there when
+  // it found the first, so they share one clock read (taken at the first);
+  // a read per completion was ~2% of the client's CPU at 32 in flight.
+  void BeginWait() { wait_now_ = 0; }
+
   void Done(uint32_t tag, bool ok) override {
     if (tag >= issued_ns_.size() || issued_ns_[tag] == kIdle) return;
-    const TimeNs now = clock_.NowNs();
+    if (wait_now_ == 0) wait_now_ = clock_.NowNs();
+    const TimeNs now = wait_now_;
     if (InWindow(now)) {
       if (ok) {
         ++result_.rpcs;
@@ -172,6 +178,7 @@ class ClosedLoop final : public CompletionSink {
   // After an Issue error or an error answer nothing is issued before this:
   // a peer that refuses at once must not turn the loop into a busy spin.
   TimeNs hold_until_ = 0;
+  TimeNs wait_now_ = 0;  // see BeginWait
 };
 
 }  // namespace
@@ -273,6 +280,7 @@ ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
     TimeNs until = std::min(window_end, next_scan);
     if (!opened) until = std::min(until, window_start);
     if (const std::optional<TimeNs> held = loop.held_until()) until = std::min(until, *held);
+    loop.BeginWait();
     transport.Wait(until, loop);
     now = clock.NowNs();
     if (now >= next_scan) {

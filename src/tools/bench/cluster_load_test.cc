@@ -21,6 +21,8 @@ class FakeTransport final : public LoadTransport {
   // Issue calls (0-based, failed ones included) that fail, are answered
   // with an error, or are never answered (a lost datagram).
   std::set<size_t> fail_calls, error_calls, lost_calls;
+  // Time that passes between two answers one Wait reports (its own work).
+  DurationNs report_gap = 0;
 
   Status Issue(uint32_t tag, int server, uint64_t bytes) override {
     const size_t call = calls++;
@@ -50,6 +52,7 @@ class FakeTransport final : public LoadTransport {
       --in_flight;
       sink.Done(tag, ok);
       sink.Done(tag, ok);  // a duplicate answer is ignored
+      clock_.AdvanceTo(clock_.NowNs() + report_gap);
     }
   }
 
@@ -220,6 +223,21 @@ TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
   EXPECT_EQ(r.elapsed_ns, 10 * kNsPerMs);
   ASSERT_EQ(r.rtt_ns.size(), r.rpcs);
   for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
+}
+
+TEST(ClusterLoadTest, AnswersOneWaitReportsShareOneClockRead) {
+  // The fake spends 1 us per answer it reports; all 8 of a Wait were there
+  // when it found the first, so each RTT is the 100 us latency, not up to
+  // 107 us, and the next Wait's answers get a read of their own.
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  transport.report_gap = 1 * kNsPerUs;
+  const ClosedLoopResult r =
+      RunClosedLoop(transport, clock,
+                    {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
+                     .duration_ns = 5 * kNsPerMs});
+  ASSERT_GT(r.rpcs, 100u);
+  for (DurationNs rtt : r.rtt_ns) ASSERT_EQ(rtt, 100 * kNsPerUs);
 }
 
 TEST(ClusterLoadTest, ClosedLoopRefillsEachWindowAsOneBurst) {
