@@ -141,6 +141,11 @@ class Buffer {
   // bytes live in an application's region.
   const BufferOwner* owner() const { return owner_.get(); }
 
+  // Bytes in front of data() that belong to this Buffer (its headroom and
+  // whatever RemovePrefix dropped): data() - headroom() is the start of the
+  // memory it holds.
+  size_t headroom() const { return offset_; }
+
   // Drops the first `n` bytes (n <= size()) without copying.
   void RemovePrefix(size_t n) {
     offset_ += n;

@@ -28,10 +28,10 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include <vector>
 
 #include "client/daemon_link.h"
 #include "engine/engine_api.h"

@@ -28,11 +28,15 @@ AppSession::AppSession(SessionHost& host, uint64_t id,
       control_(std::move(control)) {}
 
 AppSession::~AppSession() {
-  // The engine first (it may release lent Buffers into us), then the rest.
+  // Nothing is placed in our area from now on; then the engine (it may
+  // release lent and placed Buffers into us), then the rest.
+  if (transport_.get() != nullptr) transport_.get()->SetReceiveAllocator(nullptr);
+  for (AppEndpoint& s : secondary_) s.get()->SetReceiveAllocator(nullptr);
   engine_.reset();
   secondary_.clear();
   transport_ = AppEndpoint();
   if (send_owner_ != nullptr) send_owner_->Detach();
+  if (receive_owner_ != nullptr) receive_owner_->Detach();
 }
 
 Status AppSession::Attach(const shm::HelloMsg& hello) {
@@ -81,14 +85,17 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   completions_ =
       std::make_unique<shm::ValidatingProducer>(region_->completion_ring(), "completion ring");
   send_owner_ = std::make_shared<SendOwner>(this, region_);
+  receive_owner_ = std::make_shared<ReceiveOwner>(this, region_);
 
   // The endpoint, on the daemon's sockets.
   Result<AppEndpoint> endpoint = host_.OpenAppEndpoint(hello.address, &address_);
   if (!endpoint.ok()) return refuse(endpoint.status());
   transport_ = std::move(*endpoint);
+  transport_.get()->SetReceiveAllocator(this);
   engine::TransportOpener opener =
       [this](std::string_view scheme) -> Result<transport::MessageTransport*> {
     WHARF_ASSIGN_OR_RETURN(AppEndpoint opened, host_.OpenSecondary(scheme));
+    opened.get()->SetReceiveAllocator(this);
     secondary_.push_back(std::move(opened));
     return secondary_.back().get();
   };
@@ -236,6 +243,7 @@ void AppSession::HandleControl() {
         stats.push_back({"session.bad_commands", counters_.bad_commands});
         stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
         stats.push_back({"session.requests_refused", counters_.requests_refused});
+        stats.push_back({"session.received_in_place", counters_.received_in_place});
         (void)control_->Send(shm::EncodeStatsReply(stats));
         break;
       }
@@ -330,7 +338,7 @@ bool AppSession::FlushCompletions() {
   const size_t room = completions_->capacity();
   for (Pending& p : backlog_) {
     if (ready == room) break;
-    if (!p.payload.empty()) {
+    if (!p.payload.empty() && !HandOverPlaced(p)) {
       Result<uint64_t> at = receive_area_->Allocate(p.payload.size());
       if (!at.ok()) break;  // full: the application must release buffers first
       std::span<std::byte> dst = *region_->HeapRange(*at, p.payload.size());

@@ -31,11 +31,11 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include <utility>
-#include <vector>
 
 #include "base/clock.h"
 #include "base/node_recycler.h"
@@ -86,7 +86,10 @@ struct SessionCounters {
   uint64_t completions = 0;
   uint64_t bad_commands = 0;      // refused: a kFault or failed kCompletion
   uint64_t bytes_sent = 0;        // payload handed to the engine
-  uint64_t bytes_received = 0;    // payload copied into the receive area
+  uint64_t bytes_received = 0;    // payload delivered into the receive area
+  // Of those deliveries, messages homa received straight into the area
+  // (one datagram, no copy by the session; session_receive.cc).
+  uint64_t received_in_place = 0;
   uint64_t backpressure_passes = 0;  // passes its commands waited for room
   uint64_t control_refused = 0;   // control messages that closed it (garbage, fds)
   uint64_t requests_refused = 0;  // served requests answered kResourceExhausted
@@ -94,7 +97,7 @@ struct SessionCounters {
   uint64_t doorbells_rung = 0;
 };
 
-class AppSession final : public engine::EngineSink {
+class AppSession final : public engine::EngineSink, public transport::ReceiveAllocator {
  public:
   // How long a closed session keeps driving its engine so the answers and
   // disconnects it sent on the application's behalf leave (a session that
@@ -172,7 +175,7 @@ class AppSession final : public engine::EngineSink {
   // A completion-ring entry waiting for room (ring or receive area).
   struct Pending {
     shm::Descriptor entry{};
-    Buffer payload;  // copied into the receive area when pushed
+    Buffer payload;  // handed over (placed) or copied into the receive area when pushed
   };
   // Lends the application's send-area bytes to the engine (zero-copy sends)
   // and learns when the engine is done with them. Holds the region, so the
@@ -188,6 +191,30 @@ class AppSession final : public engine::EngineSink {
     AppSession* session_;  // null once the session is gone
     std::shared_ptr<shm::Region> region_;
   };
+  // Owns the receive-area ranges homa received messages into (placed
+  // receives, session_receive.cc): a Buffer dropped before it reached the
+  // application gives its range back; one handed over leaves it to the
+  // application's release. Holds the region, like SendOwner.
+  class ReceiveOwner final : public BufferOwner {
+   public:
+    ReceiveOwner(AppSession* session, std::shared_ptr<shm::Region> region)
+        : session_(session), region_(std::move(region)) {}
+    void Release(std::span<std::byte> whole) noexcept override;
+    void Detach() { session_ = nullptr; }
+
+   private:
+    AppSession* session_;
+    std::shared_ptr<shm::Region> region_;
+  };
+
+  // transport::ReceiveAllocator (session_receive.cc): a range of the
+  // receive area for a message homa receives whole in one datagram, while
+  // such ranges take at most a quarter of the area.
+  Buffer AllocateReceive(size_t bytes) override;
+  // For FlushCompletions: hands a placed payload over to the application as
+  // it lies (its range becomes the entry's); false if it is not placed.
+  bool HandOverPlaced(Pending& p);
+  void ReleasePlaced(uint64_t block_offset, uint64_t bytes);
 
   // session_commands.cc: one validated command.
   void Execute(const shm::Descriptor& d, TimeNs now);
@@ -246,6 +273,9 @@ class AppSession final : public engine::EngineSink {
   std::unique_ptr<shm::ValidatingProducer> completions_;
   std::optional<shm::HeapAllocator> receive_area_;
   std::shared_ptr<SendOwner> send_owner_;
+  std::shared_ptr<ReceiveOwner> receive_owner_;
+  uint64_t placed_bytes_ = 0;  // receive-area bytes in placed Buffers not handed over
+  bool handing_over_ = false;  // ReceiveOwner::Release keeps the range (HandOverPlaced)
 
   // Declared so the engine goes before the transports it borrows.
   AppEndpoint transport_;
@@ -253,8 +283,8 @@ class AppSession final : public engine::EngineSink {
   std::unique_ptr<engine::Engine> engine_;
 
   // Operations in flight, by the application's cookie (= the engine op id).
-  // The tables that change once per RPC recycle their nodes (no malloc per
-  // RPC in the steady state).
+  // The tables that change once per RPC are open addressing or recycle
+  // their nodes (no malloc per RPC in the steady state).
   absl::flat_hash_set<uint64_t> live_ops_;
   // Which operations connect or accept (their value is a connection).
   std::unordered_set<uint64_t> opening_ops_;

@@ -97,6 +97,9 @@ TEST_F(ManagedEndpointTest, BackToBackCallsToAnEmbeddedServerAreAllAnswered) {
     ASSERT_TRUE(calls[i].Wait(std::chrono::seconds(20)).ok()) << i << ": " << calls[i].status();
     EXPECT_EQ(calls[i].TakeMessage().AsStringView(), "re:" + std::to_string(i));
   }
+  // Every answer came in one datagram: homa put it straight into our
+  // receive area and wharfd handed it over without a copy.
+  EXPECT_EQ(StatOf(**client, "session.received_in_place"), static_cast<uint64_t>(kCalls));
   // Each request range came back with its call's completion
   // (kFlagSendReleased): no kSendReleased entries of their own.
   EXPECT_EQ(StatOf(**client, "managed.send_area_bytes_in_use"), 0u);

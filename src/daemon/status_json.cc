@@ -32,6 +32,7 @@ std::string Daemon::StatusJson() const {
         {"bad_commands", c.bad_commands},
         {"bytes_sent", c.bytes_sent},
         {"bytes_received", c.bytes_received},
+        {"received_in_place", c.received_in_place},
         {"requests_refused", c.requests_refused},
         {"late_answers", c.late_answers},
         {"backpressure_passes", c.backpressure_passes},

@@ -23,9 +23,9 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include <vector>
 
 #include "base/clock.h"
 #include "base/node_recycler.h"

@@ -83,6 +83,9 @@ class SwitchedTransport final : public transport::MessageTransport {
   bool Cancel(uint64_t client_id) override;
   // Local deliveries are not sent, so only the inner transport batches.
   void BeginBatch() override { inner_->BeginBatch(); }
+  void SetReceiveAllocator(transport::ReceiveAllocator* a) override {
+    inner_->SetReceiveAllocator(a);
+  }
   void EndBatch() override { inner_->EndBatch(); }
   // Polls the inner transport, then makes the local events that arrived
   // since the last Poll poppable.

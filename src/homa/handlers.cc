@@ -225,8 +225,7 @@ void HomaHost::HandleRequestData(HomaEndpoint& ep, Peer& peer, const wire::Commo
     }
     found = &NewServerRpc(ep, peer, record, common.sport, common.rpc_id,
                           RpcState::kServerReceiving);
-    found->in.emplace(data.header.message_length, data.header.incoming, now_ns_,
-                      receive_pool_.get());
+    StartIncoming(*found, ep, data);
   }
   Rpc& rpc = *found;
   rpc.Heard();
@@ -274,8 +273,7 @@ void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::Comm
       ++stats_.memory_dropped;
       return;
     }
-    rpc.in.emplace(data.header.message_length, data.header.incoming, now_ns_,
-                   receive_pool_.get());
+    StartIncoming(rpc, ep, data);
     rpc.state = RpcState::kClientReceiving;
     // A response means the server holds the whole request: stop sending it.
     DequeueFromSend(rpc);

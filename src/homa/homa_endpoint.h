@@ -62,6 +62,12 @@ class HomaEndpoint final : public transport::MessageTransport {
                                  Buffer request, uint64_t cookie = 0) override;
   Status SendResponse(const ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
+  // Messages to this endpoint that arrive whole in one DATA packet go into
+  // memory from `allocator` when it has some (homa.receive_allocated).
+  void SetReceiveAllocator(transport::ReceiveAllocator* allocator) override {
+    receive_allocator_ = allocator;
+  }
+  transport::ReceiveAllocator* receive_allocator() const { return receive_allocator_; }
   // The host's batch (HomaHost::BeginBatch): every endpoint of the socket
   // shares its transmit batch.
   void BeginBatch() override;
@@ -105,6 +111,7 @@ class HomaEndpoint final : public transport::MessageTransport {
   const Clock* clock_;
   const uint16_t id_;
   bool closed_ = false;
+  transport::ReceiveAllocator* receive_allocator_ = nullptr;  // SetReceiveAllocator
   // Batches this endpoint opened on the host and has not ended (Close ends
   // them, so the host is never left holding).
   int batch_depth_ = 0;

@@ -341,6 +341,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
       {"homa.endpoints", endpoints_.size()},
       {"homa.oversize_dropped", stats_.oversize_dropped},
       {"homa.memory_dropped", stats_.memory_dropped},
+      {"homa.receives_placed", stats_.receives_placed},
       {"homa.tx_dropped", stats_.tx_dropped},
       {"homa.send_errors", stats_.send_errors},
   };
@@ -546,6 +547,24 @@ uint64_t HomaHost::ClientFloor(Peer& peer, uint16_t client_port, uint16_t server
   auto it = peer.outstanding.find(EndpointPair(client_port, server_port));
   if (it == peer.outstanding.end() || it->second.empty()) return next_client_id_;
   return it->second.Floor();
+}
+
+void HomaHost::StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data) {
+  const uint32_t length = data.header.message_length;
+  // Whole in one packet: it completes in this very call, so the memory
+  // never holds a half-received message (a multi-packet one could keep an
+  // application's area taken for as long as its sender stalls).
+  if (transport::ReceiveAllocator* allocator = ep.receive_allocator();
+      allocator != nullptr && length > 0 && data.header.offset == 0 &&
+      data.payload.size() == length) {
+    Buffer placed = allocator->AllocateReceive(length);
+    if (placed.size() == length) {
+      rpc.in.emplace(std::move(placed), length, data.header.incoming, now_ns_);
+      ++stats_.receives_placed;
+      return;
+    }
+  }
+  rpc.in.emplace(length, data.header.incoming, now_ns_, receive_pool_.get());
 }
 
 bool HomaHost::ReserveIncoming(uint32_t length) {

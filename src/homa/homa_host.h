@@ -248,6 +248,10 @@ class HomaHost {
   // `server_port`.
   uint64_t ClientFloor(Peer& peer, uint16_t client_port, uint16_t server_port) const;
   bool ReserveIncoming(uint32_t length);
+  // Creates rpc.in for the message `data` starts: in memory from the
+  // endpoint's ReceiveAllocator when the message is whole in this packet
+  // and the allocator has room, else in the host's own.
+  void StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data);
   void ReleaseIncoming(Rpc& rpc);  // frees rpc.in and its memory reservation
   // Re-counts rpc's granted-but-unreceived bytes into outstanding_bytes_.
   void UpdateOutstanding(Rpc& rpc);

@@ -246,6 +246,86 @@ TEST(HomaHostTest, RequestsReachTheEndpointTheirDportNames) {
   EXPECT_EQ(w.ep("S", kA).num_server_rpcs(), 0u);
 }
 
+// --------------------------------------------- host-placed receives
+
+// Hands out ranges of its own storage until `room` runs out, and records
+// what it was asked for and what came back.
+class FakeReceiveAllocator final : public transport::ReceiveAllocator {
+ public:
+  explicit FakeReceiveAllocator(size_t room) : storage_(room) {}
+  Buffer AllocateReceive(size_t bytes) override {
+    asked.push_back(bytes);
+    if (bytes > storage_.size() - used_) return Buffer();
+    std::span<std::byte> range(storage_.data() + used_, bytes);
+    used_ += bytes;
+    return Buffer::Wrap(range, [this](std::span<std::byte> whole) {
+      returned.push_back(whole.size());
+    });
+  }
+  bool Holds(const Buffer& b) const {
+    return b.data() >= storage_.data() && b.data() < storage_.data() + storage_.size();
+  }
+  std::vector<size_t> asked, returned;
+
+ private:
+  std::vector<std::byte> storage_;
+  size_t used_ = 0;
+};
+
+TEST(HomaHostTest, MessagesWholeInOneDatagramGoIntoTheEndpointsAllocator) {
+  World w;
+  w.AddHost("C");
+  w.AddHost("S");
+  FakeReceiveAllocator client_memory(1 << 16), server_memory(1 << 16);
+  w.Open("C", wire::kDefaultEndpoint).SetReceiveAllocator(&client_memory);
+  w.Open("S", kA).SetReceiveAllocator(&server_memory);
+  w.inbox("S", kA).echo = false;
+  const uint64_t small = w.Call("C", 0, "S", kA, 100);
+  const uint64_t large = w.Call("C", 0, "S", kA, 5000);  // several packets
+  Inbox& server = w.inbox("S", kA);
+  ASSERT_TRUE(w.RunUntil([&] { return server.held.size() == 2; }, kSecond));
+  EXPECT_EQ(server_memory.asked, std::vector<size_t>{100}) << "only the one-packet request";
+  for (HomaEvent& request : server.held) {
+    EXPECT_EQ(server_memory.Holds(request.message), request.message.size() == 100);
+    const size_t size = request.message.size();
+    EXPECT_TRUE(Scenario::MatchesPattern(request.message, size));
+    ASSERT_TRUE(w.ep("S", kA).SendResponse(request.server_key, std::move(request.message)).ok());
+  }
+  server.held.clear();
+  EXPECT_TRUE(server_memory.returned.empty()) << "the echo is sent from it until acked";
+  Inbox& client = w.inbox("C", 0);
+  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 2; }, kSecond));
+  EXPECT_TRUE(client_memory.Holds(client.done.at(small).message));
+  EXPECT_FALSE(client_memory.Holds(client.done.at(large).message));
+  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(small).message, 100));
+  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(large).message, 5000));
+  EXPECT_EQ(w.host("C").stats().receives_placed, 1u);
+  EXPECT_EQ(w.host("S").stats().receives_placed, 1u);
+  w.RunFor(20 * kNsPerMs);  // acks: the server lets go of its answers
+  EXPECT_EQ(server_memory.returned, std::vector<size_t>{100});
+}
+
+TEST(HomaHostTest, AnAllocatorWithoutRoomOrNoneLeavesMessagesInTheHostsMemory) {
+  World w;
+  w.AddHost("C");
+  w.AddHost("S");
+  FakeReceiveAllocator full(50);  // less than one 100-byte message
+  HomaEndpoint& client_ep = w.Open("C", wire::kDefaultEndpoint);
+  client_ep.SetReceiveAllocator(&full);
+  w.Open("S", kA);
+  const uint64_t first = w.Call("C", 0, "S", kA, 100);
+  Inbox& client = w.inbox("C", 0);
+  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 1; }, kSecond));
+  EXPECT_EQ(full.asked, std::vector<size_t>{100});
+  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(first).message, 100));
+  client_ep.SetReceiveAllocator(nullptr);
+  const uint64_t second = w.Call("C", 0, "S", kA, 40);
+  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 2; }, kSecond));
+  EXPECT_EQ(full.asked.size(), 1u) << "not asked once unset";
+  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(second).message, 40));
+  EXPECT_EQ(w.host("C").stats().receives_placed, 0u);
+}
+
 // ------------------------------------------------- SRPT across endpoints
 
 // The receiver's grant scheduler is the host's: once a short message to B

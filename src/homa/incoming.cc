@@ -15,6 +15,13 @@ IncomingMessage::IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birt
                   ? pool->Take(length)
                   : Buffer::Allocate(length)) {}
 
+IncomingMessage::IncomingMessage(Buffer buffer, uint32_t length, uint32_t incoming,
+                                 TimeNs birth_ns)
+    : length_(length),
+      granted_(std::min(incoming, length)),
+      birth_ns_(birth_ns),
+      buffer_(std::move(buffer)) {}
+
 uint32_t IncomingMessage::AddData(uint32_t offset, std::span<const std::byte> payload,
                                   uint32_t incoming) {
   granted_ = std::max(granted_, std::min(incoming, length_));

@@ -20,6 +20,9 @@ class IncomingMessage {
   // LargeBufferPool::kMinBytes is reassembled in a block of `pool` when given.
   IncomingMessage(uint32_t length, uint32_t incoming, TimeNs birth_ns,
                   transport::LargeBufferPool* pool = nullptr);
+  // The same, reassembled in `buffer` (exactly `length` bytes), memory the
+  // endpoint's host gave (transport::ReceiveAllocator).
+  IncomingMessage(Buffer buffer, uint32_t length, uint32_t incoming, TimeNs birth_ns);
 
   uint32_t length() const { return length_; }
   // Offset granted so far: the sender may send [0, granted()).

@@ -44,6 +44,9 @@ struct HomaStats {
   uint64_t tombstones_evicted = 0;   // finished ids forgotten over max_tombstones_per_client
   uint64_t oversize_dropped = 0;     // message_length above max_message_bytes
   uint64_t memory_dropped = 0;       // over max_incoming_buffer_bytes
+  // Messages received straight into memory the endpoint's host gave
+  // (MessageTransport::SetReceiveAllocator; wharfd: the application's area).
+  uint64_t receives_placed = 0;
   uint64_t tx_dropped = 0;           // datagrams the socket did not take
   uint64_t send_errors = 0;
 };

@@ -144,8 +144,9 @@ Status HeapAllocator::NotLive(uint64_t offset, const char* what) const {
   }
   // At most one live allocation covers `offset`; a linear scan is fine on
   // this cold path and keeps the hot path free of an ordered index.
-  for (const auto& [start, live] : live_) {
-    if (start < offset && offset - start < live.block_bytes) {
+  for (const auto& [key, live] : live_) {
+    const uint64_t start = key - live.lead;
+    if (start <= offset && offset - start < live.block_bytes && offset != key) {
       return InvalidArgumentError(prefix + " is inside the allocation at " +
                                   std::to_string(start) + " (" +
                                   std::to_string(live.requested_bytes) + " bytes)");
@@ -167,6 +168,7 @@ Result<uint64_t> HeapAllocator::Free(uint64_t offset) {
   if (it == live_.end()) return NotLive(offset, "free");
   const Live live = it->second;
   live_.erase(it);
+  offset -= live.lead;  // the block's start
   bytes_in_use_ -= live.block_bytes;
   const uint64_t units = live.block_bytes >> unit_shift_;
   if (units <= kQuickUnits && quick_[units].size() < quick_list_depth_) {
@@ -176,6 +178,29 @@ Result<uint64_t> HeapAllocator::Free(uint64_t offset) {
     Merge(offset, live.block_bytes);
   }
   return live.requested_bytes;
+}
+
+Status HeapAllocator::Narrow(uint64_t offset, uint64_t new_offset, uint64_t new_size) {
+  auto it = live_.find(offset);
+  if (it == live_.end()) return NotLive(offset, "narrow");
+  Live live = it->second;
+  const uint64_t start = offset - live.lead;
+  if (new_offset < start || new_offset - start >= live.block_bytes ||
+      new_size > live.block_bytes - (new_offset - start)) {
+    return InvalidArgumentError("heap narrow: range offset " + std::to_string(new_offset) +
+                                " size " + std::to_string(new_size) +
+                                " is not inside the block " +
+                                Range(start, start + live.block_bytes));
+  }
+  if (new_offset == offset) {
+    it->second.requested_bytes = new_size;
+    return OkStatus();
+  }
+  live_.erase(it);
+  live.lead = new_offset - start;
+  live.requested_bytes = new_size;
+  live_.emplace(new_offset, live);
+  return OkStatus();
 }
 
 }  // namespace wharf::shm

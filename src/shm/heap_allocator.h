@@ -98,6 +98,15 @@ class HeapAllocator {
   // same errors as Free.
   Result<uint64_t> Size(uint64_t offset) const;
 
+  // From now on the live allocation at `offset` is known by `new_offset`
+  // with size `new_size`, a range inside its block: Size and Free take
+  // `new_offset` (Free still frees the whole block) and `offset` is no
+  // longer live. For a block handed on without its first bytes (wharfd
+  // receives a message with its frame header straight into an
+  // application's area and hands over the payload). kInvalidArgument, and
+  // nothing changes, unless `offset` is live and the range fits its block.
+  Status Narrow(uint64_t offset, uint64_t new_offset, uint64_t new_size);
+
   uint64_t first() const { return first_; }
   uint64_t capacity() const { return capacity_; }
   uint64_t alignment() const { return alignment_; }
@@ -117,7 +126,8 @@ class HeapAllocator {
  private:
   struct Live {
     uint64_t block_bytes = 0;      // the block taken: requested, rounded up
-    uint64_t requested_bytes = 0;  // what Allocate was asked for
+    uint64_t requested_bytes = 0;  // what Allocate was asked for (or Narrow)
+    uint64_t lead = 0;             // key - block start (Narrow); 0 otherwise
   };
   struct SizeKey {
     uint64_t bytes = 0;

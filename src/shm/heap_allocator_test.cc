@@ -256,6 +256,43 @@ TEST(HeapAllocatorTest, SteadyStateRecyclesNodes) {
   EXPECT_EQ(Observe(a), (State{0, 0, 1, 1 << 16}));
 }
 
+// Narrow
+
+TEST(HeapAllocatorTest, NarrowRenamesTheAllocationAndFreeReturnsTheWholeBlock) {
+  HeapAllocator a = Make(4096);
+  const uint64_t block = a.Allocate(200).value();  // 256 bytes taken
+  const uint64_t other = a.Allocate(64).value();
+  ASSERT_TRUE(a.Narrow(block, block + 32, 168).ok());
+  EXPECT_EQ(a.Size(block + 32).value(), 168u);
+  EXPECT_THAT(a.Size(block).status().message(), HasSubstr("inside the allocation at"));
+  EXPECT_EQ(a.Free(block).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.bytes_in_use(), 256u + 64u);
+  EXPECT_EQ(a.Free(block + 32).value(), 168u);
+  EXPECT_EQ(a.bytes_in_use(), 64u);
+  EXPECT_EQ(a.Free(block + 32).status().code(), StatusCode::kInvalidArgument) << "freed twice";
+  ASSERT_TRUE(a.Free(other).ok());
+  EXPECT_EQ(Observe(a), (State{0, 0, 1, 4096}));
+  // The block is whole again: the same size comes back at the same place.
+  EXPECT_EQ(a.Allocate(200).value(), block);
+}
+
+TEST(HeapAllocatorTest, NarrowOutsideTheBlockOrOfANonLiveOffsetChangesNothing) {
+  HeapAllocator a = Make(4096);
+  const uint64_t block = a.Allocate(100).value();  // 128 bytes taken
+  const uint64_t next = a.Allocate(64).value();
+  EXPECT_EQ(a.Narrow(block, block + 128, 0).code(), StatusCode::kInvalidArgument)
+      << "the block's end is the next block's start";
+  EXPECT_EQ(a.Narrow(block, block + 64, 65).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.Narrow(block, block - 64, 10).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.Narrow(block + 64, block + 64, 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.Size(block).value(), 100u);
+  EXPECT_EQ(a.Size(next).value(), 64u);
+  ASSERT_TRUE(a.Narrow(block, block, 7).ok());  // the same start: a new size only
+  EXPECT_EQ(a.Free(block).value(), 7u);
+  ASSERT_TRUE(a.Free(next).ok());
+  EXPECT_EQ(Observe(a), (State{0, 0, 1, 4096}));
+}
+
 // Quick lists
 
 TEST(HeapAllocatorTest, QuickListReusesTheLastFreedBlockOfTheSameSize) {

@@ -66,6 +66,17 @@ struct PollResult {
   bool handed_off = false;
 };
 
+// Where a transport may place a message it receives: memory its host wants
+// the message in already (wharfd: the application's receive area, so that
+// the message needs no second copy there). Called from the transport's Poll.
+class ReceiveAllocator {
+ public:
+  virtual ~ReceiveAllocator() = default;
+  // `bytes` of memory for one incoming message, or an empty Buffer when the
+  // host has no room (the transport then uses its own memory).
+  virtual Buffer AllocateReceive(size_t bytes) = 0;
+};
+
 // Owned by the engine's host. Single-threaded: every call from the one thread
 // that drives it.
 class MessageTransport {
@@ -103,6 +114,11 @@ class MessageTransport {
   virtual void EndBatch() {}
   // Client side: abandons an RPC. No event follows. False if unknown.
   virtual bool Cancel(uint64_t client_id) = 0;
+  // From now on (null: never again) messages this transport receives may be
+  // placed by `allocator`, which must outlive that use. A hint: transports
+  // that cannot (tcp://) ignore it; homa:// uses it for messages that
+  // arrive whole in one datagram.
+  virtual void SetReceiveAllocator(ReceiveAllocator* /*allocator*/) {}
 
   // Does the I/O and protocol work that is due, without blocking.
   virtual PollResult Poll() = 0;
