@@ -468,8 +468,8 @@ void AppSession::OnRequest(engine::IncomingCall call) {
     return;
   }
   const uint64_t handle = next_call_handle_++;
-  call_nodes_.Insert(calls_, handle, call.ref);
-  call_handle_nodes_.Insert(call_handles_, call.ref, handle);
+  calls_.emplace(handle, call.ref);
+  call_handles_.emplace(call.ref, handle);
   // The peer's address, named once per text.
   auto it = peer_names_.find(call.peer);
   if (it == peer_names_.end()) {

@@ -38,7 +38,6 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "base/clock.h"
-#include "base/node_recycler.h"
 #include "daemon/daemon_config.h"
 #include "engine/engine.h"
 #include "engine/engine_sink.h"
@@ -302,11 +301,8 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   // Methods it serves (kServe), capped at kMaxServedMethods.
   std::unordered_set<uint32_t> served_;
   // Served requests awaiting the application's answer.
-  std::unordered_map<uint64_t, engine::ServerCallRef> calls_;
-  std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash> call_handles_;
-  NodeRecycler<std::unordered_map<uint64_t, engine::ServerCallRef>> call_nodes_;
-  NodeRecycler<std::unordered_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash>>
-      call_handle_nodes_;
+  absl::flat_hash_map<uint64_t, engine::ServerCallRef> calls_;
+  absl::flat_hash_map<engine::ServerCallRef, uint64_t, engine::ServerCallRefHash> call_handles_;
   uint64_t next_call_handle_ = 1;
   // The application's peer handles (kAddPeer), index = handle.
   std::vector<std::optional<engine::Uri>> peers_;

@@ -243,10 +243,8 @@ void AppSession::ExecuteRespond(const Descriptor& d) {
     return;
   }
   const engine::ServerCallRef ref = it->second;
-  call_nodes_.Erase(calls_, it);
-  if (auto h = call_handles_.find(ref); h != call_handles_.end()) {
-    call_handle_nodes_.Erase(call_handles_, h);
-  }
+  calls_.erase(it);
+  call_handles_.erase(ref);
   if (d.status == 0) {
     engine_->Respond(ref, OkStatus(), Payload(d));
     return;
