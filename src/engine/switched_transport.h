@@ -83,10 +83,12 @@ class SwitchedTransport final : public transport::MessageTransport {
   bool Cancel(uint64_t client_id) override;
   // Local deliveries are not sent, so only the inner transport batches.
   void BeginBatch() override { inner_->BeginBatch(); }
+  void EndBatch() override { inner_->EndBatch(); }
+  // Local deliveries carry the sender's Buffers: only the inner transport
+  // receives into memory of ours.
   void SetReceiveAllocator(transport::ReceiveAllocator* a) override {
     inner_->SetReceiveAllocator(a);
   }
-  void EndBatch() override { inner_->EndBatch(); }
   // Polls the inner transport, then makes the local events that arrived
   // since the last Poll poppable.
   transport::PollResult Poll() override;

@@ -63,7 +63,7 @@ class HomaEndpoint final : public transport::MessageTransport {
   Status SendResponse(const ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
   // Messages to this endpoint that arrive whole in one DATA packet go into
-  // memory from `allocator` when it has some (homa.receive_allocated).
+  // memory from `allocator` when it has some (homa.receives_placed).
   void SetReceiveAllocator(transport::ReceiveAllocator* allocator) override {
     receive_allocator_ = allocator;
   }
