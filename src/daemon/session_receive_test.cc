@@ -1,0 +1,109 @@
+// daemon/session_receive_test.cc: placed receives end to end. An embedded
+// client calls a managed server over homa, so its requests reach wharfd's
+// socket in one datagram each and are received straight into the server's
+// receive area. Those handed to the application are counted; those wharfd
+// refuses on the application's behalf (limits.max_inflight) give their
+// range back at once, so the area is empty again once the application has
+// answered and dropped what it held.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "client/testing/server_thread.h"
+#include "daemon/testing/daemon_thread.h"
+#include "daemon/testing/rogue_app.h"
+#include "wharf/endpoint.h"
+
+namespace wharf {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint32_t kMethod = 7;
+
+uint64_t StatOf(Endpoint& e, const std::string& name) {
+  for (const auto& [key, value] : e.Stats()) {
+    if (key == name) return value;
+  }
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+// The server application's entry in wharfd's status JSON.
+nlohmann::json ServerStatus(const std::string& socket, const std::string& endpoint) {
+  Result<std::string> text = daemon::testing::DaemonStatus(socket);
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return nlohmann::json::object();
+  const nlohmann::json all = nlohmann::json::parse(*text);
+  for (const auto& app : all["applications"]) {
+    if (app["endpoint"] == endpoint) return app;
+  }
+  ADD_FAILURE() << "no application " << endpoint << " in " << *text;
+  return nlohmann::json::object();
+}
+
+TEST(SessionReceiveTest, RefusedPlacedRequestsGiveTheirRangeBack) {
+  auto daemon = daemon::testing::DaemonThread::Start({{"limits.max_inflight", "4"}});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto server = Endpoint::Open({.address = "homa://127.0.0.1:0/placed",
+                                .hosting = Hosting::kManaged,
+                                .daemon_socket = (*daemon)->socket()});
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<Responder, Buffer>> held;
+  ASSERT_TRUE((*server)
+                  ->ServeAsync(kMethod,
+                               [&](const RpcContext&, Buffer request, Responder r) {
+                                 std::lock_guard<std::mutex> lock(mu);
+                                 held.emplace_back(std::move(r), std::move(request));
+                                 cv.notify_all();
+                               })
+                  .ok());
+  testing::ServerThread running(**server);
+  // Embedded: its requests cross wharfd's UDP socket.
+  auto client = Endpoint::Open({.address = "homa://127.0.0.1:0", .hosting = Hosting::kEmbedded});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<Completion> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back((*client)->ICall((*server)->address(), kMethod,
+                                     Buffer::Copy("request " + std::to_string(i)),
+                                     {.deadline = 10s}));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 5s, [&] { return held.size() == 4; }));
+  }
+  int refused = 0;
+  for (Completion& c : calls) {
+    if (c.Wait(100ms).code() == StatusCode::kResourceExhausted) ++refused;
+  }
+  EXPECT_EQ(refused, 2);
+  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 4u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [r, request] : held) {
+      EXPECT_EQ(request.AsStringView().substr(0, 8), "request ");
+      EXPECT_TRUE(r.Respond(std::move(request)).ok());
+    }
+    held.clear();  // drops the Responders and any request left
+  }
+  for (Completion& c : calls) {
+    if (c.Wait(5s).ok()) {
+      EXPECT_EQ(c.TakeMessage().AsStringView().substr(0, 8), "request ");
+    }
+  }
+  // Every range of the area is back: the four handed over were released by
+  // the application, the two refused by wharfd itself.
+  uint64_t in_use = 1;
+  for (int i = 0; i < 200 && in_use != 0; ++i) {
+    in_use = ServerStatus((*daemon)->socket(), (*server)->address())["receive_bytes_in_use"];
+    if (in_use != 0) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(in_use, 0u);
+}
+
+}  // namespace
+}  // namespace wharf
