@@ -273,10 +273,11 @@ class FakeReceiveAllocator final : public transport::ReceiveAllocator {
 };
 
 TEST(HomaHostTest, MessagesWholeInOneDatagramGoIntoTheEndpointsAllocator) {
+  // Declared first: the world's Buffers give their memory back to them.
+  FakeReceiveAllocator client_memory(1 << 16), server_memory(1 << 16);
   World w;
   w.AddHost("C");
   w.AddHost("S");
-  FakeReceiveAllocator client_memory(1 << 16), server_memory(1 << 16);
   w.Open("C", wire::kDefaultEndpoint).SetReceiveAllocator(&client_memory);
   w.Open("S", kA).SetReceiveAllocator(&server_memory);
   w.inbox("S", kA).echo = false;
@@ -306,10 +307,10 @@ TEST(HomaHostTest, MessagesWholeInOneDatagramGoIntoTheEndpointsAllocator) {
 }
 
 TEST(HomaHostTest, AnAllocatorWithoutRoomOrNoneLeavesMessagesInTheHostsMemory) {
+  FakeReceiveAllocator full(50);  // less than one 100-byte message; outlives the world
   World w;
   w.AddHost("C");
   w.AddHost("S");
-  FakeReceiveAllocator full(50);  // less than one 100-byte message
   HomaEndpoint& client_ep = w.Open("C", wire::kDefaultEndpoint);
   client_ep.SetReceiveAllocator(&full);
   w.Open("S", kA);
