@@ -14,9 +14,10 @@ namespace wharf::daemon {
 using shm::Descriptor;
 using shm::Opcode;
 
-void AppSession::SendOwner::Release(std::span<std::byte> whole) noexcept {
+void AppSession::RegionOwner::Release(std::span<std::byte> whole) noexcept {
   if (session_ == nullptr) return;
-  session_->NoteSendReleased(static_cast<uint64_t>(whole.data() - region_->heap().data()));
+  (session_->*on_release_)(static_cast<uint64_t>(whole.data() - region_->heap().data()),
+                           whole.size());
 }
 
 AppSession::AppSession(SessionHost& host, uint64_t id,
@@ -84,8 +85,8 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
                                                         rules);
   completions_ =
       std::make_unique<shm::ValidatingProducer>(region_->completion_ring(), "completion ring");
-  send_owner_ = std::make_shared<SendOwner>(this, region_);
-  receive_owner_ = std::make_shared<ReceiveOwner>(this, region_);
+  send_owner_ = std::make_shared<RegionOwner>(this, region_, &AppSession::NoteSendReleased);
+  receive_owner_ = std::make_shared<RegionOwner>(this, region_, &AppSession::ReleasePlaced);
 
   // The endpoint, on the daemon's sockets.
   Result<AppEndpoint> endpoint = host_.OpenAppEndpoint(hello.address, &address_);
@@ -382,7 +383,7 @@ void AppSession::RingApplication() {
   }
 }
 
-void AppSession::NoteSendReleased(uint64_t heap_offset) {
+void AppSession::NoteSendReleased(uint64_t heap_offset, uint64_t /*bytes*/) {
   auto it = lent_.find(heap_offset);
   if (it == lent_.end()) return;
   const uint64_t cookie = it->second;

@@ -176,34 +176,25 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
     shm::Descriptor entry{};
     Buffer payload;  // handed over (placed) or copied into the receive area when pushed
   };
-  // Lends the application's send-area bytes to the engine (zero-copy sends)
-  // and learns when the engine is done with them. Holds the region, so the
-  // mapping outlives every Buffer over it, even one the session outlives.
-  class SendOwner final : public BufferOwner {
+  // Lends a range of the application's heap as a Buffer and tells the
+  // session (`on_release`, with the range's heap offset and size) when the
+  // Buffer is done with it. Two: the send area lent to the engine
+  // (zero-copy sends; NoteSendReleased) and the receive-area ranges homa
+  // received messages into (placed receives, session_receive.cc;
+  // ReleasePlaced). Holds the region, so the mapping outlives every Buffer
+  // over it, even one the session outlives.
+  class RegionOwner final : public BufferOwner {
    public:
-    SendOwner(AppSession* session, std::shared_ptr<shm::Region> region)
-        : session_(session), region_(std::move(region)) {}
+    using OnRelease = void (AppSession::*)(uint64_t heap_offset, uint64_t bytes);
+    RegionOwner(AppSession* session, std::shared_ptr<shm::Region> region, OnRelease on_release)
+        : session_(session), region_(std::move(region)), on_release_(on_release) {}
     void Release(std::span<std::byte> whole) noexcept override;
     void Detach() { session_ = nullptr; }
 
    private:
     AppSession* session_;  // null once the session is gone
     std::shared_ptr<shm::Region> region_;
-  };
-  // Owns the receive-area ranges homa received messages into (placed
-  // receives, session_receive.cc): a Buffer dropped before it reached the
-  // application gives its range back; one handed over leaves it to the
-  // application's release. Holds the region, like SendOwner.
-  class ReceiveOwner final : public BufferOwner {
-   public:
-    ReceiveOwner(AppSession* session, std::shared_ptr<shm::Region> region)
-        : session_(session), region_(std::move(region)) {}
-    void Release(std::span<std::byte> whole) noexcept override;
-    void Detach() { session_ = nullptr; }
-
-   private:
-    AppSession* session_;
-    std::shared_ptr<shm::Region> region_;
+    OnRelease on_release_;
   };
 
   // transport::ReceiveAllocator (session_receive.cc): a range of the
@@ -248,7 +239,7 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   // The engine let go of a send-area range: its operation's cookie waits in
   // released_ for the operation's completion (kFlagSendReleased) or the
   // next FlushCompletions (kSendReleased entries, four cookies each).
-  void NoteSendReleased(uint64_t heap_offset);
+  void NoteSendReleased(uint64_t heap_offset, uint64_t bytes);
   // Whether `cookie` waits in released_ (it leaves): looked for near the
   // front only, where a call's release is when its response completes it.
   bool TakeReleased(uint64_t cookie);
@@ -271,10 +262,10 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   std::unique_ptr<shm::ValidatingConsumer> commands_;
   std::unique_ptr<shm::ValidatingProducer> completions_;
   std::optional<shm::HeapAllocator> receive_area_;
-  std::shared_ptr<SendOwner> send_owner_;
-  std::shared_ptr<ReceiveOwner> receive_owner_;
+  std::shared_ptr<RegionOwner> send_owner_;
+  std::shared_ptr<RegionOwner> receive_owner_;
   uint64_t placed_bytes_ = 0;  // receive-area bytes in placed Buffers not handed over
-  bool handing_over_ = false;  // ReceiveOwner::Release keeps the range (HandOverPlaced)
+  bool handing_over_ = false;  // ReleasePlaced keeps the range (HandOverPlaced)
 
   // Declared so the engine goes before the transports it borrows.
   AppEndpoint transport_;

@@ -6,7 +6,7 @@
 // allocation is known by the payload's offset (HeapAllocator::Narrow), the
 // one the application releases. A placed message that never reaches the
 // application (an engine frame, a refused request, a closing session)
-// gives its range back when its Buffer goes (ReceiveOwner::Release).
+// gives its range back when its Buffer goes (ReleasePlaced).
 //
 // What wharfd reads back from that memory, which the application can write
 // at any time: only the frame header, once (engine::UnwrapFrame copies each
@@ -15,12 +15,6 @@
 #include "daemon/app_session.h"
 
 namespace wharf::daemon {
-
-void AppSession::ReceiveOwner::Release(std::span<std::byte> whole) noexcept {
-  if (session_ == nullptr) return;
-  session_->ReleasePlaced(static_cast<uint64_t>(whole.data() - region_->heap().data()),
-                          whole.size());
-}
 
 Buffer AppSession::AllocateReceive(size_t bytes) {
   if (!attached_ || closing_ || !receive_area_ || receive_owner_ == nullptr) return Buffer();
@@ -34,12 +28,12 @@ Buffer AppSession::AllocateReceive(size_t bytes) {
 }
 
 bool AppSession::HandOverPlaced(Pending& p) {
-  if (p.payload.owner() != receive_owner_.get() || receive_owner_ == nullptr) return false;
+  if (receive_owner_ == nullptr || p.payload.owner() != receive_owner_.get()) return false;
   const auto at = static_cast<uint64_t>(p.payload.data() - region_->heap().data());
   const uint64_t size = p.payload.size();
   if (!receive_area_->Narrow(at - p.payload.headroom(), at, size).ok()) return false;
   handing_over_ = true;
-  p.payload = Buffer();  // ReceiveOwner::Release keeps the range: it is the entry's now
+  p.payload = Buffer();  // ReleasePlaced keeps the range: it is the entry's now
   handing_over_ = false;
   counters_.bytes_received += size;
   ++counters_.received_in_place;

@@ -8,7 +8,7 @@
 // (the common case: now + the same timeout) is a push_back and one compare,
 // and a finished operation is not searched for at all. An entry whose
 // operation finished (or whose deadline changed) is stale: it leaves when it
-// reaches the top (Trim, Expire) or when stale entries outnumber live ones
+// reaches the top (Finished, Expire) or when stale entries outnumber live ones
 // (Compact), so the heap holds at most about twice the live deadlines.
 //
 // Whether an entry is live is the owner's to say (a predicate over the
@@ -43,17 +43,12 @@ class DeadlineHeap {
   // entry's (earlier than any live one): the owner then looks once early.
   TimeNs Earliest() const { return heap_.empty() ? kNever : heap_.front().deadline_ns; }
 
-  // Drops stale entries from the top, so that Earliest is a live one's, and
-  // compacts when stale entries outnumber `live` (an upper bound on the
-  // owner's operations with a deadline) by more than kSlack.
-  template <typename IsLive>
-  void Trim(size_t live, IsLive&& is_live) {
-    while (!heap_.empty() && !is_live(heap_.front())) PopTop();
-    if (heap_.size() > 2 * live + kSlack) Compact(is_live);
-  }
-  // Trim after an operation with `deadline_ns` finished, looking at the top
-  // only if that entry may be there (no later deadline can be): most
-  // operations finish while an older one holds the top.
+  // After an operation with `deadline_ns` finished: drops stale entries from
+  // the top, so that Earliest is a live one's, looking there only if the
+  // finished one's entry may be at the top (no later deadline can be; most
+  // operations finish while an older one holds it), and compacts when stale
+  // entries outnumber `live` (an upper bound on the owner's operations with
+  // a deadline) by more than kSlack.
   template <typename IsLive>
   void Finished(TimeNs deadline_ns, size_t live, IsLive&& is_live) {
     if (deadline_ns <= Earliest()) {
@@ -64,7 +59,7 @@ class DeadlineHeap {
 
   // Calls `expire(op_id)` for each live entry due at `now`, earliest first,
   // removing every due entry, stale or not. `expire` may use the heap (push,
-  // trim): the entry it is called for has left it already.
+  // finish): the entry it is called for has left it already.
   template <typename IsLive, typename OnExpiry>
   void Expire(TimeNs now, IsLive&& is_live, OnExpiry&& expire) {
     while (!heap_.empty() && heap_.front().deadline_ns <= now) {
@@ -86,7 +81,7 @@ class DeadlineHeap {
   void Clear() { heap_.clear(); }
   size_t size() const { return heap_.size(); }  // live and stale entries
 
-  // Stale entries tolerated beyond the live count before a Trim compacts:
+  // Stale entries tolerated beyond the live count before Finished compacts:
   // small heaps are not compacted on every finish.
   static constexpr size_t kSlack = 256;
 

@@ -48,14 +48,14 @@ TEST(DeadlineHeapTest, NeverIsNotRecorded) {
   EXPECT_EQ(heap.Earliest(), kNever);
 }
 
-TEST(DeadlineHeapTest, AFinishedOperationNeverExpiresAndLeavesTheTopOnTrim) {
+TEST(DeadlineHeapTest, AFinishedOperationNeverExpiresAndLeavesTheTop) {
   DeadlineHeap heap;
   Ops ops;
   ops.live = {{1, 10}, {2, 20}};
   heap.Push(10, 1);
   heap.Push(20, 2);
   ops.live.erase(1);  // finished early
-  heap.Trim(ops.live.size(), ops.Pred());
+  heap.Finished(10, ops.live.size(), ops.Pred());
   EXPECT_EQ(heap.Earliest(), 20) << "the stale top left";
   std::vector<uint64_t> expired;
   heap.Expire(100, ops.Pred(), [&](uint64_t id) { expired.push_back(id); });
@@ -129,12 +129,13 @@ TEST(DeadlineHeapTest, ExpiryMayPushAndTrimMeanwhile) {
   std::vector<uint64_t> expired;
   heap.Expire(50, ops.Pred(), [&](uint64_t id) {
     expired.push_back(id);
+    const TimeNs at = ops.live.at(id);
     ops.live.erase(id);
     if (id == 1) {  // an expiry that starts an operation (a cancel notice)
       ops.live[9] = 20;
       heap.Push(20, 9);
     }
-    heap.Trim(ops.live.size(), ops.Pred());
+    heap.Finished(at, ops.live.size(), ops.Pred());
   });
   EXPECT_EQ(expired, (std::vector<uint64_t>{1, 2, 9}));
   EXPECT_EQ(heap.Earliest(), 60);

@@ -28,7 +28,6 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "base/clock.h"
-#include "base/node_recycler.h"
 #include "engine/connection_state.h"
 #include "engine/deadline_heap.h"
 #include "engine/engine_api.h"

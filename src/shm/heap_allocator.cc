@@ -146,7 +146,7 @@ Status HeapAllocator::NotLive(uint64_t offset, const char* what) const {
   // this cold path and keeps the hot path free of an ordered index.
   for (const auto& [key, live] : live_) {
     const uint64_t start = key - live.lead;
-    if (start <= offset && offset - start < live.block_bytes && offset != key) {
+    if (start <= offset && offset - start < live.block_bytes) {
       return InvalidArgumentError(prefix + " is inside the allocation at " +
                                   std::to_string(start) + " (" +
                                   std::to_string(live.requested_bytes) + " bytes)");
