@@ -471,22 +471,17 @@ void AppSession::OnRequest(engine::IncomingCall call) {
   const uint64_t handle = next_call_handle_++;
   calls_.emplace(handle, call.ref);
   call_handles_.emplace(call.ref, handle);
-  // The peer's address, named once per text.
-  auto it = peer_names_.find(call.peer);
+  // The peer's address, named once per peer.
+  auto it = peer_names_.find(call.client);
   if (it == peer_names_.end()) {
-    it = peer_names_.emplace(std::string(call.peer), 0).first;
-    if (peer_names_.size() > shm::kMaxPeerNames) {
-      // Start over: ids are never reused, so the application's older names
-      // stay valid until it evicts them.
-      std::string text = it->first;
-      peer_names_.clear();
-      it = peer_names_.emplace(std::move(text), 0).first;
-    }
-    it->second = next_peer_name_++;
+    // Start over when full: ids are never reused, so the application's older
+    // names stay valid until it evicts them.
+    if (peer_names_.size() >= shm::kMaxPeerNames) peer_names_.clear();
+    it = peer_names_.emplace(call.client, next_peer_name_++).first;
     Descriptor name{};
     name.opcode = static_cast<uint16_t>(Opcode::kPeerName);
     name.handle = it->second;
-    Push(name, Buffer::Copy(it->first));
+    Push(name, Buffer::Copy(call.peer));
   }
   Descriptor d{};
   d.opcode = static_cast<uint16_t>(Opcode::kRequest);

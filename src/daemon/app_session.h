@@ -29,7 +29,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -297,15 +296,10 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   uint64_t next_call_handle_ = 1;
   // The application's peer handles (kAddPeer), index = handle.
   std::vector<std::optional<engine::Uri>> peers_;
-  // Peer address texts already named to the application (kPeerName),
-  // looked up by string_view (no string built per request).
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>()(s);
-    }
-  };
-  std::unordered_map<std::string, uint64_t, TextHash, std::equal_to<>> peer_names_;
+  // Peers already named to the application (kPeerName), looked up on every
+  // request by the engine's PeerRef: a few words to hash, where the address
+  // text was a string.
+  absl::flat_hash_map<engine::PeerRef, uint64_t, engine::PeerRefHash> peer_names_;
   uint64_t next_peer_name_ = 1;
 
   std::deque<Pending> backlog_;

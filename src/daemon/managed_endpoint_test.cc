@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -73,6 +74,44 @@ TEST_F(ManagedEndpointTest, RpcBetweenTwoApplications) {
             StatusCode::kUnimplemented);
 }
 
+
+TEST_F(ManagedEndpointTest, HandlersSeeEachCallersOwnAddress) {
+  // wharfd names each peer to the application once (kPeerName) and then
+  // refers to it by id: two callers must never share a name, and one
+  // caller's calls must all carry its own.
+  auto server = Open("homa://0.0.0.0:0/echo");
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::mutex mu;
+  std::vector<std::string> peers;
+  ASSERT_TRUE((*server)
+                  ->Serve(7, [&](const RpcContext& ctx, Buffer req) -> Result<Buffer> {
+                    std::lock_guard<std::mutex> lock(mu);
+                    peers.emplace_back(ctx.peer);
+                    return req;
+                  })
+                  .ok());
+  testing::ServerThread running(**server);
+  std::vector<std::unique_ptr<Endpoint>> clients;
+  for (int c = 0; c < 2; ++c) {
+    auto client = Endpoint::Open({.address = "homa://127.0.0.1:0"});
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    clients.push_back(std::move(*client));
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (auto& client : clients) {
+      ASSERT_TRUE(client->Call((*server)->address(), 7, Buffer::Copy("x")).ok());
+    }
+  }
+  ASSERT_EQ(peers.size(), 6u);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    // "homa://127.0.0.1:PORT": the caller's own socket, port included.
+    const std::string& own = clients[i % 2]->address();
+    const std::string port = own.substr(own.rfind(':'));
+    EXPECT_NE(peers[i].find("127.0.0.1" + port), std::string::npos) << peers[i] << " vs " << own;
+    EXPECT_EQ(peers[i], peers[i % 2]);
+  }
+  EXPECT_NE(peers[0], peers[1]);
+}
 TEST_F(ManagedEndpointTest, BackToBackCallsToAnEmbeddedServerAreAllAnswered) {
   // The server is embedded (its own socket), so wharfd sends the requests
   // over homa; the commands it takes in one pass go out as one batch. How

@@ -290,7 +290,7 @@ class Engine final : public EngineApi {
   int batch_depth_ = 0;
   size_t batched_transports_ = 0;
   // PeerUri's memory, bounded (cleared when full).
-  std::map<PeerRef, std::string> peer_uris_;
+  absl::flat_hash_map<PeerRef, std::string, PeerRefHash> peer_uris_;
   Counts counts_;
   // AllocateBuffer's large buffers; shared with every Buffer lent from it.
   std::shared_ptr<transport::LargeBufferPool> send_pool_ =

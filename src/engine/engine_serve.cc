@@ -180,7 +180,8 @@ void Engine::HandleRpc(const ServerCallRef& key, const Frame& frame, Buffer payl
   IncomingCall call;
   call.ref = key;
   call.method = frame.code;
-  call.peer = PeerUri(ClientOf(key));
+  call.client = ClientOf(key);
+  call.peer = PeerUri(call.client);
   if (frame.deadline_us != 0) call.deadline_ns = now + TimeNs{frame.deadline_us} * kNsPerUs;
   call.request = std::move(payload);
   sink_->OnRequest(std::move(call));

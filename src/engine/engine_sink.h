@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "engine/peer_ref.h"
 #include "transport/message_transport.h"
 #include "wharf/buffer.h"
 #include "wharf/status.h"
@@ -35,7 +36,8 @@ struct ServerCallRefHash {
 struct IncomingCall {
   ServerCallRef ref;        // pass back to Engine::Respond
   uint32_t method = 0;
-  std::string_view peer;    // "homa://1.2.3.4:5678"; valid during OnRequest only
+  PeerRef client;           // who sent it, as the engine reaches it
+  std::string_view peer;    // "homa://1.2.3.4:5678" (client's text); valid during OnRequest only
   TimeNs deadline_ns = kNever;  // the client's deadline on the engine's clock
   Buffer request;
 };
