@@ -516,6 +516,20 @@ Result<int64_t> NetnsCluster::LossDropCount(int host) {
   return packets;
 }
 
+std::string NetnsCluster::DescribeFiltering(int host) {
+  if (!CheckHost(host).ok()) return "no host " + std::to_string(host);
+  std::string text;
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"nft", "list", "ruleset"},
+        std::vector<std::string>{"ip", "-s", "link", "show", kHostInterface}}) {
+    Result<CommandOutput> out =
+        RunCommand(argv, CommandOptions(hosts_[host].netns), options_.command_timeout_ns);
+    text += "$ " + argv[0] + " " + argv[1] + " " + argv[2] + " (" + hosts_[host].netns + ")\n";
+    text += out.ok() ? out->stdout_text + out->stderr_text : out.status().ToString() + "\n";
+  }
+  return text;
+}
+
 Status NetnsCluster::ApplyTbf(const std::string& netns, const std::string& device,
                               std::string_view rate, const TbfOptions& tbf) {
   if (rate.empty()) return InvalidArgumentError("empty rate for " + netns + "/" + device);

@@ -135,6 +135,9 @@ class NetnsCluster {
   Status SetLoss(int host, int percent);
   // Packets the loss rule of `host` has dropped since SetLoss installed it.
   Result<int64_t> LossDropCount(int host);
+  // For a test's failure message: the host's whole nftables ruleset and its
+  // link's counters (`ip -s link`), as the host sees them now.
+  std::string DescribeFiltering(int host);
 
   // Limits what `host` sends (tbf on its eth0) to `rate`, a tc rate such as
   // "100mbit". Replaces an earlier limit.

@@ -247,6 +247,13 @@ TEST_F(NetnsClusterTest, FullLossReplacesEarlierSettingAndSparesLoopback) {
   EXPECT_EQ(local.received, 20);
   // The other host has no rule at all.
   EXPECT_EQ(MustRunIn(*cluster, 0, {"nft", "list", "ruleset"}), "");
+  // A failing test's clue: the rule with its counter, and the link's own
+  // packet counts.
+  const std::string described = cluster->DescribeFiltering(1);
+  EXPECT_NE(described.find("counter packets"), std::string::npos) << described;
+  EXPECT_NE(described.find(std::string(NetnsCluster::kHostInterface) + "@"), std::string::npos)
+      << described;
+  EXPECT_NE(described.find("RX:"), std::string::npos) << described;
 }
 
 // A cut cable loses everything both ways without a word (the prober sees
