@@ -70,6 +70,15 @@ add_dependencies(wharf_lib ${WHARF_LIB_MODULES})
 # The executable `wharf` owns the target name; the file is still libwharf.a.
 set_target_properties(wharf_lib PROPERTIES OUTPUT_NAME wharf EXPORT_NAME wharf LINKER_LANGUAGE CXX)
 add_library(wharf::wharf ALIAS wharf_lib)
+if(WHARF_LTO)
+  # The objects are fat (CMakeLists.txt, WHARF_LTO): an application's GCC
+  # would run its LTO pass over their bytecode at every link (and fail if its
+  # version differs). The installed library keeps the machine code only.
+  add_custom_command(TARGET wharf_lib POST_BUILD
+    COMMAND ${CMAKE_OBJCOPY} --wildcard --remove-section=.gnu.lto_*
+            --remove-section=.gnu.debuglto_* $<TARGET_FILE:wharf_lib>
+    VERBATIM)
+endif()
 target_include_directories(wharf_lib INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>
