@@ -1,12 +1,13 @@
-// daemon/session_receive.cc: placed receives. homa receives a message that
-// arrives whole in one datagram straight into the application's receive
-// area (AllocateReceive), and FlushCompletions hands it over as it lies
+// daemon/session_receive.cc: placed receives. homa receives a message
+// straight into the application's receive area (AllocateReceive, asked at
+// its first packet), and FlushCompletions hands it over as it lies
 // (HandOverPlaced): no buffer of wharfd's own, no second copy. The range is
 // the message with its 32-byte frame header in front; handed over, the
 // allocation is known by the payload's offset (HeapAllocator::Narrow), the
 // one the application releases. A placed message that never reaches the
-// application (an engine frame, a refused request, a closing session)
-// gives its range back when its Buffer goes (ReleasePlaced).
+// application (an engine frame, a refused request, a closing session, a
+// sender that stopped half-way) gives its range back when its Buffer goes
+// (ReleasePlaced).
 //
 // What wharfd reads back from that memory, which the application can write
 // at any time: only the frame header, once (engine::UnwrapFrame copies each
@@ -18,7 +19,8 @@ namespace wharf::daemon {
 
 Buffer AppSession::AllocateReceive(size_t bytes) {
   if (!attached_ || closing_ || !receive_area_ || receive_owner_ == nullptr) return Buffer();
-  // Placed messages wait for a pass at most, but an application that
+  // Bounded: a message can be half received for as long as its sender
+  // stalls (seconds, until homa gives up on it), and an application that
   // releases nothing must still leave room for the copies of the others.
   if (placed_bytes_ + bytes > receive_area_->capacity() / 4) return Buffer();
   Result<uint64_t> at = receive_area_->Allocate(bytes);

@@ -1,7 +1,7 @@
 // daemon/session_receive_test.cc: placed receives end to end. An embedded
 // client calls a managed server over homa, so its requests reach wharfd's
-// socket in one datagram each and are received straight into the server's
-// receive area. Those handed to the application are counted; those wharfd
+// socket and are received straight into the server's receive area, in one
+// datagram or several. Those handed to the application are counted; those wharfd
 // refuses on the application's behalf (limits.max_inflight) give their
 // range back at once, so the area is empty again once the application has
 // answered and dropped what it held.
@@ -97,6 +97,57 @@ TEST(SessionReceiveTest, RefusedPlacedRequestsGiveTheirRangeBack) {
   }
   // Every range of the area is back: the four handed over were released by
   // the application, the two refused by wharfd itself.
+  uint64_t in_use = 1;
+  for (int i = 0; i < 200 && in_use != 0; ++i) {
+    in_use = ServerStatus((*daemon)->socket(), (*server)->address())["receive_bytes_in_use"];
+    if (in_use != 0) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(in_use, 0u);
+}
+
+TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) {
+  // An 8 MiB heap: a 4 MiB receive area, of which placed messages in transit
+  // may hold 1 MiB.
+  auto daemon = daemon::testing::DaemonThread::Start({{"limits.heap_bytes", "8388608"}});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto server = Endpoint::Open({.address = "homa://127.0.0.1:0/placed",
+                                .hosting = Hosting::kManaged,
+                                .daemon_socket = (*daemon)->socket()});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)
+                  ->Serve(kMethod,
+                          [](const RpcContext&, Buffer request) -> Result<Buffer> {
+                            // Its length and a checksum of every byte.
+                            uint64_t sum = 0;
+                            for (std::byte b : request.span()) {
+                              sum = sum * 31 + std::to_integer<int>(b);
+                            }
+                            return Buffer::Copy(std::to_string(request.size()) + ":" +
+                                                std::to_string(sum));
+                          })
+                  .ok());
+  testing::ServerThread running(**server);
+  auto client = Endpoint::Open({.address = "homa://127.0.0.1:0", .hosting = Hosting::kEmbedded});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto call = [&](size_t size) -> std::string {
+    std::string bytes(size, '\0');
+    for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 7 + i / 251);
+    uint64_t sum = 0;
+    for (char c : bytes) sum = sum * 31 + static_cast<uint8_t>(c);
+    Result<Buffer> answer =
+        (*client)->Call((*server)->address(), kMethod, Buffer::Copy(bytes), {.deadline = 10s});
+    EXPECT_TRUE(answer.ok()) << size << " bytes: " << answer.status();
+    if (!answer.ok()) return "";
+    EXPECT_EQ(answer->AsStringView(), std::to_string(size) + ":" + std::to_string(sum));
+    return std::string(answer->AsStringView());
+  };
+  // 200 KB: four loopback datagrams (64 KiB each at most), reassembled in
+  // the server's receive area.
+  for (int i = 0; i < 3; ++i) call(200'000);
+  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 3u);
+  // 2 MB is more than the quarter: homa's own memory, then one copy.
+  call(2'000'000);
+  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 3u);
   uint64_t in_use = 1;
   for (int i = 0; i < 200 && in_use != 0; ++i) {
     in_use = ServerStatus((*daemon)->socket(), (*server)->address())["receive_bytes_in_use"];

@@ -551,12 +551,13 @@ uint64_t HomaHost::ClientFloor(Peer& peer, uint16_t client_port, uint16_t server
 
 void HomaHost::StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data) {
   const uint32_t length = data.header.message_length;
-  // Whole in one packet: it completes in this very call, so the memory
-  // never holds a half-received message (a multi-packet one could keep an
-  // application's area taken for as long as its sender stalls).
+  // Received in place, whatever its size: the allocator bounds how much of
+  // its memory messages not yet handed over may hold (wharfd: a quarter of
+  // the application's receive area, so that a stalled sender cannot take
+  // the room the application's other messages need), and says no beyond
+  // that. A message abandoned half-way gives its memory back with its RPC.
   if (transport::ReceiveAllocator* allocator = ep.receive_allocator();
-      allocator != nullptr && length > 0 && data.header.offset == 0 &&
-      data.payload.size() == length) {
+      allocator != nullptr && length > 0) {
     Buffer placed = allocator->AllocateReceive(length);
     if (placed.size() == length) {
       rpc.in.emplace(std::move(placed), length, data.header.incoming, now_ns_);
