@@ -86,7 +86,7 @@ struct SessionCounters {
   uint64_t bytes_sent = 0;        // payload handed to the engine
   uint64_t bytes_received = 0;    // payload delivered into the receive area
   // Of those deliveries, messages homa received straight into the area
-  // (one datagram, no copy by the session; session_receive.cc).
+  // (no copy by the session; session_receive.cc).
   uint64_t received_in_place = 0;
   uint64_t backpressure_passes = 0;  // passes its commands waited for room
   uint64_t control_refused = 0;   // control messages that closed it (garbage, fds)
@@ -197,8 +197,8 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   };
 
   // transport::ReceiveAllocator (session_receive.cc): a range of the
-  // receive area for a message homa receives whole in one datagram, while
-  // such ranges take at most a quarter of the area.
+  // receive area for a message homa is about to receive, while such ranges
+  // not yet handed over take at most a quarter of the area.
   Buffer AllocateReceive(size_t bytes) override;
   // For FlushCompletions: hands a placed payload over to the application as
   // it lies (its range becomes the entry's); false if it is not placed.

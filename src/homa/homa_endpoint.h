@@ -62,8 +62,8 @@ class HomaEndpoint final : public transport::MessageTransport {
                                  Buffer request, uint64_t cookie = 0) override;
   Status SendResponse(const ServerRpcKey& key, Buffer response) override;
   bool Cancel(uint64_t client_id) override;
-  // Messages to this endpoint that arrive whole in one DATA packet go into
-  // memory from `allocator` when it has some (homa.receives_placed).
+  // Messages to this endpoint are reassembled in memory from `allocator`
+  // when it has some (homa.receives_placed).
   void SetReceiveAllocator(transport::ReceiveAllocator* allocator) override {
     receive_allocator_ = allocator;
   }

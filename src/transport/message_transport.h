@@ -116,8 +116,8 @@ class MessageTransport {
   virtual bool Cancel(uint64_t client_id) = 0;
   // From now on (null: never again) messages this transport receives may be
   // placed by `allocator`, which must outlive that use. A hint: transports
-  // that cannot (tcp://) ignore it; homa:// uses it for messages that
-  // arrive whole in one datagram.
+  // that cannot (tcp://) ignore it; homa:// asks it at a message's first
+  // packet, for the whole message.
   virtual void SetReceiveAllocator(ReceiveAllocator* /*allocator*/) {}
 
   // Does the I/O and protocol work that is due, without blocking.
