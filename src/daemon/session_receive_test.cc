@@ -9,6 +9,8 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <span>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -42,6 +44,24 @@ nlohmann::json ServerStatus(const std::string& socket, const std::string& endpoi
   }
   ADD_FAILURE() << "no application " << endpoint << " in " << *text;
   return nlohmann::json::object();
+}
+
+// The server's receive_bytes_in_use once it reads 0, or after 2 s: releases
+// reach wharfd a pass or so after the application drops its buffers.
+uint64_t ReceiveBytesInUseOnceSettled(const std::string& socket, const std::string& endpoint) {
+  uint64_t in_use = 1;
+  for (int i = 0; i < 200 && in_use != 0; ++i) {
+    in_use = ServerStatus(socket, endpoint)["receive_bytes_in_use"];
+    if (in_use != 0) std::this_thread::sleep_for(10ms);
+  }
+  return in_use;
+}
+
+// A checksum of every byte, for echoes compared by value.
+uint64_t Checksum(std::span<const std::byte> bytes) {
+  uint64_t sum = 0;
+  for (std::byte b : bytes) sum = sum * 31 + std::to_integer<uint64_t>(b);
+  return sum;
 }
 
 TEST(SessionReceiveTest, RefusedPlacedRequestsGiveTheirRangeBack) {
@@ -97,12 +117,7 @@ TEST(SessionReceiveTest, RefusedPlacedRequestsGiveTheirRangeBack) {
   }
   // Every range of the area is back: the four handed over were released by
   // the application, the two refused by wharfd itself.
-  uint64_t in_use = 1;
-  for (int i = 0; i < 200 && in_use != 0; ++i) {
-    in_use = ServerStatus((*daemon)->socket(), (*server)->address())["receive_bytes_in_use"];
-    if (in_use != 0) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_EQ(in_use, 0u);
+  EXPECT_EQ(ReceiveBytesInUseOnceSettled((*daemon)->socket(), (*server)->address()), 0u);
 }
 
 TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) {
@@ -117,13 +132,8 @@ TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) 
   ASSERT_TRUE((*server)
                   ->Serve(kMethod,
                           [](const RpcContext&, Buffer request) -> Result<Buffer> {
-                            // Its length and a checksum of every byte.
-                            uint64_t sum = 0;
-                            for (std::byte b : request.span()) {
-                              sum = sum * 31 + std::to_integer<int>(b);
-                            }
                             return Buffer::Copy(std::to_string(request.size()) + ":" +
-                                                std::to_string(sum));
+                                                std::to_string(Checksum(request.span())));
                           })
                   .ok());
   testing::ServerThread running(**server);
@@ -132,10 +142,10 @@ TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) 
   auto call = [&](size_t size) -> std::string {
     std::string bytes(size, '\0');
     for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 7 + i / 251);
-    uint64_t sum = 0;
-    for (char c : bytes) sum = sum * 31 + static_cast<uint8_t>(c);
+    Buffer request = Buffer::Copy(bytes);
+    const uint64_t sum = Checksum(request.span());
     Result<Buffer> answer =
-        (*client)->Call((*server)->address(), kMethod, Buffer::Copy(bytes), {.deadline = 10s});
+        (*client)->Call((*server)->address(), kMethod, std::move(request), {.deadline = 10s});
     EXPECT_TRUE(answer.ok()) << size << " bytes: " << answer.status();
     if (!answer.ok()) return "";
     EXPECT_EQ(answer->AsStringView(), std::to_string(size) + ":" + std::to_string(sum));
@@ -148,12 +158,7 @@ TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) 
   // 2 MB is more than the quarter: homa's own memory, then one copy.
   call(2'000'000);
   EXPECT_EQ(StatOf(**server, "session.received_in_place"), 3u);
-  uint64_t in_use = 1;
-  for (int i = 0; i < 200 && in_use != 0; ++i) {
-    in_use = ServerStatus((*daemon)->socket(), (*server)->address())["receive_bytes_in_use"];
-    if (in_use != 0) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_EQ(in_use, 0u);
+  EXPECT_EQ(ReceiveBytesInUseOnceSettled((*daemon)->socket(), (*server)->address()), 0u);
 }
 
 }  // namespace
