@@ -103,6 +103,7 @@ class EndpointCore final : public engine::ProgressDriver,
   transport::PollResult PollEngineLocked();
   TimeNs NextDeadline() const { return engine_->NextDeadline(); }
   bool PrepareToSleep() { return engine_->PrepareToSleep(); }
+  void SetIdle(bool idle) { engine_->SetIdle(idle); }
   // A Buffer to send from: in the shared heap when managed. Any thread
   // (under the lock: a re-attach replaces the heap).
   Buffer AllocateBuffer(size_t size) {
@@ -112,6 +113,8 @@ class EndpointCore final : public engine::ProgressDriver,
   bool managed() const { return managed_; }
   void AppendReadableFds(std::vector<int>* fds) const;
   bool has_calls_pending() const { return calls_pending_.load(std::memory_order_acquire); }
+  // A handler of ours runs now (on any thread).
+  bool handler_running() const { return (handler_seq_.load(std::memory_order_acquire) & 1) != 0; }
   // Runs the handlers of requests queued so far, outside the host's mutex,
   // one at a time across threads. Returns how many ran. Not on the keeper
   // thread, nor inside a handler or a poll pass.

@@ -62,6 +62,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::Private(const engine::EngineConf
   std::shared_ptr<EngineHost> host(new EngineHost(config));
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
   host->waiter_->set_yield_while_spinning(config.YieldsWhileSpinning(/*managed=*/true));
+  host->reports_idle_ = true;
   return host;
 }
 
@@ -81,6 +82,7 @@ Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSecondary(
 }
 
 void EngineHost::Attach(EndpointCore* core) {
+  if (said_idle_.load(std::memory_order_relaxed)) core->SetIdle(true);
   cores_.push_back(core);
   core_count_ = cores_.size();
   WatchNewFds();
@@ -156,6 +158,19 @@ int EngineHost::DispatchCalls(EndpointCore* caller) {
 }
 
 
+bool EngineHost::HandlerRunningLocked() const {
+  for (const EndpointCore* core : cores_) {
+    if (core->handler_running()) return true;
+  }
+  return false;
+}
+
+void EngineHost::SetIdleLocked(bool idle) {
+  if (!reports_idle_ || said_idle_.load(std::memory_order_relaxed) == idle) return;
+  said_idle_.store(idle, std::memory_order_relaxed);
+  for (EndpointCore* core : cores_) core->SetIdle(idle);
+}
+
 bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns,
                             EndpointCore* caller, bool dispatch, const std::atomic<bool>& closed) {
   auto turn = [&] {
@@ -164,7 +179,15 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
     {
       std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
       // Taken: another thread is making progress for everybody.
-      if (lock.owns_lock() && !closed) r = PollLocked();
+      if (lock.owns_lock() && !closed) {
+        // Busy while the poll runs (handlers run inside it): a thread
+        // preempted in a long handler is not idle. After it the waiter
+        // yields (or sleeps) until wharfd (managed) hands us more, unless
+        // handlers wait to run below.
+        SetIdleLocked(false);
+        r = PollLocked();
+        SetIdleLocked(!calls_pending_.load(std::memory_order_acquire) && !HandlerRunningLocked());
+      }
     }
     if (dispatch && DispatchCalls(caller) > 0) {
       r.work += 1;
@@ -184,8 +207,16 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
     for (EndpointCore* core : cores_) sleep = core->PrepareToSleep() && sleep;
     if (!sleep) waiter_->WakeAlways();
   };
-  return waiter_->SpinThenBlock(done, turn, before_sleep, [&] { return closed.load(); },
-                                deadline_ns, config_.spin_ns);
+  const bool finished = waiter_->SpinThenBlock(done, turn, before_sleep,
+                                               [&] { return closed.load(); }, deadline_ns,
+                                               config_.spin_ns);
+  // Back to the application's own work: no longer idle, whatever the last
+  // turn found.
+  if (said_idle_.load(std::memory_order_relaxed)) {
+    std::lock_guard<HostMutex> lock(mu_);
+    SetIdleLocked(false);
+  }
+  return finished;
 }
 
 }  // namespace wharf::internal

@@ -67,7 +67,8 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
       const engine::Uri& uri, const engine::EngineConfig& config,
       std::unique_ptr<transport::MessageTransport>* endpoint);
   // A host of its own for one managed endpoint: the lock and the waiter,
-  // no sockets (wharfd has them) and not in the registry.
+  // no sockets (wharfd has them) and not in the registry. Its wait loops tell
+  // the engine when they spin idle (EngineApi::SetIdle).
   static Result<std::shared_ptr<EngineHost>> Private(const engine::EngineConfig& config);
   ~EngineHost();
   EngineHost(const EngineHost&) = delete;
@@ -115,6 +116,13 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
  private:
   EngineHost(const engine::EngineConfig& config) : config_(config) {}
   void WatchNewFds();
+  // Tells every endpoint's engine whether its driver spins idle (mu() held),
+  // when that changed.
+  void SetIdleLocked(bool idle);
+  // Some endpoint's handler runs now, on any thread (mu() held): the
+  // application is busy even if the thread driving the engine waits (a
+  // keeper drives it while a long handler runs).
+  bool HandlerRunningLocked() const;
 
   const Clock& clock_ = SystemClock::Get();
   const engine::EngineConfig config_;
@@ -135,6 +143,11 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // Set when some endpoint has handlers to run: the lock-free check every
   // waiting turn makes before looking.
   std::atomic<bool> calls_pending_{false};
+  // Whether the engines were last told their driver spins idle (SetIdle;
+  // written under mu_, read without it by a wait on its way out). Only a
+  // private host's (managed) engine has anyone to tell.
+  std::atomic<bool> said_idle_{false};
+  bool reports_idle_ = false;
   static thread_local const EngineHost* polling_;
 };
 

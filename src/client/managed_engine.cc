@@ -395,6 +395,10 @@ bool ManagedEngine::PrepareToSleep() {
   return link_->completions().LoadPeerIndex() == link_->completions().position();
 }
 
+void ManagedEngine::SetIdle(bool idle) {
+  if (link_ != nullptr && !broken_.has_value()) link_->completions().SetIdle(idle);
+}
+
 void ManagedEngine::KeepAwake() {
   keep_awake_ = true;
   if (link_ != nullptr && !broken_.has_value()) {

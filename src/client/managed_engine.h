@@ -83,6 +83,7 @@ class ManagedEngine final : public engine::EngineApi {
   TimeNs NextDeadline() const override;
   void AppendReadableFds(std::vector<int>* fds) const override;
   bool PrepareToSleep() override;
+  void SetIdle(bool idle) override;
   void KeepAwake() override;
   Buffer AllocateBuffer(size_t size) override;
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;

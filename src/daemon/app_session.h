@@ -154,6 +154,13 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   bool awaiting_answers() const {
     return !calls_.empty() || (engine_ != nullptr && engine_->ops_awaiting_answer() > 0);
   }
+  // Whether the application has no use for a CPU it may share with us: it
+  // is not attached (yet or any more), or its completion ring's idle hint
+  // says it spins waiting for us with nothing of its own to do. Untrusted:
+  // it only decides how long wharfd keeps the CPU before yielding it.
+  bool application_idle() const {
+    return !attached_ || closing_ || completions_->PeerIdle();
+  }
   const SessionCounters& counters() const { return counters_; }
   // The engine's and transports' counters (empty before Attach).
   std::vector<std::pair<std::string, uint64_t>> EngineCounters() const;

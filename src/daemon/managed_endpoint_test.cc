@@ -3,8 +3,12 @@
 // same-host delivery, and applications coming and going.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -186,6 +190,74 @@ TEST_F(ManagedEndpointTest, SendReleasesAndBufferReleasesAreBatched) {
   }
   EXPECT_EQ(StatOf(**server, "managed.send_area_bytes_in_use"), 0u);
   EXPECT_LT(StatOf(**server, "managed.commands"), 2u * kRounds * kCalls);
+}
+
+// What wharfd's status says of the application at `endpoint`: its "idle"
+// (it waits for wharfd with nothing of its own to do), or nullopt.
+std::optional<bool> IdleOf(const std::string& socket, const std::string& endpoint) {
+  Result<std::string> text = internal::QueryDaemonStatus(socket, std::chrono::seconds(2));
+  if (!text.ok()) return std::nullopt;
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) return std::nullopt;
+  for (const nlohmann::json& app : doc["applications"]) {
+    if (app["endpoint"] == endpoint) return app["idle"].get<bool>();
+  }
+  return std::nullopt;
+}
+
+// Polls IdleOf until it reads `want` (10 s at most).
+bool BecomesIdle(const std::string& socket, const std::string& endpoint, bool want) {
+  const TimeNs end = SystemClock::Get().NowNs() + 10 * kNsPerSec;
+  while (SystemClock::Get().NowNs() < end) {
+    if (IdleOf(socket, endpoint) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// An application tells wharfd when it waits with nothing of its own to do
+// (its completion ring's idle hint), so that wharfd keeps a CPU they share
+// longer before yielding it to them. A handler that runs is work of its
+// own, and so is whatever the application does outside a wait.
+TEST_F(ManagedEndpointTest, ApplicationsSayWhenTheyWaitIdle) {
+  auto server = Open("homa://0.0.0.0:0/echo");
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  ASSERT_TRUE((*server)
+                  ->Serve(7, [&](const RpcContext&, Buffer req) -> Result<Buffer> {
+                    entered = true;
+                    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    return Buffer::Copy(req.AsStringView());
+                  })
+                  .ok());
+  testing::ServerThread running(**server);
+  auto client = Open();
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const std::string& socket = daemon_->socket();
+  const std::string server_at = (*server)->address();
+  const std::string client_at = (*client)->address();
+  EXPECT_TRUE(BecomesIdle(socket, server_at, true)) << "a server with nothing to serve waits idle";
+  EXPECT_EQ(IdleOf(socket, client_at), false) << "an application not waiting is at work";
+
+  Completion call = (*client)->ICall(server_at, 7, Buffer::Copy("x"));
+  std::thread waiting([&] { (void)call.Wait(std::chrono::seconds(20)); });
+  const TimeNs end = SystemClock::Get().NowNs() + 10 * kNsPerSec;
+  while (!entered && SystemClock::Get().NowNs() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(entered);
+  EXPECT_TRUE(BecomesIdle(socket, client_at, true)) << "the caller waits for its answer";
+  // Past endpoint.keeper_after (20 ms) twice: a keeper thread drives the
+  // server's engine while the handler runs, and finds nothing to do.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(IdleOf(socket, server_at), false) << "a handler runs";
+
+  release = true;
+  waiting.join();
+  EXPECT_TRUE(call.status().ok()) << call.status();
+  EXPECT_TRUE(BecomesIdle(socket, client_at, false)) << "back to its own work after the wait";
+  EXPECT_TRUE(BecomesIdle(socket, server_at, true)) << "the server waits again";
 }
 
 TEST_F(ManagedEndpointTest, MessagesOverAConnection) {

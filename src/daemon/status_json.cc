@@ -27,6 +27,7 @@ std::string Daemon::StatusJson() const {
         {"inflight", s->inflight()},
         {"requests_in_service", s->requests_in_service()},
         {"connections", s->connections()},
+        {"idle", s->application_idle()},
         {"commands", c.commands},
         {"completions", c.completions},
         {"bad_commands", c.bad_commands},

@@ -266,6 +266,7 @@ transport::PollResult Daemon::Pass() {
   // deadlines, after every session ran.
   const TimeNs after = clock_.NowNs();
   awaiting_answers_ = false;
+  all.served_idle = true;
   for (auto& [id, session] : sessions_) {
     TimeNs next = session->NextDeadline();
     if (next <= after) {
@@ -276,6 +277,7 @@ transport::PollResult Daemon::Pass() {
     }
     all.next_deadline = std::min(all.next_deadline, next);
     awaiting_answers_ = awaiting_answers_ || session->awaiting_answers();
+    all.served_idle = all.served_idle && session->application_idle();
   }
   for (auto& own : own_) {
     // The own endpoints' traffic is not on anyone's fast path (a tcp://

@@ -82,6 +82,11 @@ class EngineApi {
   // false means work arrived meanwhile (do not sleep). Managed mode raises
   // its "wake me" flag here.
   virtual bool PrepareToSleep() { return true; }
+  // Whether the thread driving this engine spins waiting for it with no work
+  // of its own (true: its last turn found nothing), or goes back to work
+  // (false). Managed mode tells wharfd (the completion ring's idle hint),
+  // which then keeps a CPU the two share longer before yielding it.
+  virtual void SetIdle(bool /*idle*/) {}
   // From now on an application sleeps on the fds in its own loop (it took
   // the endpoint's fd), without PrepareToSleep: keep them signalling.
   virtual void KeepAwake() {}

@@ -175,7 +175,8 @@ TEST_F(WaiterTest, ASpinCallableIsAskedAfterWorkAndDecidesWhenToSleep) {
 }
 
 // wharfd's spin: a yield after a turn that handed work to an application,
-// otherwise at most every kMaxSpinWithoutYield (virtual time here).
+// otherwise at most every kMaxSpinWithoutYield, or kMaxIdleSpinWithoutYield
+// while everyone it serves spins idle (virtual time here).
 TEST(WaiterYieldTest, YieldsOnlyAfterAHandoffOrTheBound) {
   SimClock clock;
   clock.AdvanceTo(kNsPerSec);
@@ -188,6 +189,7 @@ TEST(WaiterYieldTest, YieldsOnlyAfterAHandoffOrTheBound) {
   struct Step {
     bool handed_off;
     DurationNs advance;
+    bool served_idle = false;
   };
   auto spin = [&](const std::vector<Step>& steps) {
     size_t next = 0;
@@ -199,7 +201,8 @@ TEST(WaiterYieldTest, YieldsOnlyAfterAHandoffOrTheBound) {
           return transport::PollResult{.work = 1,
                                        .next_deadline = kNever,
                                        .now = clock.NowNs(),
-                                       .handed_off = s.handed_off};
+                                       .handed_off = s.handed_off,
+                                       .served_idle = s.served_idle};
         },
         [] {}, [] { return false; }, kNever, kNsPerSec);
   };
@@ -209,10 +212,20 @@ TEST(WaiterYieldTest, YieldsOnlyAfterAHandoffOrTheBound) {
   EXPECT_EQ(waiter.yields(), 1u) << "the handoff's turn yields";
   spin({{false, Waiter::kMaxSpinWithoutYield}, {false, kNsPerUs}});
   EXPECT_EQ(waiter.yields(), 2u) << "the bound since the wait began";
+  // Served processes that spin idle would only yield back: the long bound.
+  spin({{false, Waiter::kMaxSpinWithoutYield, true}, {false, kNsPerUs, true}});
+  EXPECT_EQ(waiter.yields(), 2u) << "20 us of idle applications is no reason";
+  spin({{false, Waiter::kMaxIdleSpinWithoutYield, true}, {false, kNsPerUs, true}});
+  EXPECT_EQ(waiter.yields(), 3u) << "the long bound";
+  spin({{false, Waiter::kMaxSpinWithoutYield, true}, {true, 0, true}, {false, 0, true}});
+  EXPECT_EQ(waiter.yields(), 4u) << "a handoff yields whatever the hint";
+  // One of them busy again: the short bound.
+  spin({{false, Waiter::kMaxSpinWithoutYield, false}, {false, kNsPerUs}});
+  EXPECT_EQ(waiter.yields(), 5u);
   // Without the policy every spinning turn yields (applications).
   waiter.set_yield_only_after_handoff(false);
   spin(std::vector<Step>(5, Step{false, 0}));
-  EXPECT_EQ(waiter.yields(), 2u + 4u);  // the last turn finds the wait done
+  EXPECT_EQ(waiter.yields(), 5u + 4u);  // the last turn finds the wait done
 }
 
 TEST_F(WaiterTest, ExposedFdsStayWatchedWhileSpinning) {

@@ -32,10 +32,13 @@
 //     +0    RingControl.producer  one cache line, written only by the producer:
 //             +0  value u64       the producer index
 //             +8  waiting u32     unused, zero
+//             +12 idle u32        unused, zero
 //     +64   RingControl.consumer  one cache line, written only by the consumer:
 //             +64 value u64       the consumer index
 //             +72 waiting u32     non-zero: the consumer is about to sleep on
 //                                 its doorbell (spsc_ring.h SetWaiting)
+//             +76 idle u32        non-zero: the consumer waits for entries
+//                                 with nothing else to do (SetIdle)
 //     +128  slots: entries x Descriptor (64 B each); slot of index i is
 //           slots[i & (entries - 1)]
 //
@@ -66,8 +69,9 @@ namespace wharf::shm {
 inline constexpr uint64_t kRegionMagic = 0x4D48534652414857ull;
 // Bumped on any change to the bytes drawn above or to what ring entries mean
 // (commands.h). 2: RingIndex.waiting. 3: batched releases (kReleaseBuffer
-// and kSendReleased aux fields, kFlagSendReleased on kCompletion).
-inline constexpr uint32_t kLayoutVersion = 3;
+// and kSendReleased aux fields, kFlagSendReleased on kCompletion). 4:
+// RingIndex.idle.
+inline constexpr uint32_t kLayoutVersion = 4;
 
 inline constexpr size_t kCacheLineBytes = 64;
 // Sections start on page boundaries so each can be mapped, locked or
@@ -147,11 +151,16 @@ struct alignas(kCacheLineBytes) RingIndex {
   uint32_t waiting;  // consumer's line: non-zero while it is going to sleep
                      // (the sleep/wake protocol in spsc_ring.h); producer's
                      // line: unused, zero
-  uint8_t reserved[kCacheLineBytes - sizeof(uint64_t) - sizeof(uint32_t)];
+  uint32_t idle;     // consumer's line: non-zero while it spins waiting for
+                     // entries with no work of its own (a hint for a
+                     // producer sharing its CPU, spsc_ring.h SetIdle);
+                     // producer's line: unused, zero
+  uint8_t reserved[kCacheLineBytes - sizeof(uint64_t) - 2 * sizeof(uint32_t)];
 };
 static_assert(sizeof(RingIndex) == kCacheLineBytes);
 static_assert(offsetof(RingIndex, value) == 0);
 static_assert(offsetof(RingIndex, waiting) == 8);
+static_assert(offsetof(RingIndex, idle) == 12);
 
 struct RingControl {
   RingIndex producer;  // entries ever pushed; written by the producer only

@@ -54,6 +54,10 @@ uint32_t SpscProducer::PeerWaitingToken() const {
   return std::atomic_ref<uint32_t>(control_->consumer.waiting).load(std::memory_order_relaxed);
 }
 
+bool SpscProducer::PeerIdle() const {
+  return std::atomic_ref<uint32_t>(control_->consumer.idle).load(std::memory_order_relaxed) != 0;
+}
+
 size_t SpscProducer::TryPush(std::span<const Descriptor> entries) {
   if (FreeSlots() < entries.size()) AdoptPeerIndex(LoadPeerIndex());
   const size_t n = std::min(entries.size(), FreeSlots());
@@ -94,6 +98,12 @@ void SpscConsumer::SetWaitingToken(uint32_t token) {
   // Orders the store above before the caller's next load of the producer
   // index; pairs with the fence in SpscProducer::PeerWaiting.
   if (token != 0) std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void SpscConsumer::SetIdle(bool idle) {
+  if (idle == idle_) return;
+  idle_ = idle;
+  std::atomic_ref<uint32_t>(control_->consumer.idle).store(idle ? 1 : 0, std::memory_order_relaxed);
 }
 
 size_t SpscConsumer::TryPop(std::span<Descriptor> out) {

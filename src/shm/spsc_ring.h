@@ -50,6 +50,12 @@
 // rings it is party to: missing ones delay its own traffic, extra ones cost
 // the other side a wake-up. It is never used as a count or an address.
 //
+// `idle` (SetIdle / PeerIdle), on the same line, needs no protocol: the
+// consumer says it spins waiting for entries with no work of its own, and a
+// producer that shares its CPU and spins too may keep the CPU longer instead
+// of yielding it to a process that would only yield it back. A wrong value
+// costs the liar CPU time or the producer a yield, nothing more.
+//
 // These ends trust the peer: a garbage peer index cannot make them touch
 // memory outside the ring's slots, but can make them read or overwrite
 // garbage. The daemon wraps them in validator.h's ValidatingConsumer /
@@ -118,6 +124,9 @@ class SpscProducer {
   // (SetWaitingToken) lets the producer ring once per sleep, not once per
   // batch it publishes while the consumer is still waking up.
   uint32_t PeerWaitingToken() const;
+  // The consumer's `idle` hint (SpscConsumer::SetIdle): a relaxed load, no
+  // fence. Untrusted.
+  bool PeerIdle() const;
 
  private:
   RingControl* const control_;
@@ -166,6 +175,10 @@ class SpscConsumer {
   // The same with a token naming this sleep (nonzero: waiting), so that a
   // producer remembering the last token it rang for rings once per sleep.
   void SetWaitingToken(uint32_t token);
+  // Says whether we spin waiting for entries with nothing else to do (true)
+  // or have work of our own (false). A relaxed store, made only when the
+  // value changes (the line is the producer's to read on every pass).
+  void SetIdle(bool idle);
 
  private:
   RingControl* const control_;
@@ -174,6 +187,7 @@ class SpscConsumer {
   const uint64_t mask_;
   uint64_t consumer_ = 0;         // our index; the shared copy is write-only to us
   uint64_t cached_producer_ = 0;  // the peer's index as last adopted
+  bool idle_ = false;             // what we last stored in `idle`
 };
 
 }  // namespace wharf::shm

@@ -295,6 +295,48 @@ TEST(SpscRingWaitingTest, GarbageFlagOnlyMeansADoorbell) {
   EXPECT_TRUE(Matches(out[2], 2));
 }
 
+// SetIdle / PeerIdle: the spin hint, in the consumer's line 12 bytes after its
+// index, stored only when it changes.
+TEST(SpscRingIdleTest, ConsumerHintIsSeenByTheProducer) {
+  auto region = MakeRegion(8, "idle");
+  SpscProducer producer(region->completion_ring());
+  SpscConsumer consumer(region->completion_ring());
+  EXPECT_FALSE(producer.PeerIdle());
+  consumer.SetIdle(true);
+  EXPECT_TRUE(producer.PeerIdle());
+  const auto* control = reinterpret_cast<const std::byte*>(region->completion_ring().control);
+  uint32_t raw = 0;
+  std::memcpy(&raw, control + kCacheLineBytes + 12, sizeof(raw));
+  EXPECT_EQ(raw, 1u);
+  EXPECT_EQ(region->completion_ring().control->producer.idle, 0u);
+  // Independent of the sleep flag beside it.
+  EXPECT_FALSE(producer.PeerWaiting());
+  consumer.SetIdle(false);
+  EXPECT_FALSE(producer.PeerIdle());
+  // The other ring's hint is separate.
+  SpscConsumer other(region->command_ring());
+  other.SetIdle(true);
+  EXPECT_FALSE(producer.PeerIdle());
+}
+
+TEST(SpscRingIdleTest, StoredOnlyWhenItChanges) {
+  auto region = MakeRegion(8, "idle-changes");
+  SpscProducer producer(region->completion_ring());
+  SpscConsumer consumer(region->completion_ring());
+  consumer.SetIdle(true);
+  // Someone else overwrites the word; setting the same value again does not
+  // store, so the overwrite stays (the consumer keeps its line quiet).
+  region->completion_ring().control->consumer.idle = 0;
+  consumer.SetIdle(true);
+  EXPECT_FALSE(producer.PeerIdle());
+  consumer.SetIdle(false);
+  consumer.SetIdle(true);
+  EXPECT_TRUE(producer.PeerIdle());
+  // Any non-zero value a peer writes reads as idle.
+  region->completion_ring().control->consumer.idle = 0xdeadbeef;
+  EXPECT_TRUE(producer.PeerIdle());
+}
+
 // Cross-process: the parent plays wharfd (the validating ends), a forked
 // child plays the application (the trusting ends) on its own mapping of the
 // inherited memfd.

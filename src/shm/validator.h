@@ -136,6 +136,10 @@ class ValidatingProducer {
   // that only decides whether it gets a doorbell.
   bool PeerWaiting() const { return ring_.PeerWaiting(); }
   uint32_t PeerWaitingToken() const { return ring_.PeerWaitingToken(); }
+  // The application's hint that it spins waiting for entries with no work of
+  // its own (SpscConsumer::SetIdle); it only decides how long wharfd keeps a
+  // CPU they share before yielding it.
+  bool PeerIdle() const { return ring_.PeerIdle(); }
   uint32_t capacity() const { return ring_.capacity(); }
 
  private:

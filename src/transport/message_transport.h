@@ -64,6 +64,11 @@ struct PollResult {
   // Work was handed to another process of this host (wharfd to an
   // application): a loop that yields its CPU to such processes does so now.
   bool handed_off = false;
+  // Every process of this host that the loop serves said it spins waiting
+  // for the loop with no work of its own (wharfd: each application's idle
+  // hint): yielding the CPU to one of them only gets it back. False when
+  // unknown.
+  bool served_idle = false;
 };
 
 // Where a transport may place a message it receives: memory its host wants
