@@ -166,7 +166,7 @@ bool EngineHost::HandlerRunningLocked() const {
 }
 
 void EngineHost::SetIdleLocked(bool idle) {
-  if (!reports_idle_ || said_idle_.load(std::memory_order_relaxed) == idle) return;
+  if (said_idle_.load(std::memory_order_relaxed) == idle) return;
   said_idle_.store(idle, std::memory_order_relaxed);
   for (EndpointCore* core : cores_) core->SetIdle(idle);
 }
@@ -180,13 +180,18 @@ bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_n
       std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
       // Taken: another thread is making progress for everybody.
       if (lock.owns_lock() && !closed) {
-        // Busy while the poll runs (handlers run inside it): a thread
-        // preempted in a long handler is not idle. After it the waiter
-        // yields (or sleeps) until wharfd (managed) hands us more, unless
-        // handlers wait to run below.
-        SetIdleLocked(false);
-        r = PollLocked();
-        SetIdleLocked(!calls_pending_.load(std::memory_order_acquire) && !HandlerRunningLocked());
+        if (!reports_idle_) {
+          r = PollLocked();
+        } else {
+          // Busy while the poll runs (handlers run inside it): a thread
+          // preempted in a long handler is not idle. After it the waiter
+          // yields (or sleeps) until wharfd hands us more, unless handlers
+          // wait to run below or run on another thread.
+          SetIdleLocked(false);
+          r = PollLocked();
+          SetIdleLocked(!calls_pending_.load(std::memory_order_acquire) &&
+                        !HandlerRunningLocked());
+        }
       }
     }
     if (dispatch && DispatchCalls(caller) > 0) {

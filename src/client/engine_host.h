@@ -117,7 +117,7 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   EngineHost(const engine::EngineConfig& config) : config_(config) {}
   void WatchNewFds();
   // Tells every endpoint's engine whether its driver spins idle (mu() held),
-  // when that changed.
+  // when that changed. Only hosts that reports_idle_ call it.
   void SetIdleLocked(bool idle);
   // Some endpoint's handler runs now, on any thread (mu() held): the
   // application is busy even if the thread driving the engine waits (a
@@ -144,9 +144,10 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // waiting turn makes before looking.
   std::atomic<bool> calls_pending_{false};
   // Whether the engines were last told their driver spins idle (SetIdle;
-  // written under mu_, read without it by a wait on its way out). Only a
-  // private host's (managed) engine has anyone to tell.
+  // written under mu_, read without it by a wait on its way out).
   std::atomic<bool> said_idle_{false};
+  // A private host's (managed) engine has someone to tell (wharfd); an
+  // embedded host's turns skip the bookkeeping. Set once, at creation.
   bool reports_idle_ = false;
   static thread_local const EngineHost* polling_;
 };

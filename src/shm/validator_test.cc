@@ -67,7 +67,8 @@ TEST(ValidateHeaderTest, NamesEachCorruptField) {
       {"magic", [](RegionHeader& h) { h.magic = 0x1234; },
        "region header: magic 0x1234 (expected 0x4d48534652414857)"},
       {"version", [](RegionHeader& h) { h.layout_version = kLayoutVersion + 1; },
-       "region header: layout version 4 (expected 3)"},
+       "region header: layout version " + std::to_string(kLayoutVersion + 1) + " (expected " +
+           std::to_string(kLayoutVersion) + ")"},
       {"header bytes", [](RegionHeader& h) { h.header_bytes = 8192; },
        "region header: header bytes 8192 (expected 4096)"},
       {"total", [](RegionHeader& h) { h.total_bytes = UINT64_MAX; },
