@@ -428,8 +428,11 @@ TEST_P(DaemonRestartTest, CallsFailWhileDownAndApplicationsAttachAgain) {
   const int signo = GetParam();
   auto daemon = StartDaemon();
   ASSERT_NE(daemon, nullptr);
-  // Each echo is answered after 300 ms: long enough to stop wharfd under one.
-  auto server = StartServer({"--handler-delay", "300"});
+  // Each echo is answered after 2 s: long enough to see it held and stop
+  // wharfd under it. Each status look is a `wharf status` process, which
+  // took 70 ms here and over 300 ms under ASan (a 300 ms delay then let the
+  // answer come first).
+  auto server = StartServer({"--handler-delay", "2000"});
   ASSERT_NE(server, nullptr);
   const pid_t server_pid = server->process().pid();
   auto client = Attach();
