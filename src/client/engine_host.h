@@ -117,7 +117,7 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   EngineHost(const engine::EngineConfig& config) : config_(config) {}
   void WatchNewFds();
   // Tells every endpoint's engine whether its driver spins idle (mu() held),
-  // when that changed. Only hosts that reports_idle_ call it.
+  // when that changed. Only hosts with reports_idle_ call it.
   void SetIdleLocked(bool idle);
   // Some endpoint's handler runs now, on any thread (mu() held): the
   // application is busy even if the thread driving the engine waits (a
