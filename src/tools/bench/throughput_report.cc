@@ -52,6 +52,14 @@ std::string CrossCpuLine(const std::vector<double>& gbps) {
   return out + " (a VM's rate can change for minutes; bulk rows move with it)\n";
 }
 
+// "machine: ..." with the process switch probes, one per round; "" without.
+std::string SwitchLine(const std::vector<double>& us) {
+  if (us.empty()) return "";
+  std::string out = "machine: process switch on the client CPU, us, before each round:";
+  for (size_t i = 0; i < us.size(); ++i) out += (i == 0 ? " " : ", ") + Format("%.1f", us[i]);
+  return out + " (managed rows pay two per batch of RPCs on each CPU)\n";
+}
+
 // The ratios of one round (or of a run of one round).
 double OneRpcRatio(const ThroughputPathResult& path, const ThroughputRow& row,
                    const std::string& baseline) {
@@ -172,6 +180,7 @@ std::string FormatThroughputReport(const ThroughputReport& report) {
              "rounds' ratios, their range last\n";
     }
     out += CrossCpuLine(p.cross_cpu_gbps);
+    out += SwitchLine(p.process_switch_us);
     if (!p.rpc.empty()) {
       std::snprintf(line, sizeof(line),
                     "RPC throughput, %llu B requests and responses, closed loop:\n",
@@ -299,6 +308,7 @@ std::string ThroughputReportJson(const ThroughputReport& report) {
                      {"errors", p.errors},
                      {"notes", p.notes},
                      {"cross_cpu_copy_gbit_per_sec", p.cross_cpu_gbps},
+                     {"process_switch_us", p.process_switch_us},
                      {"rounds", rounds}});
   }
   doc["paths"] = paths;

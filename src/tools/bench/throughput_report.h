@@ -30,6 +30,9 @@ struct ThroughputPathResult {
   // before and after each round: a pair per round, in order. Empty when the
   // sides are not pinned to two CPUs.
   std::vector<double> cross_cpu_gbps;
+  // What handing the client's CPU from one process to another costs
+  // (switch_probe.h), µs, taken before each round. Empty when not pinned.
+  std::vector<double> process_switch_us;
   // With --rounds N > 1, what each round measured (rows, iperf3, errors);
   // the fields above are then their medians (throughput_rounds.h).
   std::vector<ThroughputPathResult> rounds;

@@ -121,5 +121,20 @@ TEST(ThroughputReportTest, CrossCpuProbesAreShownPerRoundAndKeptInJson) {
   EXPECT_DOUBLE_EQ(doc["paths"][0]["cross_cpu_copy_gbit_per_sec"][1].get<double>(), 479.0);
 }
 
+TEST(ThroughputReportTest, SwitchProbesAreShownPerRoundAndKeptInJson) {
+  ThroughputReport report;
+  report.paths = {Path()};
+  EXPECT_EQ(FormatThroughputReport(report).find("process switch"), std::string::npos);
+  report.paths[0].process_switch_us = {4.93, 5.51};
+  const std::string text = FormatThroughputReport(report);
+  EXPECT_NE(text.find("machine: process switch on the client CPU, us, before each round: 4.9, "
+                      "5.5"),
+            std::string::npos)
+      << text;
+  const nlohmann::json doc = nlohmann::json::parse(ThroughputReportJson(report));
+  ASSERT_EQ(doc["paths"][0]["process_switch_us"].size(), 2u);
+  EXPECT_DOUBLE_EQ(doc["paths"][0]["process_switch_us"][1].get<double>(), 5.51);
+}
+
 }  // namespace
 }  // namespace wharf::tools::bench

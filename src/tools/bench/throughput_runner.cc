@@ -21,6 +21,7 @@
 #include "tools/bench/cluster_runner.h"
 #include "tools/bench/cross_cpu_probe.h"
 #include "tools/bench/sockets.h"
+#include "tools/bench/switch_probe.h"
 #include "tools/bench/throughput_rounds.h"
 
 namespace wharf::tools::bench {
@@ -88,6 +89,7 @@ class PathRunner {
     const int rounds = std::max(1, c_.plan.rounds);
     if (rounds == 1) {
       ProbeCrossCpu();
+      ProbeSwitch();
       RunRound(&out_);
       ProbeCrossCpu();
       return;
@@ -96,6 +98,7 @@ class PathRunner {
       round_prefix_ = "round " + std::to_string(i) + "/" + std::to_string(rounds) + ": ";
       ThroughputPathResult round{.path = out_.path, .description = out_.description};
       ProbeCrossCpu();
+      ProbeSwitch();
       RunRound(&round);
       ProbeCrossCpu();
       out_.rounds.push_back(std::move(round));
@@ -131,6 +134,18 @@ class PathRunner {
     } else {
       probe_failed_ = true;
       out_.notes.push_back(rate.status().ToString());
+    }
+  }
+
+  // The other half of the regime (switch_probe.h), on the client's CPU.
+  void ProbeSwitch() {
+    if (!c_.plan.pin.pin || switch_probe_failed_) return;
+    Result<double> us = MeasureProcessSwitch({.cpu = c_.plan.pin.client_cpu});
+    if (us.ok()) {
+      out_.process_switch_us.push_back(*us);
+    } else {
+      switch_probe_failed_ = true;
+      out_.notes.push_back(us.status().ToString());
     }
   }
 
@@ -262,6 +277,7 @@ class PathRunner {
   ThroughputPathResult* round_ = nullptr;  // where this round's results go (out_ with one round)
   std::string round_prefix_;               // "round 2/3: " in progress lines, "" with one round
   bool probe_failed_ = false;              // one note, then no more probes
+  bool switch_probe_failed_ = false;       // the same for the switch probe
 };
 
 std::vector<int> SideCpus(const ThroughputPlan& plan) {
