@@ -89,9 +89,10 @@ Result<double> MeasureProcessSwitch(const SwitchProbeOptions& options) {
     // Taking turns, each side yields about as often as the other; a child
     // that barely ran means the yields went elsewhere (or nowhere).
     if (child_before == 0 || child_turns * 2 < own || own * 2 < child_turns) {
-      result = UnavailableError("process switch probe: the two processes did not take turns on CPU " +
-                                std::to_string(options.cpu) + " (" + std::to_string(own) +
-                                " and " + std::to_string(child_turns) + " yields)");
+      result =
+          UnavailableError("process switch probe: the two processes did not take turns on CPU " +
+                           std::to_string(options.cpu) + " (" + std::to_string(own) + " and " +
+                           std::to_string(child_turns) + " yields)");
       return;
     }
     result = static_cast<double>(now - start) / kNsPerUs / static_cast<double>(own + child_turns);

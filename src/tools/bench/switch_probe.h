@@ -28,7 +28,8 @@ struct SwitchProbeOptions {
 // process, the switch included). InvalidArgument for a negative CPU,
 // FailedPrecondition when the CPU cannot be used, Unavailable when the two
 // processes did not take turns (another runnable task on that CPU took most
-// of the yields), Internal when fork fails. Never leaves the child behind.
+// of the yields), the errno's status when mmap or fork fails. Never leaves
+// the child behind.
 Result<double> MeasureProcessSwitch(const SwitchProbeOptions& options);
 
 }  // namespace wharf::tools::bench
