@@ -83,8 +83,7 @@ Result<double> MeasureProcessSwitch(const SwitchProbeOptions& options) {
     }
     const uint64_t child_turns = shared->child_yields.load() - child_before;
     shared->stop.store(true);
-    int wstatus = 0;
-    while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
     // Taking turns, each side yields about as often as the other; a child
     // that barely ran means the yields went elsewhere (or nowhere).
