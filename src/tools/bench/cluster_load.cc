@@ -257,13 +257,25 @@ LoadResult RunUnloaded(LoadTransport& transport, const Clock& clock, const Unloa
   return result;
 }
 
+size_t ClosedLoopSampleRoom(const ClosedLoopOptions& o) {
+  if (o.reserve_samples > 0) return o.reserve_samples;
+  constexpr size_t kMin = size_t{1} << 16;
+  constexpr size_t kMax = size_t{1} << 24;
+  const double want = static_cast<double>(std::max<DurationNs>(0, o.duration_ns)) / kNsPerSec *
+                      static_cast<double>(kClosedLoopRoomPerSec);
+  return want >= static_cast<double>(kMax) ? kMax
+                                           : std::max(kMin, static_cast<size_t>(want));
+}
+
 ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
                                const ClosedLoopOptions& options) {
   ClosedLoopOptions o = options;
   o.in_flight = std::max(1, o.in_flight);
   o.rpc_timeout_ns = std::max<DurationNs>(1, o.rpc_timeout_ns);
   ClosedLoopResult result;
-  result.rtt_ns.reserve(o.reserve_samples);
+  // Touched now (resize writes every page), kept as capacity by clear().
+  result.rtt_ns.resize(ClosedLoopSampleRoom(o));
+  result.rtt_ns.clear();
   const TimeNs window_start = clock.NowNs() + std::max<DurationNs>(0, o.warmup_ns);
   const TimeNs window_end = window_start + o.duration_ns;
   ClosedLoop loop(o, clock, window_start, result);

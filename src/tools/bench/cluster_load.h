@@ -114,9 +114,10 @@ struct ClosedLoopOptions {
   // An RPC unanswered this long is abandoned (failed, timed_out) and its
   // slot re-issued: lost UDP datagrams are never answered.
   DurationNs rpc_timeout_ns = 1 * kNsPerSec;
-  // Room for this many round trips up front, so that the window rarely
-  // grows the vector (8 bytes each).
-  size_t reserve_samples = size_t{1} << 20;
+  // Room for this many round trips, made before the window opens so that
+  // the window neither grows the vector nor touches a page of it for the
+  // first time (8 bytes each); 0: ClosedLoopSampleRoom's estimate.
+  size_t reserve_samples = 0;
   // Called (on the driver's thread) when the window opens and when it
   // closes, e.g. to read the process's CPU time. May be empty.
   std::function<void()> window_opened;
@@ -145,6 +146,14 @@ struct ClosedLoopResult {
 // timeout), it is taken for the new RPC's.
 ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
                                const ClosedLoopOptions& options);
+
+// The room RunClosedLoop makes for round trips: reserve_samples, or else
+// duration_ns at kClosedLoopRoomPerSec (above every rate measured here),
+// between 64Ki and 16Mi samples. The window's first touch of each 4 KiB page
+// of the vector cost ~11 us in a VM here (a stall every 512 RPCs, for the
+// peer too), and outgrowing 1Mi samples at ~1M RPC/s copied 8 MiB mid-window.
+inline constexpr uint64_t kClosedLoopRoomPerSec = 1'500'000;
+size_t ClosedLoopSampleRoom(const ClosedLoopOptions& options);
 
 // P99 and max of `lateness` (0 when empty); sorts it.
 struct Lateness {

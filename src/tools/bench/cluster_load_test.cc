@@ -225,6 +225,35 @@ TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
   for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
 }
 
+TEST(ClusterLoadTest, ClosedLoopMakesRoomForItsWindowBeforeItOpens) {
+  // From the duration at 1.5M RPC/s, within [64Ki, 16Mi]; an explicit room wins.
+  EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 2 * kNsPerSec}), 3'000'000u);
+  EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 1 * kNsPerMs}), size_t{1} << 16);
+  EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 3600 * kNsPerSec}), size_t{1} << 24);
+  EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 2 * kNsPerSec, .reserve_samples = 10}), 10u);
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  const ClosedLoopResult r =
+      RunClosedLoop(transport, clock,
+                    {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
+                     .duration_ns = 10 * kNsPerMs});
+  EXPECT_EQ(r.rpcs, 800u);
+  EXPECT_GE(r.rtt_ns.capacity(), size_t{1} << 16);
+}
+
+TEST(ClusterLoadTest, ClosedLoopKeepsEverySampleWhenTheWindowOutgrowsItsRoom) {
+  // The fallback: a room of 16 for 800 answers grows, and loses none.
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 100 * kNsPerUs);
+  const ClosedLoopResult r =
+      RunClosedLoop(transport, clock,
+                    {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
+                     .duration_ns = 10 * kNsPerMs, .reserve_samples = 16});
+  EXPECT_EQ(r.rpcs, 800u);
+  ASSERT_EQ(r.rtt_ns.size(), 800u);
+  for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
+}
+
 TEST(ClusterLoadTest, AnswersOneWaitReportsShareOneClockRead) {
   // The fake spends 1 us per answer it reports; all 8 of a Wait were there
   // when it found the first, so each RTT is the 100 us latency, not up to
