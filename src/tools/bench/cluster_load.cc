@@ -181,19 +181,41 @@ class ClosedLoop final : public CompletionSink {
   TimeNs wait_now_ = 0;  // see BeginWait
 };
 
+// The expected RPCs plus a margin, so that the vectors rarely grow while
+// measuring.
+size_t OpenLoopRoom(const ArrivalGenerator& generator, const OpenLoopOptions& o) {
+  const double expected = static_cast<double>(std::max<DurationNs>(0, o.duration_ns)) /
+                          std::max(1.0, generator.rates().mean_gap_ns);
+  return static_cast<size_t>(std::min(expected * 1.2 + 64, 5e7));
+}
+
 }  // namespace
 
-LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, const Clock& clock,
-                       const OpenLoopOptions& o) {
+LoadResult PrepareOpenLoop(const ArrivalGenerator& generator, const OpenLoopOptions& o) {
   LoadResult result;
+  const size_t room = OpenLoopRoom(generator, o);
+  const size_t touched = std::min(room, kOpenLoopTouchedSamples);
+  // The whole room first (a later reserve would move to fresh pages); then
+  // resize writes the first `touched` samples' pages and clear keeps them.
+  result.samples.reserve(room);
+  result.lateness_ns.reserve(room);
+  result.samples.resize(touched);
+  result.samples.clear();
+  result.lateness_ns.resize(touched);
+  result.lateness_ns.clear();
+  return result;
+}
+
+LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, const Clock& clock,
+                       const OpenLoopOptions& o, LoadResult prepared) {
+  LoadResult result = std::move(prepared);
+  result.samples.clear();
+  result.lateness_ns.clear();
+  result.counters = {};
   Slots slots(std::max(1, o.max_outstanding), o.response_bytes, clock, result);
-  // Room for the expected RPCs plus a margin, so that vectors rarely grow
-  // while measuring.
-  const double expected =
-      static_cast<double>(o.duration_ns) / std::max(1.0, generator.rates().mean_gap_ns);
-  const auto reserve = static_cast<size_t>(std::min(expected * 1.2 + 64, 5e7));
-  result.samples.reserve(reserve);
-  result.lateness_ns.reserve(reserve);
+  const size_t room = OpenLoopRoom(generator, o);
+  if (result.samples.capacity() < room) result.samples.reserve(room);
+  if (result.lateness_ns.capacity() < room) result.lateness_ns.reserve(room);
 
   const TimeNs end_ns = o.start_ns + o.duration_ns;
   Arrival next = generator.Next();
@@ -267,15 +289,27 @@ size_t ClosedLoopSampleRoom(const ClosedLoopOptions& o) {
                                            : std::max(kMin, static_cast<size_t>(want));
 }
 
+ClosedLoopResult PrepareClosedLoop(const ClosedLoopOptions& options) {
+  ClosedLoopResult result;
+  // The whole room first (a later reserve would move to fresh pages); then
+  // resize writes the first pages and clear keeps them.
+  const size_t room = ClosedLoopSampleRoom(options);
+  result.rtt_ns.reserve(room);
+  result.rtt_ns.resize(std::min(room, kClosedLoopTouchedSamples));
+  result.rtt_ns.clear();
+  return result;
+}
+
 ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
-                               const ClosedLoopOptions& options) {
+                               const ClosedLoopOptions& options, ClosedLoopResult prepared) {
   ClosedLoopOptions o = options;
   o.in_flight = std::max(1, o.in_flight);
   o.rpc_timeout_ns = std::max<DurationNs>(1, o.rpc_timeout_ns);
   ClosedLoopResult result;
-  // Touched now (resize writes every page), kept as capacity by clear().
-  result.rtt_ns.resize(ClosedLoopSampleRoom(o));
+  result.rtt_ns = std::move(prepared.rtt_ns);
   result.rtt_ns.clear();
+  const size_t room = ClosedLoopSampleRoom(o);
+  if (result.rtt_ns.capacity() < room) result.rtt_ns.reserve(room);
   const TimeNs window_start = clock.NowNs() + std::max<DurationNs>(0, o.warmup_ns);
   const TimeNs window_end = window_start + o.duration_ns;
   ClosedLoop loop(o, clock, window_start, result);

@@ -81,9 +81,17 @@ struct LoadResult {
   std::vector<DurationNs> lateness_ns;
 };
 
-// Runs one thread's schedule. `generator` is consumed.
+// Room for one thread's expected RPCs plus a margin, made before the start:
+// the vectors' pages are written once now (up to kOpenLoopTouchedSamples of
+// each), since a page's first touch while measuring is a stall of ~11 us in
+// a VM here. Pass the result to RunOpenLoop.
+inline constexpr size_t kOpenLoopTouchedSamples = size_t{1} << 20;
+LoadResult PrepareOpenLoop(const ArrivalGenerator& generator, const OpenLoopOptions& options);
+
+// Runs one thread's schedule. `generator` is consumed. `prepared`: from
+// PrepareOpenLoop, or empty (the room is then reserved at the start).
 LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, const Clock& clock,
-                       const OpenLoopOptions& options);
+                       const OpenLoopOptions& options, LoadResult prepared = {});
 
 struct UnloadedOptions {
   int server = 1;
@@ -114,9 +122,8 @@ struct ClosedLoopOptions {
   // An RPC unanswered this long is abandoned (failed, timed_out) and its
   // slot re-issued: lost UDP datagrams are never answered.
   DurationNs rpc_timeout_ns = 1 * kNsPerSec;
-  // Room for this many round trips, made before the window opens so that
-  // the window neither grows the vector nor touches a page of it for the
-  // first time (8 bytes each); 0: ClosedLoopSampleRoom's estimate.
+  // Room for this many round trips (8 bytes each), so that the window
+  // rarely grows the vector; 0: ClosedLoopSampleRoom's estimate.
   size_t reserve_samples = 0;
   // Called (on the driver's thread) when the window opens and when it
   // closes, e.g. to read the process's CPU time. May be empty.
@@ -144,16 +151,24 @@ struct ClosedLoopResult {
 // spin; the free slots are re-issued after the pause. A tag is
 // reused when its RPC times out: should the answer still come (after the
 // timeout), it is taken for the new RPC's.
+// `prepared`: from PrepareClosedLoop, or empty (the room is then reserved
+// when it starts, its pages left to the window).
 ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
-                               const ClosedLoopOptions& options);
+                               const ClosedLoopOptions& options, ClosedLoopResult prepared = {});
 
-// The room RunClosedLoop makes for round trips: reserve_samples, or else
-// duration_ns at kClosedLoopRoomPerSec (above every rate measured here),
-// between 64Ki and 16Mi samples. The window's first touch of each 4 KiB page
-// of the vector cost ~11 us in a VM here (a stall every 512 RPCs, for the
-// peer too), and outgrowing 1Mi samples at ~1M RPC/s copied 8 MiB mid-window.
+// The room for round trips: reserve_samples, or else duration_ns at
+// kClosedLoopRoomPerSec (above every rate measured here), between 64Ki and
+// 16Mi samples. Outgrowing the old fixed 1Mi at ~1M RPC/s copied 8 MiB
+// mid-window.
 inline constexpr uint64_t kClosedLoopRoomPerSec = 1'500'000;
 size_t ClosedLoopSampleRoom(const ClosedLoopOptions& options);
+
+// That room, made before the start with its pages written (up to
+// kClosedLoopTouchedSamples): a page's first touch inside the window was a
+// stall of ~11 us in a VM here, every 512 RPCs, and the peer waited too.
+// Call it before waiting for the common start; pass it to RunClosedLoop.
+inline constexpr size_t kClosedLoopTouchedSamples = size_t{1} << 22;
+ClosedLoopResult PrepareClosedLoop(const ClosedLoopOptions& options);
 
 // P99 and max of `lateness` (0 when empty); sorts it.
 struct Lateness {

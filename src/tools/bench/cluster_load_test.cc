@@ -118,6 +118,35 @@ TEST(ClusterLoadTest, IssuesAtTheGeneratorsTimesWithoutWaitingForAnswers) {
   for (DurationNs late : r.lateness_ns) EXPECT_EQ(late, 0);
 }
 
+TEST(ClusterLoadTest, OpenLoopRunsInTheRoomPreparedBeforeTheStart) {
+  const Workload w = Workload::Fixed(10'000);
+  auto gen = ArrivalGenerator::Create(Config(), w, 1, 0, 7);
+  auto again = ArrivalGenerator::Create(Config(), w, 1, 0, 7);
+  ASSERT_TRUE(gen.ok() && again.ok());
+  const OpenLoopOptions o{.start_ns = 5'000'000, .duration_ns = 100 * kNsPerMs,
+                          .drain_ns = 10 * kNsPerMs, .max_outstanding = 64};
+  // ~156 expected at 1562 RPC/s: 1.2x plus 64, all of it written now.
+  LoadResult prepared = PrepareOpenLoop(*gen, o);
+  EXPECT_TRUE(prepared.samples.empty() && prepared.lateness_ns.empty());
+  ASSERT_GE(prepared.samples.capacity(), 200u);
+  ASSERT_GE(prepared.lateness_ns.capacity(), 200u);
+  const RpcSample* room = prepared.samples.data();
+
+  SimClock clock(1'000'000);
+  FakeTransport transport(clock, 1 * kNsPerMs);
+  LoadResult r = RunOpenLoop(*gen, transport, clock, o, std::move(prepared));
+  EXPECT_EQ(r.samples.data(), room);  // never grew: the prepared pages held them all
+  // The same run without a prepared room (the fallback) records the same.
+  SimClock clock2(1'000'000);
+  FakeTransport transport2(clock2, 1 * kNsPerMs);
+  LoadResult plain = RunOpenLoop(*again, transport2, clock2, o);
+  EXPECT_GT(r.counters.completed, 100u);
+  EXPECT_EQ(r.counters.completed, plain.counters.completed);
+  EXPECT_EQ(r.counters.issued, plain.counters.issued);
+  ASSERT_EQ(r.samples.size(), plain.samples.size());
+  EXPECT_EQ(r.lateness_ns, plain.lateness_ns);
+}
+
 // --response-size N: the samples say N bytes came back and issued_bytes
 // counts request + N, not twice the request.
 TEST(ClusterLoadTest, OpenLoopRecordsFixedResponses) {
@@ -225,20 +254,23 @@ TEST(ClusterLoadTest, ClosedLoopKeepsExactlyInFlightOutstanding) {
   for (DurationNs rtt : r.rtt_ns) EXPECT_EQ(rtt, 100 * kNsPerUs);
 }
 
-TEST(ClusterLoadTest, ClosedLoopMakesRoomForItsWindowBeforeItOpens) {
+TEST(ClusterLoadTest, ClosedLoopRunsInTheRoomPreparedBeforeTheStart) {
   // From the duration at 1.5M RPC/s, within [64Ki, 16Mi]; an explicit room wins.
   EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 2 * kNsPerSec}), 3'000'000u);
   EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 1 * kNsPerMs}), size_t{1} << 16);
   EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 3600 * kNsPerSec}), size_t{1} << 24);
   EXPECT_EQ(ClosedLoopSampleRoom({.duration_ns = 2 * kNsPerSec, .reserve_samples = 10}), 10u);
+  const ClosedLoopOptions o{.server = 1, .bytes = 64, .in_flight = 8,
+                            .warmup_ns = 1 * kNsPerMs, .duration_ns = 10 * kNsPerMs};
+  ClosedLoopResult prepared = PrepareClosedLoop(o);
+  EXPECT_TRUE(prepared.rtt_ns.empty());
+  ASSERT_GE(prepared.rtt_ns.capacity(), size_t{1} << 16);
+  const DurationNs* room = prepared.rtt_ns.data();
   SimClock clock(1'000'000);
   FakeTransport transport(clock, 100 * kNsPerUs);
-  const ClosedLoopResult r =
-      RunClosedLoop(transport, clock,
-                    {.server = 1, .bytes = 64, .in_flight = 8, .warmup_ns = 1 * kNsPerMs,
-                     .duration_ns = 10 * kNsPerMs});
+  const ClosedLoopResult r = RunClosedLoop(transport, clock, o, std::move(prepared));
   EXPECT_EQ(r.rpcs, 800u);
-  EXPECT_GE(r.rtt_ns.capacity(), size_t{1} << 16);
+  EXPECT_EQ(r.rtt_ns.data(), room);  // never grew: the prepared room held every sample
 }
 
 TEST(ClusterLoadTest, ClosedLoopKeepsEverySampleWhenTheWindowOutgrowsItsRoom) {

@@ -132,18 +132,19 @@ int RunClosedLoopNode(const ClusterNodeOptions& o, const ClusterNodeTransports& 
   Result<std::unique_ptr<LoadTransport>> transport = factories.open_load_transport(
       plan.transport, clock, std::max(o.max_outstanding, o.closed_loop));
   if (!transport.ok()) return Fail(transport.status().WithContext("client endpoint"));
-  SleepUntil(clock, clock.NowNs() + (o.start_at_ns - clock.WallNs()));
-
   Result<DurationNs> cpu_start = UnavailableError("window never opened");
   Result<DurationNs> cpu_end = UnavailableError("window never closed");
-  ClosedLoopResult r = RunClosedLoop(**transport, clock,
-                                     {.server = o.peer,
-                                      .bytes = o.size,
-                                      .in_flight = o.closed_loop,
-                                      .warmup_ns = *warmup_ns,
-                                      .duration_ns = plan.duration_ns,
-                                      .window_opened = [&] { cpu_start = ProcessCpuNs(0); },
-                                      .window_closed = [&] { cpu_end = ProcessCpuNs(0); }});
+  const ClosedLoopOptions loop{.server = o.peer,
+                               .bytes = o.size,
+                               .in_flight = o.closed_loop,
+                               .warmup_ns = *warmup_ns,
+                               .duration_ns = plan.duration_ns,
+                               .window_opened = [&] { cpu_start = ProcessCpuNs(0); },
+                               .window_closed = [&] { cpu_end = ProcessCpuNs(0); }};
+  // Before the start: the window begins at start + warmup for the runner too.
+  ClosedLoopResult prepared = PrepareClosedLoop(loop);
+  SleepUntil(clock, clock.NowNs() + (o.start_at_ns - clock.WallNs()));
+  ClosedLoopResult r = RunClosedLoop(**transport, clock, loop, std::move(prepared));
   std::sort(r.rtt_ns.begin(), r.rtt_ns.end());
   const double seconds = static_cast<double>(r.elapsed_ns) / kNsPerSec;
   nlohmann::json summary = {
@@ -279,11 +280,21 @@ int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports
     }
   }
 
+  const OpenLoopOptions open_loop{.start_ns = start_ns,
+                                  .duration_ns = plan.duration_ns,
+                                  .drain_ns = plan.drain_ns,
+                                  .max_outstanding = o.max_outstanding,
+                                  .response_bytes = o.response_size};
+  // The samples' room is made (and its pages touched) before the start.
+  std::vector<LoadResult> results(static_cast<size_t>(threads));
+  for (size_t t = 0; t < generators.size(); ++t) {
+    results[t] = PrepareOpenLoop(generators[t], open_loop);
+  }
+
   // Everything is open: wait for the common start.
   SleepUntil(clock, start_ns);
   const Result<DurationNs> cpu_start = ProcessCpuNs(0);
 
-  std::vector<LoadResult> results(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -294,12 +305,8 @@ int RunBenchClusterNode(const ClusterNodeOptions& o, const ClusterNodeTransports
                                   .per_size = o.per_size,
                                   .response_bytes = o.response_size});
       } else {
-        results[t] = RunOpenLoop(generators[t], *transports[t], clock,
-                                 {.start_ns = start_ns,
-                                  .duration_ns = plan.duration_ns,
-                                  .drain_ns = plan.drain_ns,
-                                  .max_outstanding = o.max_outstanding,
-                                  .response_bytes = o.response_size});
+        results[t] = RunOpenLoop(generators[t], *transports[t], clock, open_loop,
+                                 std::move(results[t]));
       }
     });
   }
