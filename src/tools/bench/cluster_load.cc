@@ -181,6 +181,17 @@ class ClosedLoop final : public CompletionSink {
   TimeNs wait_now_ = 0;  // see BeginWait
 };
 
+// Reserves `room` in `v` and writes the pages of its first `written`
+// elements (resize writes them, clear keeps them as capacity), so that
+// filling them later touches no page for the first time. The whole room
+// first: a later reserve would move to fresh pages.
+template <typename T>
+void ReserveWritten(std::vector<T>& v, size_t room, size_t written) {
+  v.reserve(room);
+  v.resize(std::min(room, written));
+  v.clear();
+}
+
 // The expected RPCs plus a margin, so that the vectors rarely grow while
 // measuring.
 size_t OpenLoopRoom(const ArrivalGenerator& generator, const OpenLoopOptions& o) {
@@ -194,15 +205,8 @@ size_t OpenLoopRoom(const ArrivalGenerator& generator, const OpenLoopOptions& o)
 LoadResult PrepareOpenLoop(const ArrivalGenerator& generator, const OpenLoopOptions& o) {
   LoadResult result;
   const size_t room = OpenLoopRoom(generator, o);
-  const size_t touched = std::min(room, kOpenLoopTouchedSamples);
-  // The whole room first (a later reserve would move to fresh pages); then
-  // resize writes the first `touched` samples' pages and clear keeps them.
-  result.samples.reserve(room);
-  result.lateness_ns.reserve(room);
-  result.samples.resize(touched);
-  result.samples.clear();
-  result.lateness_ns.resize(touched);
-  result.lateness_ns.clear();
+  ReserveWritten(result.samples, room, kOpenLoopTouchedSamples);
+  ReserveWritten(result.lateness_ns, room, kOpenLoopTouchedSamples);
   return result;
 }
 
@@ -213,9 +217,10 @@ LoadResult RunOpenLoop(ArrivalGenerator& generator, LoadTransport& transport, co
   result.lateness_ns.clear();
   result.counters = {};
   Slots slots(std::max(1, o.max_outstanding), o.response_bytes, clock, result);
+  // No-ops on a prepared room.
   const size_t room = OpenLoopRoom(generator, o);
-  if (result.samples.capacity() < room) result.samples.reserve(room);
-  if (result.lateness_ns.capacity() < room) result.lateness_ns.reserve(room);
+  result.samples.reserve(room);
+  result.lateness_ns.reserve(room);
 
   const TimeNs end_ns = o.start_ns + o.duration_ns;
   Arrival next = generator.Next();
@@ -291,12 +296,7 @@ size_t ClosedLoopSampleRoom(const ClosedLoopOptions& o) {
 
 ClosedLoopResult PrepareClosedLoop(const ClosedLoopOptions& options) {
   ClosedLoopResult result;
-  // The whole room first (a later reserve would move to fresh pages); then
-  // resize writes the first pages and clear keeps them.
-  const size_t room = ClosedLoopSampleRoom(options);
-  result.rtt_ns.reserve(room);
-  result.rtt_ns.resize(std::min(room, kClosedLoopTouchedSamples));
-  result.rtt_ns.clear();
+  ReserveWritten(result.rtt_ns, ClosedLoopSampleRoom(options), kClosedLoopTouchedSamples);
   return result;
 }
 
@@ -308,8 +308,7 @@ ClosedLoopResult RunClosedLoop(LoadTransport& transport, const Clock& clock,
   ClosedLoopResult result;
   result.rtt_ns = std::move(prepared.rtt_ns);
   result.rtt_ns.clear();
-  const size_t room = ClosedLoopSampleRoom(o);
-  if (result.rtt_ns.capacity() < room) result.rtt_ns.reserve(room);
+  result.rtt_ns.reserve(ClosedLoopSampleRoom(o));  // a no-op on a prepared room
   const TimeNs window_start = clock.NowNs() + std::max<DurationNs>(0, o.warmup_ns);
   const TimeNs window_end = window_start + o.duration_ns;
   ClosedLoop loop(o, clock, window_start, result);
