@@ -59,6 +59,8 @@ Result<std::string> QueryDaemonStatus(const std::string& path, std::chrono::mill
   WHARF_RETURN_IF_ERROR(c->Send(shm::EncodeRequest(shm::ControlType::kStatusRequest)));
   WHARF_ASSIGN_OR_RETURN(shm::ControlMessage m, ReceiveWithin(*c, timeout));
   WHARF_ASSIGN_OR_RETURN(shm::AttachMessage reply, shm::DecodeAttach(m.bytes));
+  // Refused (too many status requests this second): wharfd says why.
+  if (reply.type == shm::ControlType::kFault) return reply.fault.WithContext("wharfd");
   if (reply.type != shm::ControlType::kStatusReply) {
     return DataLossError("wharfd answered a status request with message type " +
                          std::to_string(static_cast<int>(reply.type)));

@@ -23,7 +23,7 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   if (options.hosting != Hosting::kEmbedded) {
     const std::string socket = DaemonSocketPath(options.daemon_socket);
     if (options.hosting == Hosting::kManaged || DaemonSocketExists(socket)) {
-      WHARF_RETURN_IF_ERROR(core->OpenManaged(options));
+      WHARF_RETURN_IF_ERROR(core->OpenManaged(options, uri));
       return core;
     }
   }
@@ -58,9 +58,11 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   return core;
 }
 
-Status EndpointCore::OpenManaged(const EndpointOptions& options) {
+Status EndpointCore::OpenManaged(const EndpointOptions& options, const engine::Uri& uri) {
+  // The name, if any, was resolved here, on the application's thread:
+  // wharfd takes numeric addresses only, as a lookup would block its loop.
   ManagedOptions managed{.socket_path = DaemonSocketPath(options.daemon_socket),
-                         .address = options.address};
+                         .address = engine::FormatUri(uri)};
   WHARF_ASSIGN_OR_RETURN(host_, EngineHost::Private(config_));
   std::lock_guard<HostMutex> lock(host_->mu());
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<ManagedEngine> engine,

@@ -177,8 +177,9 @@ class EndpointCore final : public engine::ProgressDriver,
   void WakeKeeper();
   void StopKeeper();
 
-  // Opens the engine in wharfd (managed mode) instead of in this process.
-  Status OpenManaged(const EndpointOptions& options);
+  // Opens the engine in wharfd (managed mode) instead of in this process,
+  // at `uri` (options.address, its name already resolved).
+  Status OpenManaged(const EndpointOptions& options, const engine::Uri& uri);
 
   const Clock& clock_ = SystemClock::Get();
   engine::EngineConfig config_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "shm/commands.h"
 
 namespace wharf::daemon {
@@ -42,11 +43,18 @@ AppSession::~AppSession() {
 
 Status AppSession::Attach(const shm::HelloMsg& hello) {
   auto refuse = [&](Status why) {
+    host_.NoteRefused();
     shm::WelcomeMsg w{.status = why};
     (void)control_->Send(shm::EncodeWelcome(w));
     return why;
   };
-  program_ = hello.program.substr(0, 64);
+  // Untrusted text bound for logs, terminals and JSON: the program name
+  // (any bytes a file may be called) is shown escaped and cut between
+  // characters; an address must be printable UTF-8 or the attach fails.
+  program_ = PrintableText(hello.program, kMaxProgramBytes);
+  if (Status text = CheckText(hello.address, "hello address", kMaxAddressBytes); !text.ok()) {
+    return refuse(text);
+  }
   if (Status admitted = host_.Admit(peer()); !admitted.ok()) return refuse(admitted);
   // The region: the application's geometry within our limits.
   shm::Geometry g = hello.geometry;
@@ -123,7 +131,14 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
   r.next_deadline = kNever;
   // Before the hello, the control socket is all there is.
   if (!closing_ && (check_control || !attached_)) HandleControl();
-  if (!attached_) return r;
+  if (!attached_) {
+    if (!closing_ && now >= hello_deadline_ns_) {
+      Close(DeadlineExceededError("no hello within " +
+                                  std::to_string(host_.config().hello_timeout_ns / kNsPerMs) +
+                                  " ms of connecting (daemon.hello_timeout)"));
+    }
+    return r;
+  }
   if (!closing_) {
     if (sleep_armed_) {
       // Its kWake messages, if any, were read by HandleControl.
@@ -158,6 +173,7 @@ bool AppSession::PrepareToSleep() {
 
 TimeNs AppSession::NextDeadline() const {
   TimeNs next = engine_ != nullptr ? engine_->NextDeadline() : kNever;
+  if (!attached_ && !closing_) next = std::min(next, hello_deadline_ns_);
   // Entries waiting for ring or heap room: the application frees either
   // without ringing us, so look again soon.
   if (!backlog_.empty() && !closing_) next = std::min(next, clock_.NowNs() + kNsPerMs);
@@ -218,42 +234,65 @@ void AppSession::HandleControl() {
           Close(InvalidArgumentError("second hello on an attached session"));
           return;
         }
-        control_->set_receive_deadline(kNever);
         if (Status s = Attach(m->hello); !s.ok()) {
           WHARF_LOG(kWarn, "wharfd: attach of pid {} refused: {}", peer().pid, s.ToString());
           Close(s);
           return;
         }
         break;
-      case shm::ControlType::kStatusRequest: {
-        control_->set_receive_deadline(kNever);
-        std::string json = status_provider_ ? status_provider_() : "{}";
-        if (Status sent = control_->Send(shm::EncodeStatusReply(json)); !sent.ok()) {
-          WHARF_LOG(kWarn, "wharfd: status reply of {} bytes not sent: {}", json.size(),
-                    sent.ToString());
+      case shm::ControlType::kStatusRequest:
+        AnswerStatusRequest();
+        break;
+      case shm::ControlType::kWake:
+      case shm::ControlType::kStatsRequest:
+        if (!attached_) {
+          // Only a hello or a status request may come first: a connection
+          // must not idle along on doorbells while it holds a slot.
+          ++counters_.control_refused;
+          Close(InvalidArgumentError("control socket: " +
+                                     std::string(m->type == shm::ControlType::kWake ? "a wake-up"
+                                                                                   : "a stats request") +
+                                     " before hello"));
+          return;
+        }
+        if (m->type == shm::ControlType::kWake) break;  // its doorbell: the commands are read below
+        {
+          std::vector<shm::Counter> stats;
+          for (auto& [name, value] : EngineCounters()) stats.push_back({name, value});
+          stats.push_back({"session.commands", counters_.commands});
+          stats.push_back({"session.completions", counters_.completions});
+          stats.push_back({"session.bad_commands", counters_.bad_commands});
+          stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
+          stats.push_back({"session.requests_refused", counters_.requests_refused});
+          stats.push_back({"session.received_in_place", counters_.received_in_place});
+          (void)control_->Send(shm::EncodeStatsReply(stats));
         }
         break;
-      }
-      case shm::ControlType::kWake:
-        break;  // its doorbell: the commands are read below
-      case shm::ControlType::kStatsRequest: {
-        std::vector<shm::Counter> stats;
-        for (auto& [name, value] : EngineCounters()) stats.push_back({name, value});
-        stats.push_back({"session.commands", counters_.commands});
-        stats.push_back({"session.completions", counters_.completions});
-        stats.push_back({"session.bad_commands", counters_.bad_commands});
-        stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
-        stats.push_back({"session.requests_refused", counters_.requests_refused});
-        stats.push_back({"session.received_in_place", counters_.received_in_place});
-        (void)control_->Send(shm::EncodeStatsReply(stats));
-        break;
-      }
       default:
         ++counters_.control_refused;
         Close(InvalidArgumentError("control socket: unexpected message type " +
                                    std::to_string(static_cast<int>(m->type))));
         return;
     }
+  }
+}
+
+void AppSession::AnswerStatusRequest() {
+  Result<std::string> json =
+      status_provider_ ? status_provider_() : Result<std::string>(std::string("{}"));
+  if (!json.ok()) {
+    // Refused (the rate limit) or not made: said to a status query, which
+    // then goes; an attached application's request is dropped, as a kFault
+    // would end its session.
+    if (!attached_) {
+      (void)control_->Send(shm::EncodeFault(json.status()));
+      Close(json.status());
+    }
+    return;
+  }
+  if (Status sent = control_->Send(shm::EncodeStatusReply(*json)); !sent.ok()) {
+    WHARF_LOG(kWarn, "wharfd: status reply of {} bytes not sent: {}", json->size(),
+              sent.ToString());
   }
 }
 

@@ -72,8 +72,10 @@ class SessionHost {
   virtual Result<AppEndpoint> OpenSecondary(std::string_view scheme) = 0;
   // May this application attach (allowed uids, how many are attached)?
   virtual Status Admit(const shm::PeerCredentials& peer) = 0;
-  // The application attached (its kWelcome went out).
+  // The application attached (its kWelcome went out), or its hello was
+  // refused (a refusing kWelcome went out).
   virtual void NoteAttached() = 0;
+  virtual void NoteRefused() = 0;
   virtual const DaemonConfig& config() const = 0;
   virtual const Clock& clock() const = 0;
 };
@@ -101,6 +103,10 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   // disconnects it sent on the application's behalf leave (a session that
   // never got an engine goes at once).
   static constexpr DurationNs kLinger = 200 * kNsPerMs;
+  // Longest program name kept (escaped and cut between characters) and
+  // longest endpoint address accepted from a hello.
+  static constexpr size_t kMaxProgramBytes = 64;
+  static constexpr size_t kMaxAddressBytes = 512;
   // Methods one application may serve at once: the engine keeps a table of
   // them, and every table fed by an application has a cap.
   static constexpr size_t kMaxServedMethods = 1024;
@@ -164,10 +170,15 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   const SessionCounters& counters() const { return counters_; }
   // The engine's and transports' counters (empty before Attach).
   std::vector<std::pair<std::string, uint64_t>> EngineCounters() const;
-  // Answers status and stats requests arriving on its control socket.
-  void set_status_provider(std::function<std::string()> provider) {
+  // Answers status requests arriving on its control socket (an error,
+  // such as a rate limit, goes back as kFault and ends an unattached
+  // connection).
+  void set_status_provider(std::function<Result<std::string>()> provider) {
     status_provider_ = std::move(provider);
   }
+  // Until it attaches: when it must have said hello (kNever: no limit).
+  // Nothing it sends before its hello extends this.
+  void set_hello_deadline(TimeNs deadline_ns) { hello_deadline_ns_ = deadline_ns; }
 
   // engine::EngineSink
   void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) override;
@@ -233,6 +244,7 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   void Fault(const shm::Descriptor& d, Status why);
 
   void HandleControl();
+  void AnswerStatusRequest();
   void TakeCommands(TimeNs now);
   // Moves pending entries into the ring (allocating receive-area ranges);
   // rings the application if it sleeps. True if it published entries the
@@ -317,7 +329,8 @@ class AppSession final : public engine::EngineSink, public transport::ReceiveAll
   // control_->counters().extra_fds_closed when last looked at.
   uint64_t extra_fds_seen_ = 0;
   SessionCounters counters_;
-  std::function<std::string()> status_provider_;
+  std::function<Result<std::string>()> status_provider_;
+  TimeNs hello_deadline_ns_ = kNever;
 };
 
 }  // namespace wharf::daemon

@@ -87,6 +87,30 @@ Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
     return InvalidArgumentError("daemon.busy_spin: expected at most 1s, got " +
                                 std::to_string(c->busy_spin_ns / kNsPerMs) + "ms");
   }
+  auto duration = [&](std::string_view key, DurationNs* field, DurationNs min,
+                      DurationNs max) -> Status {
+    WHARF_RETURN_IF_ERROR(Layered(f, o, field, [key](const ConfigDoc& d, DurationNs def) {
+      return d.GetDuration(key, def);
+    }));
+    if (*field < min || *field > max) {
+      return InvalidArgumentError(std::string(key) + ": expected " + std::to_string(min / kNsPerMs) +
+                                  "ms to " + std::to_string(max / kNsPerMs) + "ms, got " +
+                                  std::to_string(*field / kNsPerMs) + "ms");
+    }
+    return OkStatus();
+  };
+  WHARF_RETURN_IF_ERROR(duration("daemon.hello_timeout", &c->hello_timeout_ns, 100 * kNsPerMs,
+                                 60 * kNsPerSec));
+  WHARF_RETURN_IF_ERROR(uint("daemon.max_unattached", &c->max_unattached, 1, 1 << 16));
+  WHARF_RETURN_IF_ERROR(
+      uint("daemon.max_unattached_per_uid", &c->max_unattached_per_uid, 1, 1 << 16));
+  WHARF_RETURN_IF_ERROR(
+      uint("daemon.status_requests_per_second", &c->status_requests_per_second, 1, 100000));
+  WHARF_RETURN_IF_ERROR(duration("daemon.stall_threshold", &c->stall_threshold_ns, kNsPerMs,
+                                 60 * kNsPerSec));
+  WHARF_RETURN_IF_ERROR(Layered(f, o, &c->refuse_passed_fds, [](const ConfigDoc& d, bool def) {
+    return d.GetBool("daemon.refuse_passed_fds", def);
+  }));
   WHARF_RETURN_IF_ERROR(str("listen.homa", &c->listen_homa));
   WHARF_RETURN_IF_ERROR(str("listen.tcp", &c->listen_tcp));
   WHARF_RETURN_IF_ERROR(uint("limits.max_applications", &c->max_applications, 1, 1 << 20));

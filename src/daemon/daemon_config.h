@@ -58,6 +58,27 @@ struct DaemonConfig {
   // answering), instead of endpoint.spin. Its spin yields the CPU to any
   // other runnable thread; 0 uses endpoint.spin always.
   DurationNs busy_spin_ns = kNsPerMs;
+  // daemon.hello_timeout: a control connection that has not said hello
+  // this long after it connected is closed, whatever else it sent (status
+  // queries included: each is a connection of its own).
+  DurationNs hello_timeout_ns = 5 * kNsPerSec;
+  // daemon.max_unattached / daemon.max_unattached_per_uid: control
+  // connections waiting without a hello, in all and per uid. One more
+  // closes the oldest of the uid with the most, so a uid that floods the
+  // socket only crowds itself out.
+  size_t max_unattached = 64;
+  size_t max_unattached_per_uid = 16;
+  // daemon.status_requests_per_second: status answers per second, all
+  // connections together (as many may come at once); over it a request is
+  // answered kResourceExhausted. Each answer walks every application.
+  uint32_t status_requests_per_second = 50;
+  // daemon.stall_threshold: a turn of the loop longer than this counts as
+  // a stall in `wharf status` (every application waits while it runs).
+  DurationNs stall_threshold_ns = 10 * kNsPerMs;
+  // daemon.refuse_passed_fds: have the kernel refuse files passed over the
+  // control socket (Linux 6.16+). false: take and close them off the loop,
+  // as on older kernels; for the tests of that path.
+  bool refuse_passed_fds = true;
   // listen.homa / listen.tcp: the sockets applications' endpoints share by
   // default ("" disables one). An application asking for port 0 gets an
   // endpoint there.

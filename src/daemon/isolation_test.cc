@@ -40,8 +40,12 @@ constexpr uint16_t Op(Opcode op) { return static_cast<uint16_t>(op); }
 
 class IsolationTest : public ::testing::Test {
  protected:
+  // Daemon settings; a derived fixture may add some.
+  virtual std::vector<std::pair<std::string, std::string>> Settings() const {
+    return {{"limits.max_backlog", "64"}};
+  }
   void SetUp() override {
-    auto d = testing::DaemonThread::Start({{"limits.max_backlog", "64"}});
+    auto d = testing::DaemonThread::Start(Settings());
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_ = std::move(*d);
     auto pair = GoodPair::Start(daemon_->socket());
@@ -494,7 +498,33 @@ int OpenFds() {
   return n;
 }
 
-TEST_F(IsolationTest, ExtraFdsOnTheControlSocket) {
+// Where the kernel can (SO_PASSRIGHTS, Linux 6.16), files passed over the
+// control socket never reach wharfd: the sender's sendmsg fails, and the
+// session carries on.
+TEST_F(IsolationTest, PassedFdsAreRefusedByTheKernel) {
+  if (!DaemonJson()["daemon"]["kernel_refuses_fds"].get<bool>()) {
+    GTEST_SKIP() << "kernel without SO_PASSRIGHTS; IsolationWithoutFdRefusalTest covers it";
+  }
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fds[] = {fd};
+  Status sent = rogue_->control().Send(shm::EncodeRequest(shm::ControlType::kWake), fds);
+  ::close(fd);
+  EXPECT_EQ(sent.code(), StatusCode::kPermissionDenied) << sent;
+  EXPECT_FALSE(rogue_->CheckClosed().has_value());
+}
+
+// As on a kernel before 6.16, which cannot refuse them: wharfd takes passed
+// files, closes them off its loop, and closes the session that sent them.
+class IsolationWithoutFdRefusalTest : public IsolationTest {
+ protected:
+  std::vector<std::pair<std::string, std::string>> Settings() const override {
+    auto s = IsolationTest::Settings();
+    s.push_back({"daemon.refuse_passed_fds", "false"});
+    return s;
+  }
+};
+
+TEST_F(IsolationWithoutFdRefusalTest, ExtraFdsOnTheControlSocket) {
   const int before = OpenFds();
   std::vector<int> fds;
   for (int i = 0; i < 3; ++i) fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -510,7 +540,7 @@ TEST_F(IsolationTest, ExtraFdsOnTheControlSocket) {
   EXPECT_LE(OpenFds(), before);
 }
 
-TEST_F(IsolationTest, MoreFdsThanTheControlMessageHasRoomFor) {
+TEST_F(IsolationWithoutFdRefusalTest, MoreFdsThanTheControlMessageHasRoomFor) {
   std::vector<int> fds;
   for (int i = 0; i < 20; ++i) fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(rogue_->control().Send(shm::EncodeRequest(shm::ControlType::kWake), fds).ok());

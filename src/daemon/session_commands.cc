@@ -5,6 +5,7 @@
 // application: handles index this session's own tables and engine.
 #include <string>
 
+#include "base/text.h"
 #include "daemon/app_session.h"
 #include "shm/commands.h"
 #include "wharf/endpoint.h"
@@ -255,6 +256,9 @@ void AppSession::ExecuteRespond(const Descriptor& d) {
     std::span<std::byte> bytes = *region_->HeapRange(d.heap_offset, std::min<uint64_t>(d.length, shm::kMaxErrorText));
     text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     release_payload();
+    // It reaches the client's logs and terminal: printable, cut between
+    // characters.
+    text = PrintableText(text, shm::kMaxErrorText);
   }
   engine_->Respond(ref, Status(static_cast<StatusCode>(d.status), std::move(text)));
 }

@@ -5,9 +5,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "base/log.h"
+#include "daemon/unattached_limits.h"
 #include "engine/switched_transport.h"
 #include "engine/uri.h"
 #include "wire/endpoint_id.h"
@@ -25,7 +28,12 @@ class Daemon::RefusingSink final : public engine::EngineSink {
 };
 
 Daemon::Daemon(DaemonConfig config, const Clock& clock)
-    : config_(std::move(config)), clock_(clock), started_ns_(clock.NowNs()) {}
+    : config_(std::move(config)),
+      clock_(clock),
+      started_ns_(clock.NowNs()),
+      watchdog_(config_.stall_threshold_ns),
+      status_tokens_(config_.status_requests_per_second),
+      status_tokens_at_ns_(started_ns_) {}
 
 Daemon::~Daemon() {
   // Sessions first (their endpoints are on our sockets and the switch),
@@ -77,8 +85,19 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   // message must also fit the socket's send buffer (net.core.wmem_default,
   // ~208 KiB), so this is the ceiling, some 300 applications' worth.
   options.limits.max_send_bytes = 192 * 1024;
+  // Applications pass no files: where the kernel can, it refuses them, so
+  // that no close() of a peer's file (which may block: a lingering socket)
+  // ever runs on our loop. Elsewhere they are closed on a thread of their
+  // own, with every connection that could hold some.
+  options.refuse_fds = d->config_.refuse_passed_fds;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
+  if (!d->listener_->refuses_fds()) {
+    d->closer_ = std::make_unique<shm::BackgroundCloser>();
+    d->listener_->set_closer(d->closer_.get());
+    WHARF_LOG(kInfo, "wharfd: the kernel does not refuse passed fds (SO_PASSRIGHTS); closing "
+                     "them off the loop");
+  }
   if (!d->config_.listen_homa.empty()) {
     WHARF_RETURN_IF_ERROR(d->OpenOwnEndpoint("homa", d->config_.listen_homa));
   }
@@ -117,7 +136,6 @@ Status Daemon::Admit(const shm::PeerCredentials& peer) {
   if (!config_.allowed_uids.empty() &&
       std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), peer.uid) ==
           config_.allowed_uids.end()) {
-    ++counters_.attaches_refused;
     return PermissionDeniedError("uid " + std::to_string(peer.uid) +
                                  " is not in wharfd's daemon.allowed_uids");
   }
@@ -125,7 +143,6 @@ Status Daemon::Admit(const shm::PeerCredentials& peer) {
   // Sessions closing (lingering so their answers leave) no longer count.
   for (const auto& [id, s] : sessions_) attached += !s->address().empty() && !s->closing();
   if (attached >= config_.max_applications) {
-    ++counters_.attaches_refused;
     return ResourceExhaustedError("wharfd limits.max_applications (" +
                                   std::to_string(config_.max_applications) + ") reached");
   }
@@ -144,7 +161,10 @@ Result<AppEndpoint> Daemon::Switched(std::unique_ptr<transport::MessageTransport
 
 Result<AppEndpoint> Daemon::OpenAppEndpoint(std::string_view address,
                                             std::string* public_address) {
-  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, engine::ParseUri(address, config_.engine.default_scheme));
+  // Numeric only: a name lookup may block for seconds, and this is the loop
+  // every application waits on. libwharf resolves names before its hello.
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri,
+                         engine::ParseUri(address, config_.engine.default_scheme, nullptr));
   std::unique_ptr<transport::MessageTransport> t;
   uint16_t endpoint_id = uri.endpoint_id;
   std::string suffix = uri.endpoint_name.empty() ? "" : "/" + uri.endpoint_name;
@@ -222,6 +242,12 @@ transport::PollResult Daemon::Pass() {
   transport::PollResult all;
   all.next_deadline = kNever;
   const TimeNs now = clock_.NowNs();
+  struct TurnTimer {
+    LoopWatchdog& dog;
+    const Clock& clock;
+    TimeNs start;
+    ~TurnTimer() { dog.Record(start, clock.NowNs()); }
+  } timer{watchdog_, clock_, now};
   // The listener and the control sockets carry attaches, wake-ups and EOF:
   // after a sleep they are what woke us; while spinning, a look every
   // kControlCheckInterval finds a new or departed application soon enough,
@@ -248,6 +274,7 @@ transport::PollResult Daemon::Pass() {
       // Refused attaches are counted as such; a status query that timed
       // out or left is nobody's fault.
       const StatusCode why = s.close_reason().code();
+      if (!s.attached() && why == StatusCode::kDeadlineExceeded) ++counters_.hello_timeouts;
       if ((s.attached() || s.counters().control_refused > 0) && why != StatusCode::kUnavailable &&
           why != StatusCode::kDeadlineExceeded) {
         ++counters_.applications_faulted;
@@ -303,28 +330,113 @@ void Daemon::AcceptConnections(TimeNs now) {
       return;
     }
     if (*c == nullptr) return;
-    // Room for status queries beyond the attached applications, not more:
-    // a client that connects and says nothing holds a slot only until its
-    // first message's deadline. Sessions closing (lingering at most
-    // kLinger so their answers leave) have a larger allowance of their own,
-    // so that applications coming and going quickly are not refused.
-    size_t open = 0;
-    for (const auto& [id, s] : sessions_) open += !s->closing();
-    if (open >= config_.max_applications + 16 ||
-        sessions_.size() >= 4 * config_.max_applications + 16) {
+    // Sessions closing (lingering at most kLinger so their answers leave)
+    // have an allowance of their own, so that applications coming and
+    // going quickly are not refused; past it, the newcomer is.
+    size_t attached = 0;
+    for (const auto& [id, s] : sessions_) attached += s->attached() && !s->closing();
+    if (sessions_.size() >= attached + 2 * config_.max_unattached + config_.max_applications) {
       ++counters_.connections_refused;
-      continue;  // closed by the unique_ptr
+      continue;  // closed by the unique_ptr (or the closer)
     }
-    (*c)->set_receive_deadline(now + 5 * kNsPerSec);
+    EvictForNewcomer((*c)->peer().uid);
     const uint64_t id = next_session_id_++;
     auto session = std::make_unique<AppSession>(*this, id, std::move(*c));
-    session->set_status_provider([this] { return StatusJson(); });
-    sessions_.emplace(id, std::move(session));
+    // No message extends this: a connection that has not said hello by
+    // then goes, whatever else it sent.
+    session->set_hello_deadline(now + config_.hello_timeout_ns);
+    session->set_status_provider([this] { return AnswerStatusRequest(); });
+    AppSession& placed = *sessions_.emplace(id, std::move(session)).first->second;
+    // An application sends its hello right after connect: attach it now,
+    // before a later connection could evict it.
+    (void)placed.Poll(now, true);
   }
+}
+
+void Daemon::EvictForNewcomer(uid_t uid) {
+  std::vector<UnattachedConnection> waiting;
+  for (const auto& [id, s] : sessions_) {
+    if (!s->attached() && !s->closing()) waiting.push_back({id, s->peer().uid});
+  }
+  const std::optional<uint64_t> victim =
+      ChooseEviction(waiting, uid, config_.max_unattached, config_.max_unattached_per_uid);
+  if (!victim.has_value()) return;
+  ++counters_.connections_evicted;
+  sessions_.erase(*victim);  // no engine: nothing to linger for
+}
+
+Result<std::string> Daemon::AnswerStatusRequest() {
+  const TimeNs now = clock_.NowNs();
+  const double rate = config_.status_requests_per_second;
+  status_tokens_ = std::min(rate, status_tokens_ + rate * static_cast<double>(now - status_tokens_at_ns_) /
+                                                     static_cast<double>(kNsPerSec));
+  status_tokens_at_ns_ = now;
+  if (status_tokens_ < 1) {
+    ++counters_.status_requests_limited;
+    return ResourceExhaustedError("wharfd answers at most " + std::to_string(config_.status_requests_per_second) +
+                                  " status requests per second (daemon.status_requests_per_second); "
+                                  "try again shortly");
+  }
+  status_tokens_ -= 1;
+  return StatusJson();
+}
+
+DaemonReport Daemon::Report() const {
+  DaemonReport r;
+  r.pid = ::getpid();
+  r.socket = config_.socket_path;
+  r.uptime_seconds = (clock_.NowNs() - started_ns_) / kNsPerSec;
+  r.counters = counters_;
+  r.last_fault = last_fault_;
+  r.loop = watchdog_.Stats();
+  r.kernel_refuses_fds = listener_->refuses_fds();
+  r.fds_closed_off_loop = closer_ != nullptr ? closer_->counters().closed : 0;
+  for (const auto& [id, s] : sessions_) {
+    if (!s->attached()) {
+      r.unattached_connections += !s->closing();
+      continue;  // a status query or a hello in flight, not an application
+    }
+    const SessionCounters& c = s->counters();
+    r.applications.push_back(ApplicationReport{
+        .id = id,
+        .pid = s->peer().pid,
+        .uid = s->peer().uid,
+        .gid = s->peer().gid,
+        .program = s->program(),
+        .endpoint = s->address(),
+        .closing = s->closing(),
+        .close_reason = s->closing() ? s->close_reason().ToString() : "",
+        .heap_bytes = s->heap_bytes(),
+        .receive_bytes_in_use = s->receive_bytes_in_use(),
+        .inflight = s->inflight(),
+        .requests_in_service = s->requests_in_service(),
+        .connections = s->connections(),
+        .idle = s->application_idle(),
+        .counters = {{"commands", c.commands},
+                     {"completions", c.completions},
+                     {"bad_commands", c.bad_commands},
+                     {"bytes_sent", c.bytes_sent},
+                     {"bytes_received", c.bytes_received},
+                     {"received_in_place", c.received_in_place},
+                     {"requests_refused", c.requests_refused},
+                     {"late_answers", c.late_answers},
+                     {"backpressure_passes", c.backpressure_passes},
+                     {"control_refused", c.control_refused}},
+    });
+  }
+  // Per transport: the counters of the daemon's own endpoint on each
+  // listen socket, which include the socket's (shared by every application).
+  for (const auto& own : own_) {
+    r.transports.emplace_back(std::string(own->transport->scheme()) + "://" +
+                                  own->transport->LocalAddress().ToString(),
+                              own->engine->Counters());
+  }
+  return r;
 }
 
 void Daemon::BeforeSleep() {
   ++counters_.sleeps;
+  const TimeNs start = clock_.NowNs();
   fds_scratch_.clear();
   fds_scratch_.push_back(listener_->fd());
   for (auto& own : own_) own->engine->AppendReadableFds(&fds_scratch_);
@@ -338,6 +450,7 @@ void Daemon::BeforeSleep() {
   bool sleep = true;
   for (auto& [id, s] : sessions_) sleep = s->PrepareToSleep() && sleep;
   if (!sleep) waiter_->WakeAlways();  // commands came in after the last pass
+  watchdog_.Record(start, clock_.NowNs());
 }
 
 }  // namespace wharf::daemon

@@ -7,7 +7,13 @@
 //
 // One thread runs everything (Run); Stop may be called from any thread or a
 // signal handler's helper thread. Policy lives in the sessions' limits
-// (daemon_config.h); admission (allowed uids, how many applications) here.
+// (daemon_config.h); admission (allowed uids, how many applications, how
+// many connections may wait unattached and for how long) here.
+//
+// The rule it keeps (docs/security.md): nothing an application sends can
+// block the loop or make it throw, and nothing an unattached connection
+// does can take what attached applications need. A LoopWatchdog times
+// every turn of the loop, so a stall shows in `wharf status`.
 #pragma once
 
 #include <atomic>
@@ -19,26 +25,16 @@
 #include "base/clock.h"
 #include "daemon/app_session.h"
 #include "daemon/daemon_config.h"
+#include "daemon/loop_watchdog.h"
+#include "daemon/status_report.h"
 #include "engine/engine.h"
 #include "engine/local_switch.h"
 #include "engine/transport_set.h"
 #include "engine/waiter.h"
+#include "shm/background_closer.h"
 #include "shm/control_socket.h"
 
 namespace wharf::daemon {
-
-// Daemon-wide counts, for `wharf status` and the lifecycle tests.
-struct DaemonCounters {
-  uint64_t applications_attached = 0;  // kWelcome sent
-  uint64_t applications_detached = 0;  // sessions torn down and freed
-  uint64_t attaches_refused = 0;       // uid not allowed, too many, bad hello
-  uint64_t connections_refused = 0;    // control connections closed at accept
-  // Sessions wharfd closed because of what the application did (a broken
-  // ring, garbage on the control socket), not because it left.
-  uint64_t applications_faulted = 0;
-  uint64_t passes = 0;
-  uint64_t sleeps = 0;
-};
 
 class Daemon final : public SessionHost {
  public:
@@ -52,10 +48,12 @@ class Daemon final : public SessionHost {
   // Thread-safe; Run returns soon after.
   void Stop();
 
-  // The daemon as JSON: applications, transports, counters (`wharf status`).
-  // On the Run thread (the sessions answer status requests with it).
-  std::string StatusJson() const;
+  // The daemon as `wharf status` shows it. On the Run thread (the sessions
+  // answer status requests with it).
+  DaemonReport Report() const;
+  Result<std::string> StatusJson() const { return RenderStatusJson(Report()); }
   const DaemonCounters& counters() const { return counters_; }
+  LoopStats loop_stats() const { return watchdog_.Stats(); }
   const std::string& socket_path() const { return config_.socket_path; }
   // Where the daemon's own homa:// endpoint listens ("" if disabled).
   std::string homa_address() const;
@@ -66,6 +64,7 @@ class Daemon final : public SessionHost {
   Result<AppEndpoint> OpenSecondary(std::string_view scheme) override;
   Status Admit(const shm::PeerCredentials& peer) override;
   void NoteAttached() override { ++counters_.applications_attached; }
+  void NoteRefused() override { ++counters_.attaches_refused; }
   const DaemonConfig& config() const override { return config_; }
   const Clock& clock() const override { return clock_; }
 
@@ -86,6 +85,11 @@ class Daemon final : public SessionHost {
   // One pass over everything; the merged result for the wait loop.
   transport::PollResult Pass();
   void AcceptConnections(TimeNs now);
+  // Makes room for one more unattached connection from `uid`: closes the
+  // oldest unattached one of the uid with the most, if a cap is reached.
+  void EvictForNewcomer(uid_t uid);
+  // A status request's answer, within daemon.status_requests_per_second.
+  Result<std::string> AnswerStatusRequest();
   // Before sleeping: the fds to watch, and every session's "wake me" flag.
   void BeforeSleep();
 
@@ -94,6 +98,10 @@ class Daemon final : public SessionHost {
   const TimeNs started_ns_;
   std::unique_ptr<engine::Waiter> waiter_;
   std::unique_ptr<shm::ControlListener> listener_;
+  // Closes what the control connections may hold off the loop; only where
+  // the kernel cannot refuse passed fds (null otherwise). Declared before
+  // the sessions, so it outlives their connections.
+  std::unique_ptr<shm::BackgroundCloser> closer_;
   std::unique_ptr<engine::TransportSet> transports_;
   // Same-host delivery between applications' endpoints; outlives them.
   std::unique_ptr<engine::LocalSwitch> switch_;
@@ -115,6 +123,11 @@ class Daemon final : public SessionHost {
   std::vector<int> fds_scratch_;
   std::vector<int> watched_fds_;
   DaemonCounters counters_;
+  LoopWatchdog watchdog_;
+  // Status requests: a token bucket of daemon.status_requests_per_second,
+  // as many deep.
+  double status_tokens_ = 0;
+  TimeNs status_tokens_at_ns_ = 0;
   // The reason of the last session counted in applications_faulted, with
   // who it was ("" until one is).
   std::string last_fault_;

@@ -1,4 +1,5 @@
-// ParseUri: scheme split, then numeric parse or a one-time name lookup.
+// ParseUri: scheme split, then numeric parse or a one-time name lookup
+// through the caller's NameResolver.
 #include "engine/uri.h"
 
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/text.h"
 #include "wire/endpoint_id.h"
 
 namespace wharf::engine {
@@ -19,7 +21,8 @@ constexpr std::string_view kSchemes[] = {"homa", "tcp"};
 
 }  // namespace
 
-Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
+Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme,
+                     const NameResolver* resolver) {
   Uri uri;
   std::string_view rest = text;
   size_t sep = text.find("://");
@@ -32,8 +35,9 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
   bool known = false;
   for (std::string_view s : kSchemes) known |= (s == uri.scheme);
   if (!known) {
-    return InvalidArgumentError("address '" + std::string(text) + "': unknown scheme '" +
-                                uri.scheme + "' (this build speaks homa:// and tcp://)");
+    return InvalidArgumentError("address '" + PrintableText(text, 300) + "': unknown scheme '" +
+                                PrintableText(uri.scheme, 64) +
+                                "' (this build speaks homa:// and tcp://)");
   }
   // "/NAME" or "/#ID" after the port: which endpoint of that engine.
   const size_t slash = rest.find('/');
@@ -41,14 +45,18 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
     std::string_view name = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
     if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos) {
-      return InvalidArgumentError("address '" + std::string(text) +
-                                  "': expected /NAME (1 to 255 characters, no '/') after the port");
+      return InvalidArgumentError("address '" + PrintableText(text, 300) +
+                                  "': expected /NAME (1 to 255 bytes, no '/') after the port");
+    }
+    // Names reach logs, terminals and JSON: printable UTF-8 only.
+    if (Status s = CheckText(name, "endpoint name", 255); !s.ok()) {
+      return s.WithContext("address '" + PrintableText(text, 300) + "'");
     }
     if (name.front() == '#') {
       unsigned id = 0;
       auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), id);
       if (ec != std::errc() || end != name.data() + name.size() || id == 0 || id > UINT16_MAX) {
-        return InvalidArgumentError("address '" + std::string(text) +
+        return InvalidArgumentError("address '" + PrintableText(text, 300) +
                                     "': expected /#ID with an endpoint id from 1 to 65535");
       }
       uri.endpoint_id = static_cast<uint16_t>(id);
@@ -62,26 +70,59 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme) {
     uri.address = *numeric;
     return uri;
   }
-  // Not numeric: resolve "name:port" once.
+  // Not numeric: "name:port".
   size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos || rest.empty() || rest.front() == '[') {
     return numeric.status();
   }
-  std::string host(rest.substr(0, colon));
-  std::string port(rest.substr(colon + 1));
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_DGRAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return InvalidArgumentError("address '" + std::string(text) + "': cannot resolve '" + host +
-                                "': " + gai_strerror(rc));
+  uint16_t port = 0;
+  auto [end, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), port);
+  if (ec != std::errc() || end != rest.data() + rest.size() || colon + 1 == rest.size()) {
+    return numeric.status();
   }
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
-  WHARF_ASSIGN_OR_RETURN(uri.address, transport::NetAddress::FromSockaddr(found->ai_addr,
-                                                                           found->ai_addrlen));
+  const std::string host(rest.substr(0, colon));
+  if (Status s = CheckText(host, "host name", 253); !s.ok()) {
+    return s.WithContext("address '" + PrintableText(text, 300) + "'");
+  }
+  if (resolver == nullptr) {
+    return InvalidArgumentError("address '" + PrintableText(text, 300) + "': '" + host +
+                                "' is a name; numeric addresses only here");
+  }
+  Result<transport::NetAddress> found = resolver->Resolve(host, port);
+  if (!found.ok()) return found.status().WithContext("address '" + PrintableText(text, 300) + "'");
+  uri.address = *found;
   return uri;
+}
+
+namespace {
+
+class GetaddrinfoResolver final : public NameResolver {
+ public:
+  Result<transport::NetAddress> Resolve(const std::string& host, uint16_t port) const override {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string service = std::to_string(port);
+    const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+    if (rc != 0 || found == nullptr) {
+      return InvalidArgumentError("cannot resolve '" + host + "': " + gai_strerror(rc));
+    }
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
+    return transport::NetAddress::FromSockaddr(found->ai_addr, found->ai_addrlen);
+  }
+};
+
+}  // namespace
+
+const NameResolver& SystemResolver() {
+  static const GetaddrinfoResolver resolver;
+  return resolver;
+}
+
+std::string FormatUri(const Uri& uri) {
+  return uri.scheme + "://" + uri.address.ToString() +
+         (uri.endpoint_name.empty() ? "" : "/" + uri.endpoint_name);
 }
 
 std::string EndpointSuffix(uint16_t endpoint_id) {

@@ -3,8 +3,9 @@
 // optionally followed by "/NAME", one of several endpoints an engine hosts
 // on that port (its id on the wire is wire::EndpointIdForName(NAME)), or
 // "/#ID" for an endpoint known only by its id. HOST is
-// numeric IPv4, [IPv6], or a name resolved here (the control path; never per
-// message).
+// numeric IPv4, [IPv6], or a name the caller's NameResolver looks up (the
+// control path; never per message). NAME is UTF-8 without control
+// characters: it is shown in logs, `wharf status` and JSON.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +33,29 @@ struct Uri {
 // or "#ID" for an id with no known name.
 std::string EndpointSuffix(uint16_t endpoint_id);
 
-// Schemes this build understands; an unknown one is InvalidArgument listing them.
-Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme = "homa");
+// Turns a host name into an address. Injected so that tests can make a
+// lookup slow or fail, and so that a caller that must never block (wharfd's
+// loop) can parse with none at all.
+class NameResolver {
+ public:
+  virtual ~NameResolver() = default;
+  // kInvalidArgument naming `host` when it has no address.
+  virtual Result<transport::NetAddress> Resolve(const std::string& host, uint16_t port) const = 0;
+};
+
+// getaddrinfo: may block for as long as the system's resolver takes
+// (seconds, with an unreachable DNS server). For application threads only.
+const NameResolver& SystemResolver();
+
+// Schemes this build understands; an unknown one is InvalidArgument listing
+// them. A HOST that is not numeric goes to `resolver`; with none, it is
+// kInvalidArgument ("numeric addresses only").
+Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme = "homa",
+                     const NameResolver* resolver = &SystemResolver());
+
+// The address as ParseUri reads it back: "scheme://ADDRESS[/NAME]", with the
+// address numeric (what a resolved name became).
+std::string FormatUri(const Uri& uri);
 
 }  // namespace wharf::engine
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/text.h"
 #include "wire/endpoint_id.h"
 
 namespace wharf::engine {
@@ -38,10 +39,55 @@ TEST(UriTest, UnknownSchemeAndBadHostAreClearErrors) {
   auto a = ParseUri("smtp://1.2.3.4:25");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("unknown scheme 'smtp'"), std::string::npos);
-  auto b = ParseUri("homa://no-such-host.invalid:1");
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("cannot resolve"), std::string::npos);
   EXPECT_FALSE(ParseUri("homa://1.2.3.4").ok());
+}
+
+// A resolver that knows one name, counts its lookups, and fails the rest as
+// the system's does.
+class OneNameResolver final : public NameResolver {
+ public:
+  Result<transport::NetAddress> Resolve(const std::string& host, uint16_t port) const override {
+    ++lookups;
+    if (host != "kv.example") return InvalidArgumentError("cannot resolve '" + host + "'");
+    return transport::NetAddress::Ipv4(0xC6120007, port);  // 198.18.0.7
+  }
+  mutable int lookups = 0;
+};
+
+TEST(UriTest, ParseUri__NamesGoToTheGivenResolver) {
+  OneNameResolver resolver;
+  auto a = ParseUri("tcp://kv.example:7000/kv", "homa", &resolver);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->address.ToString(), "198.18.0.7:7000");
+  EXPECT_EQ(FormatUri(*a), "tcp://198.18.0.7:7000/kv");
+  auto b = ParseUri("homa://no-such-host.invalid:1", "homa", &resolver);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("cannot resolve 'no-such-host.invalid'"), std::string::npos);
+  // Numeric addresses never reach it.
+  ASSERT_TRUE(ParseUri("homa://127.0.0.1:9", "homa", &resolver).ok());
+  EXPECT_EQ(resolver.lookups, 2);
+}
+
+TEST(UriTest, ParseUri__WithoutAResolverRefusesNames) {
+  auto r = ParseUri("homa://kv.example:7000", "homa", nullptr);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("numeric addresses only"), std::string::npos)
+      << r.status();
+  ASSERT_TRUE(ParseUri("homa://[::1]:7000/kv", "homa", nullptr).ok());
+}
+
+TEST(UriTest, ParseUri__RefusesNamesThatAreNotPrintableUtf8) {
+  OneNameResolver resolver;
+  for (const char* bad : {"homa://127.0.0.1:1/caf\xe9", "homa://127.0.0.1:1/a\x1b[2J",
+                          "homa://127.0.0.1:1/kv\n", "homa://caf\xe9:1"}) {
+    auto r = ParseUri(bad, "homa", &resolver);
+    ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(IsValidUtf8(r.status().message())) << r.status().message();
+  }
+  EXPECT_EQ(resolver.lookups, 0);
+  auto ok = ParseUri("homa://127.0.0.1:1/caf\xc3\xa9");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->endpoint_name, "caf\xc3\xa9");
 }
 
 TEST(UriTest, ANameAfterThePortPicksAnEndpoint) {

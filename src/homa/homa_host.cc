@@ -349,6 +349,7 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   all.push_back({"homa.receive_buffers_reused", pool.reused});
   all.push_back({"homa.receive_buffers_allocated", pool.allocated});
   all.push_back({"homa.receive_pool_bytes", pool.kept_bytes});
+  all.push_back({"homa.receive_pool_freed_idle", pool.freed_idle});
   net_->AppendCounters(&all);  // the socket's own, after the protocol's
   return all;
 }

@@ -27,6 +27,9 @@ constexpr int kUnansweredProbesForDeath = 3;
 void HomaHost::Tick() {
   ++tick_count_;
   const TimeNs now = now_ns_;
+  // Receive blocks nobody took for a while go back to the system (the
+  // timer runs at least every idle tick).
+  (void)receive_pool_->ReleaseIdle(now);
   const DurationNs timeout_ns = peer_timeout_ns_;
   std::vector<Rpc*> dead_clients;
   std::vector<Rpc*> dead_servers;

@@ -16,6 +16,13 @@
 namespace wharf::shm {
 namespace {
 
+// SO_PASSRIGHTS (Linux 6.16): 0 makes the kernel refuse SCM_RIGHTS sent to
+// the socket. Debian 12's headers predate it; the number is the generic
+// one, which x86-64, arm64 and riscv use (others: the option is not tried).
+#if !defined(SO_PASSRIGHTS) && (defined(__x86_64__) || defined(__aarch64__) || defined(__riscv))
+#define SO_PASSRIGHTS 83
+#endif
+
 // Listen backlog: connections the kernel queues before accept. A full
 // backlog makes further connects fail at once (EAGAIN), never block.
 constexpr int kBacklog = 64;
@@ -123,6 +130,15 @@ ControlConnection::ControlConnection(UniqueFd fd, const Clock& clock,
       peer_(peer),
       data_buffer_(limits.max_message_bytes + 1),
       control_buffer_(CMSG_SPACE((limits.max_fds + kSpareFdSlots) * sizeof(int))) {}
+
+ControlConnection::~ControlConnection() {
+  // Our queue may hold messages with fds in them: dropping it closes those.
+  Dispose(std::move(fd_));
+}
+
+void ControlConnection::Dispose(UniqueFd fd) {
+  if (closer_ != nullptr) closer_->Close(std::move(fd));
+}
 
 Result<std::unique_ptr<ControlConnection>> ControlConnection::Connect(
     std::string_view path, const Clock& clock, const ConnectionLimits& limits) {
@@ -254,7 +270,8 @@ Result<std::optional<ControlMessage>> ControlConnection::Receive() {
       if (message.fds.size() < limits_.max_fds) {
         message.fds.push_back(std::move(owned));
       } else {
-        ++extra;  // closed as `owned` goes out of scope
+        ++extra;
+        Dispose(std::move(owned));  // or closed here as `owned` goes out of scope
       }
     }
   }
@@ -337,11 +354,19 @@ Result<std::unique_ptr<ControlListener>> ControlListener::Open(std::string_view 
         errno, "chown control socket " + Quoted(file) + " to group " + Quoted(options.group)));
   }
   if (::lstat(file.c_str(), &st) != 0) return fail(ErrnoToStatus(errno, "lstat " + Quoted(file)));
+  // Before listen, so that no connection is ever accepted without it.
+  bool refuses_fds = false;
+#ifdef SO_PASSRIGHTS
+  if (options.refuse_fds && options.limits.max_fds == 0) {
+    const int off = 0;
+    refuses_fds = ::setsockopt(fd.get(), SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off) == 0;
+  }
+#endif
   if (::listen(fd.get(), kBacklog) != 0) {
     return fail(ErrnoToStatus(errno, "listen on control socket " + Quoted(file)));
   }
   return std::unique_ptr<ControlListener>(new ControlListener(
-      std::move(fd), std::move(file), clock, options.limits, st.st_dev, st.st_ino));
+      std::move(fd), std::move(file), clock, options.limits, st.st_dev, st.st_ino, refuses_fds));
 }
 
 ControlListener::~ControlListener() {
@@ -363,7 +388,9 @@ Result<std::unique_ptr<ControlConnection>> ControlListener::Accept() {
     }
     return ErrnoToStatus(errno, "accepting on control socket " + Quoted(path_));
   }
-  return ControlConnection::Adopt(UniqueFd(fd), clock_, limits_);
+  Result<std::unique_ptr<ControlConnection>> c = ControlConnection::Adopt(UniqueFd(fd), clock_, limits_);
+  if (c.ok()) (*c)->set_closer(closer_);
+  return c;
 }
 
 }  // namespace wharf::shm

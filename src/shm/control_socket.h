@@ -12,7 +12,11 @@
 // leaves Receive() returning "nothing yet" until the caller's deadline.
 //
 // Everything is non-blocking (accept, send, receive). The daemon's loop
-// polls fd() and calls Accept()/Receive(); neither ever waits.
+// polls fd() and calls Accept()/Receive(); neither ever waits. Closing can
+// block (a passed file's last close runs in the closer's thread:
+// background_closer.h), so a listener that wants no fds has the kernel
+// refuse them (SO_PASSRIGHTS), and where it cannot, its connections hand
+// every fd a peer could have passed, their own included, to an FdCloser.
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +33,7 @@
 
 #include "base/clock.h"
 #include "base/unique_fd.h"
+#include "shm/background_closer.h"
 #include "wharf/result.h"
 #include "wharf/status.h"
 
@@ -127,6 +132,12 @@ class ControlConnection {
   // kNever (the default) for no deadline. Cleared when a message arrives.
   void set_receive_deadline(TimeNs deadline_ns) { deadline_ns_ = deadline_ns; }
 
+  // Where fds beyond max_fds, and this connection's own fd when it is
+  // destroyed, are closed (borrowed; must outlive the connection). Null,
+  // the default: on the spot.
+  void set_closer(FdCloser* closer) { closer_ = closer; }
+  ~ControlConnection();
+
   int fd() const { return fd_.get(); }
   const PeerCredentials& peer() const { return peer_; }
   const ConnectionCounters& counters() const { return counters_; }
@@ -134,12 +145,14 @@ class ControlConnection {
  private:
   ControlConnection(UniqueFd fd, const Clock& clock, const ConnectionLimits& limits,
                     const PeerCredentials& peer);
+  void Dispose(UniqueFd fd);
 
   UniqueFd fd_;
   const Clock& clock_;
   const ConnectionLimits limits_;
   const PeerCredentials peer_;
   TimeNs deadline_ns_ = kNever;
+  FdCloser* closer_ = nullptr;
   // Receive buffers, sized once: one byte more than the cap (to see an
   // oversized message without MSG_TRUNC games) and room for max_fds +
   // kSpareFdSlots fds.
@@ -156,6 +169,12 @@ struct ListenerOptions {
   std::string group;
   // Limits for every accepted connection.
   ConnectionLimits limits;
+  // With limits.max_fds 0: have the kernel refuse fds sent to the accepted
+  // connections (SO_PASSRIGHTS off on the listener, inherited by each; a
+  // peer's sendmsg with SCM_RIGHTS then fails with EPERM), so that no file
+  // a peer sends is ever ours to close. Linux 6.16 and later; on older
+  // kernels refuses_fds() says it did not take.
+  bool refuse_fds = true;
 };
 
 // The listening socket at a filesystem path (never abstract: an abstract
@@ -181,18 +200,26 @@ class ControlListener {
   // of fds: the connection stays queued, so the caller should back off.
   Result<std::unique_ptr<ControlConnection>> Accept();
 
+  // Whether the kernel refuses fds sent to our connections (see
+  // ListenerOptions::refuse_fds). When not, set_closer says where the
+  // accepted connections close what they may hold.
+  bool refuses_fds() const { return refuses_fds_; }
+  // Given to every connection accepted from now on (borrowed; outlives them).
+  void set_closer(FdCloser* closer) { closer_ = closer; }
+
   int fd() const { return fd_.get(); }
   const std::string& path() const { return path_; }
 
  private:
   ControlListener(UniqueFd fd, std::string path, const Clock& clock, const ConnectionLimits& limits,
-                  dev_t dev, ino_t ino)
+                  dev_t dev, ino_t ino, bool refuses_fds)
       : fd_(std::move(fd)),
         path_(std::move(path)),
         clock_(clock),
         limits_(limits),
         dev_(dev),
-        ino_(ino) {}
+        ino_(ino),
+        refuses_fds_(refuses_fds) {}
 
   UniqueFd fd_;
   const std::string path_;
@@ -202,6 +229,8 @@ class ControlListener {
   // that file and not one a successor daemon created at the same path.
   const dev_t dev_;
   const ino_t ino_;
+  const bool refuses_fds_;
+  FdCloser* closer_ = nullptr;
 };
 
 }  // namespace wharf::shm

@@ -89,6 +89,64 @@ TEST_F(ControlListenerTest, OpensAndAcceptsAConnection) {
   EXPECT_EQ(Text((*message)->bytes), "hello");
 }
 
+// A closer that keeps what it is given, to show which fds went through it.
+class KeepingCloser final : public FdCloser {
+ public:
+  void Close(UniqueFd fd) override { kept.push_back(std::move(fd)); }
+  std::vector<UniqueFd> kept;
+};
+
+TEST_F(ControlListenerTest, Open__RefusesPassedFdsWhereTheKernelCan) {
+  ListenerOptions options;
+  options.limits.max_fds = 0;
+  auto listener = ControlListener::Open(path_, clock_, options);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  if (!(*listener)->refuses_fds()) {
+    GTEST_SKIP() << "this kernel has no SO_PASSRIGHTS (Linux 6.16); the fallback is tested below";
+  }
+  auto client = ControlConnection::Connect(path_, clock_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  UniqueFd memfd = MakeMemfd("x");
+  const int fds[] = {memfd.get()};
+  // Refused before accept (the setting is the listener's, inherited) and
+  // after it; a message without fds still goes.
+  Status sent = (*client)->Send(Bytes("with an fd"), fds);
+  EXPECT_EQ(sent.code(), StatusCode::kPermissionDenied) << sent;
+  auto server = (*listener)->Accept();
+  ASSERT_TRUE(server.ok() && *server != nullptr);
+  EXPECT_EQ((*client)->Send(Bytes("again"), fds).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE((*client)->Send(Bytes("plain")).ok());
+  auto message = (*server)->Receive();
+  ASSERT_TRUE(message.ok() && message->has_value()) << message.status();
+  EXPECT_EQ(Text((*message)->bytes), "plain");
+  EXPECT_EQ((*server)->counters().extra_fds_closed, 0u);
+}
+
+TEST_F(ControlListenerTest, Accept__WithoutRefusalFdsAndTheConnectionGoToTheCloser) {
+  ListenerOptions options;
+  options.limits.max_fds = 0;
+  options.refuse_fds = false;  // as on a kernel before 6.16
+  auto listener = ControlListener::Open(path_, clock_, options);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  EXPECT_FALSE((*listener)->refuses_fds());
+  KeepingCloser closer;
+  (*listener)->set_closer(&closer);
+  auto client = ControlConnection::Connect(path_, clock_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  UniqueFd memfd = MakeMemfd("x");
+  const int fds[] = {memfd.get(), memfd.get()};
+  ASSERT_TRUE((*client)->Send(Bytes("two fds"), fds).ok());
+  {
+    auto server = (*listener)->Accept();
+    ASSERT_TRUE(server.ok() && *server != nullptr);
+    auto message = (*server)->Receive();
+    ASSERT_TRUE(message.ok() && message->has_value()) << message.status();
+    EXPECT_EQ((*server)->counters().extra_fds_closed, 2u);
+    EXPECT_EQ(closer.kept.size(), 2u) << "the passed fds were closed in place";
+  }
+  ASSERT_EQ(closer.kept.size(), 3u) << "the connection's own fd was closed in place";
+}
+
 TEST_F(ControlListenerTest, AcceptWithNothingWaitingReturnsAtOnce) {
   auto listener = ControlListener::Open(path_, clock_);
   ASSERT_TRUE(listener.ok()) << listener.status();

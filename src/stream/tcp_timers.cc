@@ -74,6 +74,11 @@ int TcpMessageTransport::Tick() {
     Peer* peer = peers_.Find(identity);
     if (peer != nullptr) work += TickPeer(*peer, &next);
   }
+  // Received-message blocks nobody took for a while go back to the system.
+  (void)pool_->ReleaseIdle(now_);
+  if (pool_->HasKeptBlocks()) {
+    next = std::min(next, now_ + transport::LargeBufferPool::kIdleIntervalNs);
+  }
   // Work done above (a new dial, a close) may have set new deadlines.
   if (timers_dirty_) next = now_;
   timers_dirty_ = false;

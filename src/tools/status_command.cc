@@ -32,13 +32,26 @@ uint64_t U(const nlohmann::json& j, const char* key) {
 void PrintTable(const nlohmann::json& doc) {
   const auto& d = doc["daemon"];
   std::printf("wharfd pid %llu, socket %s, up %llu s; applications attached %llu, detached %llu, "
-              "refused %llu\n\n",
+              "refused %llu\n",
               static_cast<unsigned long long>(U(d, "pid")),
               d.value("socket", std::string("?")).c_str(),
               static_cast<unsigned long long>(U(d, "uptime_seconds")),
               static_cast<unsigned long long>(U(d, "applications_attached")),
               static_cast<unsigned long long>(U(d, "applications_detached")),
               static_cast<unsigned long long>(U(d, "attaches_refused")));
+  // The loop's watchdog: every application waits while a turn runs.
+  if (d.contains("loop") && d["loop"].is_object()) {
+    const auto& loop = d["loop"];
+    std::printf("loop: %llu stalls over %.1f ms (longest turn %.1f ms, p99 %.3f ms); "
+                "unattached connections %llu\n\n",
+                static_cast<unsigned long long>(U(loop, "stalls")),
+                static_cast<double>(U(loop, "stall_threshold_us")) / 1000.0,
+                static_cast<double>(U(loop, "max_turn_us")) / 1000.0,
+                static_cast<double>(U(loop, "p99_turn_us")) / 1000.0,
+                static_cast<unsigned long long>(U(d, "unattached_connections")));
+  } else {
+    std::printf("\n");
+  }
   std::printf("%-4s %-8s %-6s %-14s %-9s %-32s %10s %10s %8s %6s %10s %10s %5s\n", "ID", "PID",
               "UID", "PROGRAM", "STATE", "ENDPOINT", "HEAP", "RECV-HELD", "INFLIGHT", "CONNS",
               "SENT", "RECEIVED", "BAD");
@@ -102,7 +115,14 @@ int RunStatus(const StatusOptions& o) {
     std::fprintf(stderr, "wharf status: wharfd sent something that is not its status\n");
     return 1;
   }
-  PrintTable(doc);
+  try {
+    PrintTable(doc);
+  } catch (const nlohmann::json::exception& e) {
+    // A field of an unexpected type (another wharfd version): say so, not abort.
+    std::fprintf(stderr, "wharf status: wharfd's status has an unexpected shape (%s); try --json\n",
+                 e.what());
+    return 1;
+  }
   return 0;
 }
 

@@ -2,15 +2,12 @@
 // when it comes back.
 #include "transport/large_buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <new>
 
 namespace wharf::transport {
-namespace {
-
-constexpr std::align_val_t kAlign{64};
-
-}  // namespace
 
 std::shared_ptr<LargeBufferPool> LargeBufferPool::Create(const Limits& limits) {
   return std::shared_ptr<LargeBufferPool>(new LargeBufferPool(limits));
@@ -23,13 +20,18 @@ LargeBufferPool::~LargeBufferPool() {
 LargeBufferPool::Block LargeBufferPool::NewBlock(size_t capacity) {
   Block b;
   b.capacity = capacity;
-  b.base = static_cast<std::byte*>(::operator new(kPrefix + Buffer::kHeadroom + capacity, kAlign));
+  // Page-aligned, so the data (after kPrefix) is 64-byte aligned; only the
+  // pages a message touches become resident.
+  void* base = ::mmap(nullptr, kPrefix + Buffer::kHeadroom + capacity, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) throw std::bad_alloc();  // as operator new would
+  b.base = static_cast<std::byte*>(base);
   std::memcpy(b.base, &capacity, sizeof capacity);
   return b;
 }
 
 void LargeBufferPool::FreeBlock(const Block& block) noexcept {
-  ::operator delete(block.base, kAlign);
+  ::munmap(block.base, kPrefix + Buffer::kHeadroom + block.capacity);
 }
 
 Buffer LargeBufferPool::Take(size_t size) {
@@ -65,6 +67,7 @@ void LargeBufferPool::Release(std::span<std::byte> whole) noexcept {
   std::vector<Block> evicted;  // empty (no allocation) unless over a limit
   {
     std::lock_guard<std::mutex> lock(mu_);
+    block.kept_epoch = epoch_;
     kept_.push_back(block);
     stats_.kept_bytes += block.capacity;
     // The newest stays (it fits what arrives now); the oldest go.
@@ -78,6 +81,37 @@ void LargeBufferPool::Release(std::span<std::byte> whole) noexcept {
   }
   // Outside the lock: freeing a large block may be a system call.
   for (const Block& b : evicted) FreeBlock(b);
+}
+
+size_t LargeBufferPool::ReleaseIdle(TimeNs now_ns) {
+  std::vector<Block> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now_ns < next_sweep_ns_) return 0;
+    next_sweep_ns_ = now_ns + kIdleIntervalNs;
+    // Kept before the previous sweep and not taken since: idle for at
+    // least one interval.
+    for (auto it = kept_.begin(); it != kept_.end();) {
+      if (it->kept_epoch < epoch_) {
+        idle.push_back(*it);
+        stats_.kept_bytes -= it->capacity;
+        ++stats_.freed;
+        ++stats_.freed_idle;
+        it = kept_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    stats_.kept_blocks = kept_.size();
+    ++epoch_;
+  }
+  for (const Block& b : idle) FreeBlock(b);
+  return idle.size();
+}
+
+bool LargeBufferPool::HasKeptBlocks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !kept_.empty();
 }
 
 LargeBufferPool::Stats LargeBufferPool::stats() const {

@@ -9,6 +9,14 @@
 // without reuse a bulk sender or receiver spends more CPU faulting pages in
 // than moving them. Blocks in the pool stay mapped and touched.
 //
+// And the other way round: blocks are mapped by the pool itself (mmap), so
+// that a block it lets go of goes back to the system at once. From glibc's
+// heap, the pages a burst touched stayed with the process after the burst:
+// a flood of first packets of large messages from many peers (garbage, or
+// an incast) left wharfd at 60 MB instead of 8 long after every such RPC
+// had ended. Kept blocks have an idle timeout too (ReleaseIdle): a pool
+// that sits unused gives its memory back.
+//
 // What it does not do: decide which messages are pooled (its users do:
 // messages of at least kMinBytes) or count them against a transport's
 // incoming-memory limit (the transport charges what it takes).
@@ -21,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "base/clock.h"
 #include "wharf/buffer.h"
 
 namespace wharf::transport {
@@ -44,16 +53,21 @@ class LargeBufferPool final : public BufferOwner,
 
   struct Limits {
     // Free blocks kept for reuse, and their total capacity; past either the
-    // oldest kept block is freed.
-    size_t max_blocks = 16;
-    uint64_t max_bytes = 32ull << 20;
+    // oldest kept block is freed. High enough that a burst of large
+    // messages reuses blocks as the heap would; ReleaseIdle returns them.
+    size_t max_blocks = 64;
+    uint64_t max_bytes = 64ull << 20;
   };
+  // How long a kept block may go unused before ReleaseIdle frees it:
+  // between one and two of these.
+  static constexpr DurationNs kIdleIntervalNs = kNsPerSec;
 
   // Counters, read under the lock.
   struct Stats {
     uint64_t reused = 0;      // Take served from a kept block
     uint64_t allocated = 0;   // Take that allocated a new block
-    uint64_t freed = 0;       // blocks given back to the heap (over a limit)
+    uint64_t freed = 0;       // blocks given back to the system (over a limit)
+    uint64_t freed_idle = 0;  // of those, kept blocks unused for kIdleIntervalNs
     uint64_t kept_bytes = 0;  // gauge: capacity of the blocks kept now
     size_t kept_blocks = 0;   // gauge
   };
@@ -71,6 +85,15 @@ class LargeBufferPool final : public BufferOwner,
   // BufferOwner: a lent block comes back (kept, or freed over the limits).
   void Release(std::span<std::byte> whole) noexcept override;
 
+  // The idle timeout: frees the blocks kept since the previous sweep and
+  // not taken since. Its user calls it from its timer, as often as it
+  // likes; a sweep happens at most every kIdleIntervalNs of `now_ns`.
+  // Returns the number of blocks freed.
+  size_t ReleaseIdle(TimeNs now_ns);
+  // Whether ReleaseIdle has anything to do (for users whose timer runs
+  // only when they have a deadline).
+  bool HasKeptBlocks() const;
+
   Stats stats() const;
 
  private:
@@ -83,6 +106,7 @@ class LargeBufferPool final : public BufferOwner,
   struct Block {
     std::byte* base = nullptr;
     size_t capacity = 0;
+    uint64_t kept_epoch = 0;  // the sweep epoch it was kept in
   };
   static constexpr size_t kPrefix = 64;  // keeps the data 64-byte aligned as Allocate does
 
@@ -95,6 +119,10 @@ class LargeBufferPool final : public BufferOwner,
   // grown). Guarded by mu_.
   std::vector<Block> kept_;
   Stats stats_;             // guarded by mu_
+  // Sweeps so far; blocks kept in an earlier epoch than the current one
+  // are idle. Guarded by mu_.
+  uint64_t epoch_ = 0;
+  TimeNs next_sweep_ns_ = 0;  // guarded by mu_
 };
 
 }  // namespace wharf::transport

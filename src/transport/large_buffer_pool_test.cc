@@ -4,8 +4,12 @@
 // another thread is safe.
 #include "transport/large_buffer_pool.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -14,6 +18,14 @@ namespace wharf::transport {
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
+
+// Whether the page holding `p` is still mapped in this process.
+bool Mapped(const std::byte* p) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  unsigned char resident = 0;
+  void* start = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) / page * page);
+  return ::mincore(start, page, &resident) == 0 || errno != ENOMEM;
+}
 
 TEST(LargeBufferPoolTest, TakeGivesExactSizeWithHeadroomAndAnOwner) {
   auto pool = LargeBufferPool::Create({});
@@ -102,6 +114,55 @@ TEST(LargeBufferPoolTest, ReleaseFromAnotherThread) {
   LargeBufferPool::Stats s = pool->stats();
   EXPECT_EQ(s.allocated + s.reused, 200u);
   EXPECT_LE(s.allocated, 4u) << "after the first round every message reuses a block";
+}
+
+TEST(LargeBufferPoolTest, ReleaseIdle__FreesBlocksUnusedForAnInterval) {
+  auto pool = LargeBufferPool::Create({});
+  const std::byte* data;
+  {
+    Buffer b = pool->Take(kMiB);
+    std::memset(b.data(), 1, b.size());
+    data = b.data();
+  }
+  ASSERT_EQ(pool->stats().kept_blocks, 1u);
+  ASSERT_TRUE(Mapped(data));
+  TimeNs now = 5 * kNsPerSec;
+  EXPECT_EQ(pool->ReleaseIdle(now), 0u) << "kept since this epoch: not idle yet";
+  EXPECT_EQ(pool->ReleaseIdle(now + LargeBufferPool::kIdleIntervalNs / 2), 0u)
+      << "no sweep before the interval is up";
+  now += LargeBufferPool::kIdleIntervalNs;
+  EXPECT_EQ(pool->ReleaseIdle(now), 1u);
+  LargeBufferPool::Stats s = pool->stats();
+  EXPECT_EQ(s.kept_blocks, 0u);
+  EXPECT_EQ(s.kept_bytes, 0u);
+  EXPECT_EQ(s.freed_idle, 1u);
+  EXPECT_FALSE(Mapped(data)) << "the block went back to the system, not to the heap";
+  EXPECT_FALSE(pool->HasKeptBlocks());
+}
+
+TEST(LargeBufferPoolTest, ReleaseIdle__KeepsBlocksInUse) {
+  auto pool = LargeBufferPool::Create({});
+  TimeNs now = kNsPerSec;
+  { Buffer b = pool->Take(kMiB); }
+  (void)pool->ReleaseIdle(now);
+  for (int i = 0; i < 5; ++i) {
+    now += LargeBufferPool::kIdleIntervalNs;
+    { Buffer again = pool->Take(kMiB); }  // used every interval
+    EXPECT_EQ(pool->ReleaseIdle(now), 0u) << i;
+  }
+  EXPECT_EQ(pool->stats().allocated, 1u);
+}
+
+TEST(LargeBufferPoolTest, Release__OverTheLimitsUnmapsAtOnce) {
+  auto pool = LargeBufferPool::Create({.max_blocks = 1, .max_bytes = 64ull << 20});
+  Buffer first = pool->Take(kMiB);
+  Buffer second = pool->Take(kMiB);
+  std::memset(first.data(), 1, first.size());
+  const std::byte* first_data = first.data();
+  first = Buffer();
+  second = Buffer();  // the newest stays; the oldest goes
+  EXPECT_EQ(pool->stats().kept_blocks, 1u);
+  EXPECT_FALSE(Mapped(first_data));
 }
 
 }  // namespace

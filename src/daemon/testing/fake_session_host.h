@@ -41,6 +41,7 @@ class FakeSessionHost final : public SessionHost {
   }
   Status Admit(const shm::PeerCredentials&) override { return OkStatus(); }
   void NoteAttached() override { ++attached_; }
+  void NoteRefused() override {}
   const DaemonConfig& config() const override { return config_; }
   const Clock& clock() const override { return clock_; }
 

@@ -33,7 +33,7 @@ Result<std::unique_ptr<RogueApp>> RogueApp::Attach(const std::string& socket_pat
   WHARF_ASSIGN_OR_RETURN(app->control_,
                          shm::ControlConnection::Connect(socket_path, SystemClock::Get(), limits));
   shm::HelloMsg hello{.address = options.address, .geometry = options.geometry,
-                      .program = "rogue"};
+                      .program = options.program};
   WHARF_RETURN_IF_ERROR(app->control_->Send(shm::EncodeHello(hello)));
   const TimeNs deadline = Now() + options.timeout.count() * kNsPerMs;
   while (true) {

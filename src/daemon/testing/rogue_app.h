@@ -38,6 +38,8 @@ class RogueApp {
  public:
   struct Options {
     std::string address = "homa://0.0.0.0:0";
+    // The program name its hello gives (any bytes: the daemon must cope).
+    std::string program = "rogue";
     // Small rings so that tests can fill them.
     shm::Geometry geometry{.command_entries = 64, .completion_entries = 64,
                            .heap_bytes = 1 << 20};
