@@ -101,6 +101,7 @@ void EndpointCore::Close() {
     RunCallbacks();
     shutdown_ = true;
     host_->waiter().WakeSleepers();
+    host_->NoteCompletion();  // threads waiting on another's drive look again
   }
   StopKeeper();
 }
@@ -217,8 +218,9 @@ int EndpointCore::WaitForAny(TimeNs deadline_ns) {
 
 void EndpointCore::Shutdown() {
   shutdown_ = true;
-  // The runner may be asleep in epoll: wake it regardless of the counter.
-  host_->waiter().WakeAlways();
+  // The runner may be asleep in epoll, or waiting on another thread's
+  // drive: wake it regardless of the counter.
+  host_->WakeWaiters();
 }
 
 // ------------------------------------------------------ operations (sink)
@@ -246,6 +248,7 @@ EndpointCore::StatePtr EndpointCore::Failed(Status status) {
   state->driver = weak_from_this();
   (void)state->Complete(std::move(status));  // new: no callback attached yet
   completed_ops_.fetch_add(1, std::memory_order_release);  // WaitForAny returns at once
+  host_->NoteCompletion();
   return state;
 }
 
@@ -262,6 +265,7 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
   if (callback) callbacks_.emplace_back(std::move(callback), std::move(state));
   completed_ops_.fetch_add(1, std::memory_order_release);
   host_->waiter().WakeSleepers();
+  host_->NoteCompletion();
 }
 
 // ----------------------------------------------------------------- serving

@@ -3,6 +3,9 @@
 // server sees the client's deadline and cancellation, and a handler that runs
 // long is not taken for a dead server (the keeper thread answers the
 // client's probes meanwhile). Real loopback sockets, both transports.
+#include <pthread.h>
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -218,6 +221,58 @@ TEST_P(EndpointServeTest, LongHandlerIsNotADeadServer) {
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->AsStringView(), "slow");
   EXPECT_EQ(runs.load(), 1);
+}
+
+// CPU time a thread has used so far.
+std::chrono::nanoseconds ThreadCpu(std::thread& t) {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(t.native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0) {
+    return std::chrono::nanoseconds(0);
+  }
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// `wharf serve`'s shape: one thread in Run(), another blocked in Accept().
+// The second one waits off the CPU while the first drives: it used to spin
+// and poll beside it, taking half the server's CPU, and on a shared CPU the
+// thread holding the engine's lock was preempted for a scheduler slice
+// while the other spun, which made round trips of milliseconds.
+TEST_P(EndpointServeTest, AThreadBlockedInAcceptStaysOffTheCpuWhileAnotherRuns) {
+  auto server = Open(GetParam());
+  auto client = Open(GetParam());
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(server->Serve(1, [](const RpcContext&, Buffer b) { return Result<Buffer>(std::move(b)); }).ok());
+  ASSERT_TRUE(server->Listen().ok());
+  std::atomic<bool> stop{false};
+  // One long Run: the runner keeps the driver's seat for the whole test.
+  std::thread runner([&] {
+    while (!stop) (void)server->Run(30s);
+  });
+  std::thread acceptor([&] {
+    while (!stop) (void)server->Accept(50ms);
+  });
+  const auto acceptor_before = ThreadCpu(acceptor);
+  const auto runner_before = ThreadCpu(runner);
+  int answered = 0;
+  const auto end = std::chrono::steady_clock::now() + 700ms;
+  while (std::chrono::steady_clock::now() < end) {
+    std::vector<Completion> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(client->ICall(server->address(), 1, Buffer::Copy("x")));
+    for (Completion& c : calls) answered += c.Wait(5s).ok() ? 1 : 0;
+  }
+  const auto acceptor_used = ThreadCpu(acceptor) - acceptor_before;
+  const auto runner_used = ThreadCpu(runner) - runner_before;
+  stop = true;
+  server->Shutdown();
+  runner.join();
+  acceptor.join();
+  EXPECT_GT(answered, 100);
+  // Its Accept(50ms) returns and is called again a few dozen times: a few
+  // milliseconds in all, where spinning beside the runner took as much as it.
+  EXPECT_LT(acceptor_used, runner_used / 4)
+      << "acceptor " << acceptor_used.count() / 1000 << " us, runner "
+      << runner_used.count() / 1000 << " us of CPU";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, EndpointServeTest, ::testing::Values("homa", "tcp"),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "client/endpoint_core.h"
 
@@ -173,6 +174,25 @@ void EngineHost::SetIdleLocked(bool idle) {
 
 bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns,
                             EndpointCore* caller, bool dispatch, const std::atomic<bool>& closed) {
+  while (true) {
+    const DriverSeat::Look look = seat_.Observe();
+    if (done()) return true;
+    // The keeper (no dispatch) drives beside a driver stuck in a handler.
+    if (!dispatch ? (seat_.Join(), true) : seat_.TryTake(dispatch)) {
+      const bool finished = Drive(done, deadline_ns, caller, dispatch, closed);
+      seat_.Leave();
+      return finished;
+    }
+    // Another thread drives: run what handlers wait, else wait for it.
+    if (dispatch && DispatchCalls(caller) > 0) continue;
+    const TimeNs now = clock_.NowNs();
+    if (now >= deadline_ns || closed.load()) return done();
+    seat_.Wait(look, done, std::min(deadline_ns, now + 100 * kNsPerMs), dispatch, clock_);
+  }
+}
+
+bool EngineHost::Drive(const std::function<bool()>& done, TimeNs deadline_ns, EndpointCore* caller,
+                       bool dispatch, const std::atomic<bool>& closed) {
   auto turn = [&] {
     transport::PollResult r;
     r.next_deadline = kNever;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "client/driver_seat.h"
 #include "engine/engine_config.h"
 #include "engine/transport_set.h"
 #include "engine/uri.h"
@@ -97,11 +98,23 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // of `caller`, an endpoint of this host its thread keeps alive. Returns
   // how many ran.
   int DispatchCalls(EndpointCore* caller);
-  // Drives every endpoint until `done()` holds or `deadline_ns` passes: spin
-  // for endpoint.spin after the last progress, then sleep in the waiter.
-  // False on timeout. `dispatch`: run handlers too (not on a keeper thread).
+  // Waits until `done()` holds or `deadline_ns` passes; false on timeout.
+  // The first waiting thread drives every endpoint (spins for endpoint.spin
+  // after the last progress, then sleeps in the waiter); the others wait off
+  // the CPU until it completed something, handlers wait, or it leaves
+  // (DriverSeat). `dispatch`: run handlers too. A keeper thread (dispatch
+  // false) drives whoever has the seat: the driver runs a long handler.
   bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns, EndpointCore* caller,
                   bool dispatch, const std::atomic<bool>& closed);
+  // An operation of an endpoint here completed: threads waiting on the
+  // driver look again.
+  void NoteCompletion() { seat_.NoteCompletion(); }
+  // Wakes every waiting thread (shutdown, close).
+  void WakeWaiters() {
+    seat_.WakeAll();
+    waiter_->WakeAlways();
+  }
+  const DriverSeat& seat() const { return seat_; }
   // The waiter's epoll fd for an application's own loop (mu() held).
   int ExposeFd() {
     const int fd = waiter_->Expose();
@@ -111,10 +124,16 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // True on the thread inside this host's poll pass (running callbacks).
   bool InPoll() const { return polling_ == this; }
   // An endpoint queued a request for its handlers (its sink, under mu()).
-  void NoteCallsPending() { calls_pending_.store(true, std::memory_order_release); }
+  void NoteCallsPending() {
+    calls_pending_.store(true, std::memory_order_release);
+    seat_.NoteCallsPending();
+  }
 
  private:
   EngineHost(const engine::EngineConfig& config) : config_(config) {}
+  // AwaitUntil for the thread in the driver's seat.
+  bool Drive(const std::function<bool()>& done, TimeNs deadline_ns, EndpointCore* caller,
+             bool dispatch, const std::atomic<bool>& closed);
   void WatchNewFds();
   // Tells every endpoint's engine whether its driver spins idle (mu() held),
   // when that changed. Only hosts with reports_idle_ call it.
@@ -150,6 +169,8 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   // embedded host's turns skip the bookkeeping. Set once, at creation.
   bool reports_idle_ = false;
   static thread_local const EngineHost* polling_;
+  // Which thread drives (AwaitUntil).
+  DriverSeat seat_;
 };
 
 }  // namespace wharf::internal

@@ -107,8 +107,22 @@ bool ManagedEngine::Usable(uint64_t op_id) {
 
 void ManagedEngine::Push(const Descriptor& d) {
   ++counts_.commands;
-  if (outbox_.empty() && link_->commands().TryPush(d)) return;
+  // In a batch the command waits in the outbox, so that wharfd sees the
+  // batch's commands together and is rung once, at EndBatch.
+  if (batch_depth_ == 0 && outbox_.empty() && link_->commands().TryPush(d)) return;
+  if (batch_depth_ > 0) ++counts_.batched_commands;
   outbox_.push_back(d);
+}
+
+void ManagedEngine::BeginBatch() { ++batch_depth_; }
+
+void ManagedEngine::EndBatch() {
+  if (batch_depth_ == 0) return;  // unmatched: ignored (engine_api.h)
+  if (--batch_depth_ == 0) FlushCommands();
+}
+
+void ManagedEngine::FlushUnlessBatching(bool urgent) {
+  if (batch_depth_ == 0) FlushCommands(urgent);
 }
 
 void ManagedEngine::FlushCommands(bool urgent) {
@@ -157,7 +171,7 @@ void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
   }
   pending_.insert(op_id);
   Push(d);
-  FlushCommands();
+  FlushUnlessBatching();
 }
 
 uint64_t ManagedEngine::PeerHandle(const engine::Uri& uri) {
@@ -190,7 +204,7 @@ void ManagedEngine::Listen() {
   listening_ = true;
   if (!Usable(0)) return;
   Push(Command(Opcode::kListen));
-  FlushCommands();
+  FlushUnlessBatching();
 }
 
 void ManagedEngine::Accept(uint64_t op_id, TimeNs deadline_ns) {
@@ -247,7 +261,7 @@ void ManagedEngine::Release(uint64_t conn) {
   conn_peers_.erase(conn);
   if (broken_.has_value()) return;
   Push(Command(Opcode::kReleaseConn, 0, conn));
-  FlushCommands(/*urgent=*/false);
+  FlushUnlessBatching(/*urgent=*/false);
 }
 
 Result<std::string> ManagedEngine::PeerOf(uint64_t conn) const {
@@ -267,7 +281,7 @@ void ManagedEngine::SetServed(uint32_t method, bool served) {
   d.status = method;
   d.flags = served ? shm::kFlagServed : 0;
   Push(d);
-  FlushCommands();
+  FlushUnlessBatching();
 }
 
 void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Buffer payload) {
@@ -286,7 +300,7 @@ void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Bu
     d.heap_offset = d.length = 0;
   }
   Push(d);
-  FlushCommands();
+  FlushUnlessBatching();
 }
 
 void ManagedEngine::Sync(uint64_t op_id) {
@@ -298,7 +312,7 @@ void ManagedEngine::Sync(uint64_t op_id) {
 void ManagedEngine::Cancel(uint64_t op_id) {
   if (!pending_.contains(op_id) || broken_.has_value()) return;
   Push(Command(Opcode::kCancel, 0, op_id));
-  FlushCommands();
+  FlushUnlessBatching();
 }
 
 void ManagedEngine::Shutdown(const Status& why) {
@@ -427,6 +441,7 @@ std::vector<std::pair<std::string, uint64_t>> ManagedEngine::Counters() const {
   all.emplace_back("managed.commands", counts_.commands);
   all.emplace_back("managed.completions", counts_.completions);
   all.emplace_back("managed.copied_sends", counts_.copied_sends);
+  all.emplace_back("managed.batched_commands", counts_.batched_commands);
   all.emplace_back("managed.faults", counts_.faults);
   all.emplace_back("managed.reattaches", counts_.reattaches);
   all.emplace_back("managed.doorbells_rung", counts_.doorbells_rung);

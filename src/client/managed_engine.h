@@ -79,6 +79,11 @@ class ManagedEngine final : public engine::EngineApi {
   void Cancel(uint64_t op_id) override;
   void Sync(uint64_t op_id) override;
   void Shutdown(const Status& why) override;
+  // Commands between them wait in the outbox and reach the ring together,
+  // with one doorbell, at the outer EndBatch (or the next Poll, which
+  // sends what waits).
+  void BeginBatch() override;
+  void EndBatch() override;
   transport::PollResult Poll() override;
   TimeNs NextDeadline() const override;
   void AppendReadableFds(std::vector<int>* fds) const override;
@@ -103,6 +108,8 @@ class ManagedEngine final : public engine::EngineApi {
   // Moves queued commands into the ring; rings wharfd if it sleeps and
   // `urgent` (buffer and connection releases are not: nobody waits on them).
   void FlushCommands(bool urgent = true);
+  // FlushCommands, unless a batch is open (its EndBatch flushes).
+  void FlushUnlessBatching(bool urgent = true);
   // The peer handle for `uri`, naming it to wharfd first if new.
   uint64_t PeerHandle(const engine::Uri& uri);
   // Puts `payload` in the send area (no copy if it is there already) and
@@ -125,7 +132,8 @@ class ManagedEngine final : public engine::EngineApi {
   uint16_t link_generation() const { return generation_; }
   TimeNs next_attach_ns_ = 0;
 
-  std::deque<shm::Descriptor> outbox_;  // commands waiting for ring room
+  std::deque<shm::Descriptor> outbox_;  // commands waiting for ring room or a batch's end
+  int batch_depth_ = 0;                 // BeginBatch nesting
   std::vector<shm::Descriptor> batch_;
   std::vector<std::pair<uint64_t, uint64_t>> releases_;  // scratch
   bool waiting_flag_ = false;   // our "wake me" flag is up
@@ -154,6 +162,7 @@ class ManagedEngine final : public engine::EngineApi {
     uint64_t commands = 0;
     uint64_t completions = 0;
     uint64_t copied_sends = 0;  // payloads not in the send area
+    uint64_t batched_commands = 0;  // held in the outbox by an open batch
     uint64_t faults = 0;        // kFault entries from wharfd
     uint64_t reattaches = 0;
     uint64_t doorbells_rung = 0;

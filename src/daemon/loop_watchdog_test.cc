@@ -1,5 +1,7 @@
 #include "daemon/loop_watchdog.h"
 
+#include <time.h>
+
 #include <gtest/gtest.h>
 
 namespace wharf::daemon {
@@ -17,6 +19,33 @@ TEST(LoopWatchdog, Record__CountsOnlyTurnsOverTheThreshold) {
   EXPECT_EQ(s.max_turn_ns, 3000 * kNsPerMs);
   EXPECT_EQ(s.last_stall_ns, 3000 * kNsPerMs);
   EXPECT_EQ(s.last_stall_at_ns, 3200 * kNsPerMs);
+}
+
+// A fake count of the thread's voluntary context switches.
+uint64_t g_switches = 0;
+uint64_t FakeSwitches() { return g_switches; }
+
+TEST(LoopWatchdog, Record__TellsABlockedStallFromAPreemptedOne) {
+  g_switches = 100;
+  LoopWatchdog dog(10 * kNsPerMs, &FakeSwitches);
+  g_switches = 130;  // slept in epoll: 30 voluntary switches
+  dog.Awake();
+  dog.Record(0, 20 * kNsPerMs);  // no switch since the wake-up: preempted
+  EXPECT_EQ(dog.Stats().stalls, 1u);
+  EXPECT_EQ(dog.Stats().stalls_blocked, 0u);
+  g_switches = 131;  // a system call waited
+  dog.Record(0, 20 * kNsPerMs);
+  EXPECT_EQ(dog.Stats().stalls, 2u);
+  EXPECT_EQ(dog.Stats().stalls_blocked, 1u);
+  dog.Record(0, 20 * kNsPerMs);  // nothing new since that one
+  EXPECT_EQ(dog.Stats().stalls_blocked, 1u);
+}
+
+TEST(LoopWatchdog, VoluntarySwitches__CountsASleep) {
+  const uint64_t before = LoopWatchdog::VoluntarySwitches();
+  timespec ms{0, 1000000};
+  ::nanosleep(&ms, nullptr);
+  EXPECT_GT(LoopWatchdog::VoluntarySwitches(), before);
 }
 
 TEST(LoopWatchdog, Record__AClockGoingBackIsAnEmptyTurn) {

@@ -36,6 +36,19 @@ class ManagedEndpointTest : public ::testing::Test {
                            .hosting = Hosting::kManaged,
                            .daemon_socket = daemon_->socket()});
   }
+  // The commands wharfd executed for the application at `address` (its
+  // status entry).
+  uint64_t CommandsExecuted(const std::string& address) {
+    Result<std::string> text = internal::QueryDaemonStatus(daemon_->socket(), std::chrono::seconds(5));
+    EXPECT_TRUE(text.ok()) << text.status();
+    if (!text.ok()) return 0;
+    const nlohmann::json doc = nlohmann::json::parse(*text);
+    for (const auto& app : doc["applications"]) {
+      if (app["endpoint"] == address) return app["commands"].get<uint64_t>();
+    }
+    ADD_FAILURE() << "no application at " << address << " in " << *text;
+    return 0;
+  }
   std::unique_ptr<DaemonThread> daemon_;
 };
 
@@ -278,11 +291,15 @@ TEST_F(ManagedEndpointTest, MessagesOverAConnection) {
   ASSERT_NE(accepted, nullptr);
   EXPECT_EQ((*conn)->peer(), (*server)->address());
   EXPECT_FALSE(accepted->peer().empty());
-  // A zero-copy buffer from the shared heap, then an ordinary one.
+  // A zero-copy buffer from the shared heap (sent where it lies: the copy
+  // counter stays), then an ordinary one (copied into the heap once).
+  const uint64_t copied_before = StatOf(**client, "managed.copied_sends");
   Buffer big = (*client)->AllocateBuffer(300'000);
   for (size_t i = 0; i < big.size(); ++i) big.data()[i] = static_cast<std::byte>(i * 7);
   ASSERT_TRUE((*conn)->Send(std::move(big)).ok());
+  EXPECT_EQ(StatOf(**client, "managed.copied_sends"), copied_before) << "the heap buffer was copied";
   ASSERT_TRUE((*conn)->Send(Buffer::Copy("small")).ok());
+  EXPECT_EQ(StatOf(**client, "managed.copied_sends"), copied_before + 1);
   std::vector<std::string> got;
   for (int i = 0; i < 2; ++i) {
     Result<Buffer> m = accepted->Recv(std::chrono::seconds(5));
@@ -300,12 +317,68 @@ TEST_F(ManagedEndpointTest, MessagesOverAConnection) {
   EXPECT_EQ(got, (std::vector<std::string>{"big", "small"}));
 }
 
-TEST_F(ManagedEndpointTest, CallToNobodyFailsAndOthersCarryOn) {
+// endpoint.h's promise for managed mode: what a SendBatch issues reaches
+// wharfd together, at the batch's end, with one doorbell.
+TEST_F(ManagedEndpointTest, SendBatchHoldsCommandsUntilItsEnd) {
+  auto server = Open("homa://0.0.0.0:0/batched");
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(ServeEcho(**server).ok());
+  testing::ServerThread running(**server);
   auto client = Open();
   ASSERT_TRUE(client.ok());
-  Result<Buffer> r = (*client)->Call("homa://127.0.0.1:1", 1, Buffer::Copy("x"),
-                                     {.deadline = std::chrono::milliseconds(300)});
-  EXPECT_FALSE(r.ok());
+  ASSERT_TRUE((*client)->Call((*server)->address(), 7, Buffer::Copy("warm")).ok());
+  const uint64_t batched_before = StatOf(**client, "managed.batched_commands");
+  const uint64_t executed_before = CommandsExecuted((*client)->address());
+  const uint64_t rung_before = StatOf(**client, "managed.doorbells_rung");
+  std::vector<Completion> calls;
+  {
+    SendBatch batch(**client);
+    for (int i = 0; i < 16; ++i) {
+      calls.push_back((*client)->ICall((*server)->address(), 7, Buffer::Copy(std::to_string(i))));
+    }
+    // Nothing went out: wharfd, which would take them within microseconds,
+    // has executed none of them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(CommandsExecuted((*client)->address()), executed_before);
+    EXPECT_EQ(StatOf(**client, "managed.batched_commands"), batched_before + 16);
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    ASSERT_TRUE(calls[i].Wait(std::chrono::seconds(5)).ok()) << i;
+    EXPECT_EQ(calls[i].TakeMessage().AsStringView(), "re:" + std::to_string(i));
+  }
+  EXPECT_LE(StatOf(**client, "managed.doorbells_rung"), rung_before + 1)
+      << "one doorbell for the batch (none if wharfd was awake)";
+}
+
+TEST_F(ManagedEndpointTest, CallToNobodyFailsAndOthersCarryOn) {
+  auto server = Open("homa://0.0.0.0:0/others");
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(ServeEcho(**server).ok());
+  testing::ServerThread running(**server);
+  auto client = Open();
+  ASSERT_TRUE(client.ok());
+  auto other = Open();
+  ASSERT_TRUE(other.ok());
+  // A call to a port nobody serves fails (the kernel's port unreachable, or
+  // the deadline), while the same client's and another application's calls
+  // to a live server go on being answered, before and after.
+  Completion nobody = (*client)->ICall("homa://127.0.0.1:1", 1, Buffer::Copy("x"),
+                                       {.deadline = std::chrono::milliseconds(300)});
+  for (int i = 0; i < 20; ++i) {
+    for (Endpoint* e : {client->get(), other->get()}) {
+      Result<Buffer> r = e->Call((*server)->address(), 7, Buffer::Copy(std::to_string(i)));
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->AsStringView(), "re:" + std::to_string(i));
+    }
+  }
+  (void)nobody.Wait(std::chrono::seconds(5));  // its outcome is read below
+  ASSERT_TRUE(nobody.done());
+  EXPECT_TRUE(nobody.status().code() == StatusCode::kUnavailable ||
+              nobody.status().code() == StatusCode::kDeadlineExceeded)
+      << nobody.status();
+  Result<Buffer> after = (*client)->Call((*server)->address(), 7, Buffer::Copy("after"));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->AsStringView(), "re:after");
 }
 
 TEST_F(ManagedEndpointTest, OpenWithoutDaemonFailsClearly) {

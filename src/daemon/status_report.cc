@@ -64,6 +64,7 @@ json Document(const DaemonReport& r) {
         {"loop",
          {{"turns", r.loop.turns},
           {"stalls", r.loop.stalls},
+          {"stalls_blocked", r.loop.stalls_blocked},
           {"stall_threshold_us", r.loop.threshold_ns / 1000},
           {"max_turn_us", r.loop.max_turn_ns / 1000},
           {"p99_turn_us", r.loop.p99_turn_ns / 1000},

@@ -253,6 +253,7 @@ transport::PollResult Daemon::Pass() {
   // kControlCheckInterval finds a new or departed application soon enough,
   // without a system call per socket per pass (an accept that finds nobody
   // costs microseconds here).
+  if (slept_) watchdog_.Awake();  // once per sleep: a getrusage
   const bool check_control = slept_ || now >= next_control_check_ns_;
   if (check_control) next_control_check_ns_ = now + kControlCheckInterval;
   slept_ = false;

@@ -42,10 +42,11 @@ void PrintTable(const nlohmann::json& doc) {
   // The loop's watchdog: every application waits while a turn runs.
   if (d.contains("loop") && d["loop"].is_object()) {
     const auto& loop = d["loop"];
-    std::printf("loop: %llu stalls over %.1f ms (longest turn %.1f ms, p99 %.3f ms); "
-                "unattached connections %llu\n\n",
+    std::printf("loop: %llu stalls over %.1f ms, %llu of them blocked in the kernel (longest "
+                "turn %.1f ms, p99 %.3f ms); unattached connections %llu\n\n",
                 static_cast<unsigned long long>(U(loop, "stalls")),
                 static_cast<double>(U(loop, "stall_threshold_us")) / 1000.0,
+                static_cast<unsigned long long>(U(loop, "stalls_blocked")),
                 static_cast<double>(U(loop, "max_turn_us")) / 1000.0,
                 static_cast<double>(U(loop, "p99_turn_us")) / 1000.0,
                 static_cast<unsigned long long>(U(d, "unattached_connections")));

@@ -1,4 +1,4 @@
-// daemon/hostile_control_test.cc: what an application can do to wharfd with
+// integration/hostile_control_test.cc: what an application can do to wharfd with
 // nothing but its control socket, before or instead of attaching (so
 // daemon.allowed_uids, checked at hello, does not stop it). Each test is
 // one fault once found by trying (docs/security.md names them): a name that
@@ -6,6 +6,11 @@
 // close blocks, a host name in a hello. Each checks that the rogue gets a
 // clear answer, that a well-behaved pair of applications (GoodPair) carries
 // on, and that wharfd's loop never stalled (its watchdog, in `wharf status`).
+//
+// wharfd is a child process (the real binary), as in production: in this
+// process its loop would share the address space's lock with the test's
+// threads, whose mappings of regions block its page faults for
+// milliseconds, which a deployment never sees.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,30 +24,34 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/testing/daemon_thread.h"
 #include "daemon/testing/good_pair.h"
 #include "daemon/testing/rogue_app.h"
+#include "integration/wharfd_process.h"
 #include "shm/attach_protocol.h"
 #include "shm/control_socket.h"
 #include "wharf/endpoint.h"
 
-namespace wharf::daemon {
+namespace wharf::integration {
 namespace {
 
+using daemon::testing::DaemonStatus;
+using daemon::testing::GoodPair;
+using daemon::testing::RogueApp;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-using testing::DaemonStatus;
-using testing::GoodPair;
-using testing::RogueApp;
 
 class HostileControlTest : public ::testing::Test {
  protected:
-  void Start(std::vector<std::pair<std::string, std::string>> settings = {}) {
-    settings.push_back({"daemon.stall_threshold", "10ms"});
-    auto d = testing::DaemonThread::Start(std::move(settings));
+  void Start(std::vector<std::string> settings = {}) {
+    auto dir = TempDir::Create("wharfd-hostile");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = std::move(*dir);
+    socket_ = dir_->path() + "/wharfd.sock";
+    settings.push_back("daemon.stall_threshold=10ms");
+    auto d = WharfdProcess::Start({.socket = socket_, .settings = std::move(settings)});
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
-    auto pair = GoodPair::Start(daemon_->socket());
+    auto pair = GoodPair::Start(socket_);
     ASSERT_TRUE(pair.ok()) << pair.status();
     good_ = std::move(*pair);
     ExpectOthersFine();
@@ -54,6 +63,7 @@ class HostileControlTest : public ::testing::Test {
     }
     good_.reset();
     daemon_.reset();
+    dir_.reset();
   }
 
   void ExpectOthersFine() {
@@ -66,16 +76,19 @@ class HostileControlTest : public ::testing::Test {
   }
 
   nlohmann::json DaemonJson() {
-    Result<std::string> text = DaemonStatus(daemon_->socket());
+    Result<std::string> text = DaemonStatus(socket_);
     EXPECT_TRUE(text.ok()) << text.status();
     if (!text.ok()) return nlohmann::json::object();
     return nlohmann::json::parse(*text);  // strict: bad UTF-8 would throw here
   }
 
-  // The watchdog saw no turn of the loop over 10 ms.
+  // The watchdog saw no turn of the loop over 10 ms in which its thread
+  // blocked. (A turn preempted for that long by other processes, which a
+  // suite running two tests at once on two CPUs may cause, is counted in
+  // `stalls` but is not the daemon's doing.)
   void ExpectNoStall() {
     const nlohmann::json loop = DaemonJson()["daemon"]["loop"];
-    EXPECT_EQ(loop["stalls"], 0) << loop.dump();
+    EXPECT_EQ(loop["stalls_blocked"], 0) << loop.dump();
     EXPECT_GT(loop["turns"].get<uint64_t>(), 0u);
   }
 
@@ -86,14 +99,16 @@ class HostileControlTest : public ::testing::Test {
     limits.max_message_bytes = 1 << 20;
     Result<std::unique_ptr<shm::ControlConnection>> c = UnavailableError("not tried");
     for (int tries = 0; tries < 1000 && !c.ok(); ++tries) {
-      c = shm::ControlConnection::Connect(daemon_->socket(), SystemClock::Get(), limits);
+      c = shm::ControlConnection::Connect(socket_, SystemClock::Get(), limits);
       if (!c.ok()) std::this_thread::sleep_for(milliseconds(1));
     }
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? std::move(*c) : nullptr;
   }
 
-  std::unique_ptr<testing::DaemonThread> daemon_;
+  std::unique_ptr<TempDir> dir_;
+  std::string socket_;
+  std::unique_ptr<WharfdProcess> daemon_;
   std::unique_ptr<GoodPair> good_;
   int round_ = 0;
 };
@@ -104,15 +119,15 @@ TEST_F(HostileControlTest, AProgramNameThatIsNotUtf8IsShownEscaped) {
   Start();
   RogueApp::Options latin1;
   latin1.program = "caf\xe9";
-  auto a = RogueApp::Attach(daemon_->socket(), latin1);
+  auto a = RogueApp::Attach(socket_, latin1);
   ASSERT_TRUE(a.ok()) << a.status();
   RogueApp::Options cut;
   cut.program = std::string(63, 'n') + "\xc3\xa9";  // the 64-byte cut fell inside the é
-  auto b = RogueApp::Attach(daemon_->socket(), cut);
+  auto b = RogueApp::Attach(socket_, cut);
   ASSERT_TRUE(b.ok()) << b.status();
   RogueApp::Options escape;
   escape.program = "\x1b]0;owned\x07top";  // a terminal title escape
-  auto c = RogueApp::Attach(daemon_->socket(), escape);
+  auto c = RogueApp::Attach(socket_, escape);
   ASSERT_TRUE(c.ok()) << c.status();
 
   std::vector<std::string> programs;
@@ -133,7 +148,7 @@ TEST_F(HostileControlTest, AnEndpointNameThatIsNotUtf8IsRefusedAtHello) {
                                 "homa://0.0.0.0:0/" + std::string(63, 'n') + "\xc3"}) {
     RogueApp::Options o;
     o.address = address;
-    auto rogue = RogueApp::Attach(daemon_->socket(), o);
+    auto rogue = RogueApp::Attach(socket_, o);
     ASSERT_FALSE(rogue.ok());
     EXPECT_EQ(rogue.status().code(), StatusCode::kInvalidArgument) << rogue.status();
     EXPECT_NE(rogue.status().message().find("hello address"), std::string::npos)
@@ -146,7 +161,7 @@ TEST_F(HostileControlTest, AnEndpointNameThatIsNotUtf8IsRefusedAtHello) {
 
 TEST_F(HostileControlTest, IdleConnectionsNeverLockANewcomerOut) {
   // Status answers are not what this test limits (the next one does).
-  Start({{"daemon.hello_timeout", "1s"}, {"daemon.status_requests_per_second", "10000"}});
+  Start({"daemon.hello_timeout=1s", "daemon.status_requests_per_second=10000"});
   // As in the report: hundreds of connections that each send one wake-up
   // or one status request and then nothing, plus some that send nothing.
   std::vector<std::unique_ptr<shm::ControlConnection>> idle;
@@ -165,7 +180,7 @@ TEST_F(HostileControlTest, IdleConnectionsNeverLockANewcomerOut) {
   const auto start = steady_clock::now();
   auto newcomer = Endpoint::Open({.address = "homa://0.0.0.0:0/newcomer",
                                   .hosting = Hosting::kManaged,
-                                  .daemon_socket = daemon_->socket()});
+                                  .daemon_socket = socket_});
   ASSERT_TRUE(newcomer.ok()) << newcomer.status();
   EXPECT_LT(steady_clock::now() - start, milliseconds(500));
 
@@ -200,11 +215,11 @@ TEST_F(HostileControlTest, AWakeUpBeforeHelloEndsTheConnection) {
 }
 
 TEST_F(HostileControlTest, StatusRequestsOverTheRateAreRefusedNotServed) {
-  Start({{"daemon.status_requests_per_second", "5"}});
+  Start({"daemon.status_requests_per_second=5"});
   int answered = 0;
   int refused = 0;
   for (int i = 0; i < 20; ++i) {
-    Result<std::string> text = DaemonStatus(daemon_->socket());
+    Result<std::string> text = DaemonStatus(socket_);
     if (text.ok()) {
       ++answered;
     } else {
@@ -283,7 +298,7 @@ TEST_F(HostileControlTest, APassedFileIsRefusedByTheKernel) {
 TEST_F(HostileControlTest, APassedLingeringSocketNeverStallsTheLoop) {
   // As on a kernel that cannot refuse passed files: wharfd receives them,
   // and closing them (or a connection still holding some) must not block.
-  Start({{"daemon.refuse_passed_fds", "false"}});
+  Start({"daemon.refuse_passed_fds=false"});
   ASSERT_FALSE(DaemonJson()["daemon"]["kernel_refuses_fds"].get<bool>());
   // Passed directly, before hello, and then the sender lets go of it.
   LingeringSocket direct = MakeLingeringSocket(3);
@@ -320,7 +335,7 @@ TEST_F(HostileControlTest, AHostNameInAHelloIsRefusedWithoutALookup) {
   // resolver (seconds with an unreachable DNS server).
   o.address = "homa://wharf-slow-lookup.invalid:0/x";
   const auto start = steady_clock::now();
-  auto rogue = RogueApp::Attach(daemon_->socket(), o);
+  auto rogue = RogueApp::Attach(socket_, o);
   ASSERT_FALSE(rogue.ok());
   EXPECT_EQ(rogue.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(rogue.status().message().find("numeric addresses only"), std::string::npos)
@@ -332,10 +347,10 @@ TEST_F(HostileControlTest, LibwharfResolvesANameBeforeItsHello) {
   Start();
   auto e = Endpoint::Open({.address = "homa://localhost:0/by-name",
                            .hosting = Hosting::kManaged,
-                           .daemon_socket = daemon_->socket()});
+                           .daemon_socket = socket_});
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_NE((*e)->address().find("/by-name"), std::string::npos) << (*e)->address();
 }
 
 }  // namespace
-}  // namespace wharf::daemon
+}  // namespace wharf::integration
