@@ -1,7 +1,7 @@
 # The gRPC baseline (WHARF_GRPC, see the top-level CMakeLists.txt): finds
 # Debian's gRPC (libgrpc++-dev ships gRPCConfig.cmake, which finds protobuf
 # itself), protoc and grpc_cpp_plugin, says at configure time whether
-# wharf-grpc-node is built, and adds src/tools/grpc when it is. When it is
+# wharf-grpc-node is built, and adds src/bench/grpc when it is. When it is
 # not, its tests are still registered and report "skipped" (exit 77), so the
 # suite shows that the baseline is missing rather than silently shrinking.
 set(WHARF_GRPC_BUILT OFF)
@@ -43,7 +43,7 @@ endif()
 if(WHARF_GRPC_BUILT)
   message(STATUS "gRPC baseline (wharf-grpc-node): built with gRPC ${gRPC_VERSION}, "
                  "protobuf ${Protobuf_VERSION}, ${WHARF_GRPC_CPP_PLUGIN}")
-  add_subdirectory(src/tools/grpc)
+  add_subdirectory(src/bench/grpc)
 else()
   message(STATUS "gRPC baseline (wharf-grpc-node): not built (${wharf_grpc_why})")
   if(WHARF_BUILD_TESTS)

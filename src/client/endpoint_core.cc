@@ -76,7 +76,11 @@ Status EndpointCore::OpenManaged(const EndpointOptions& options, const engine::U
 }
 
 std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
-  return engine_->Counters();
+  std::vector<std::pair<std::string, uint64_t>> all = engine_->Counters();
+  // The host's waits (shared by the endpoints on its socket).
+  all.emplace_back("endpoint.driver_turns_lock_busy", host_->turns_lock_busy());
+  all.emplace_back("endpoint.waits_off_cpu", host_->seat().wakeups());
+  return all;
 }
 
 EndpointCore::~EndpointCore() {

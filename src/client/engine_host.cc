@@ -199,6 +199,7 @@ bool EngineHost::Drive(const std::function<bool()>& done, TimeNs deadline_ns, En
     {
       std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
       // Taken: another thread is making progress for everybody.
+      if (!lock.owns_lock()) turns_lock_busy_.fetch_add(1, std::memory_order_relaxed);
       if (lock.owns_lock() && !closed) {
         if (!reports_idle_) {
           r = PollLocked();

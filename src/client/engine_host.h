@@ -115,6 +115,10 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
     waiter_->WakeAlways();
   }
   const DriverSeat& seat() const { return seat_; }
+  // Turns of a driving thread that found the engine's lock taken by another
+  // thread and did nothing (a thread calling into the engine; before the
+  // DriverSeat, mostly another thread spinning beside it).
+  uint64_t turns_lock_busy() const { return turns_lock_busy_.load(std::memory_order_relaxed); }
   // The waiter's epoll fd for an application's own loop (mu() held).
   int ExposeFd() {
     const int fd = waiter_->Expose();
@@ -171,6 +175,7 @@ class EngineHost final : public std::enable_shared_from_this<EngineHost> {
   static thread_local const EngineHost* polling_;
   // Which thread drives (AwaitUntil).
   DriverSeat seat_;
+  std::atomic<uint64_t> turns_lock_busy_{0};
 };
 
 }  // namespace wharf::internal

@@ -21,7 +21,7 @@
 //
 // Does not hold process management (subprocess.h, netns_process.h), the
 // bench's bottleneck policy (bottleneck.h) or signal handling (a program's
-// business: tools/bench/cluster_guard.h).
+// business: bench/cluster_guard.h).
 #pragma once
 
 #include <cstdint>

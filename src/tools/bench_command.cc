@@ -1,5 +1,5 @@
 // `wharf bench baseline`: flags, progress line and output of the kernel
-// baselines; the measuring is in tools/bench/.
+// baselines; the measuring is in bench/.
 #include "tools/bench_command.h"
 
 #include <unistd.h>
@@ -11,52 +11,27 @@
 #include <string>
 
 #include "base/clock.h"
-#include "tools/bench/iperf3_runner.h"
-#include "tools/bench/managed_pingpong.h"
-#include "tools/bench/report.h"
-#include "tools/bench/shm_pingpong.h"
-#include "tools/bench/wharf_pingpong.h"
-#include "tools/bench/tcp_pingpong.h"
-#include "tools/bench/udp_pingpong.h"
+#include "bench/iperf3_runner.h"
+#include "bench/managed_pingpong.h"
+#include "bench/report.h"
+#include "bench/shm_pingpong.h"
+#include "bench/wharf_pingpong.h"
+#include "bench/tcp_pingpong.h"
+#include "bench/udp_pingpong.h"
+#include "tools/progress_line.h"
 
 namespace wharf::tools {
 namespace {
 
 using bench::PingPongProgress;
 
-// A progress line on stderr: rewritten in place (at most 4 times a second,
-// as the loop reports) on a terminal; elsewhere one line every 5 s so logs
-// stay short. Only for runs long enough to need one.
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1) {}
-
-  void Update(const std::string& name, const PingPongProgress& p) {
-    if (!enabled_) return;
-    if (!tty_) {
-      if (p.elapsed_ns < next_log_ns_) return;
-      next_log_ns_ = p.elapsed_ns + 5 * kNsPerSec;
-    }
-    std::fprintf(stderr, "%s%s: %s / %s round trips, %.1f s%s", tty_ ? "\r" : "", name.c_str(),
-                 bench::WithThousands(p.done).c_str(), bench::WithThousands(p.total).c_str(),
-                 static_cast<double>(p.elapsed_ns) / kNsPerSec, tty_ ? "\033[K" : "\n");
-    std::fflush(stderr);
-    shown_ = true;
-  }
-
-  // Clears the line before the next output.
-  void Done() {
-    if (shown_ && tty_) std::fprintf(stderr, "\r\033[K");
-    shown_ = false;
-    next_log_ns_ = 5 * kNsPerSec;
-  }
-
- private:
-  bool enabled_;
-  bool tty_;
-  bool shown_ = false;
-  DurationNs next_log_ns_ = 5 * kNsPerSec;
-};
+// "udp block 64 B: 1,000 / 10,000 round trips, 1.2 s"
+std::string ProgressText(const std::string& name, const PingPongProgress& p) {
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f s", static_cast<double>(p.elapsed_ns) / kNsPerSec);
+  return name + ": " + bench::WithThousands(p.done) + " / " + bench::WithThousands(p.total) +
+         " round trips, " + elapsed;
+}
 
 DurationNs SecondsToNs(double seconds) { return static_cast<DurationNs>(seconds * kNsPerSec); }
 
@@ -172,7 +147,8 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   bench::BaselineReport report;
   report.iterations = o.iterations;
   report.warmup = o.warmup;
-  ProgressLine progress_line(!o.no_progress);
+  // On a terminal rewritten in place; in a log one line every 5 s.
+  ProgressLine progress_line(!o.no_progress, 5 * kNsPerSec);
   int failures = 0;
 
   const auto daemon_cpu = DaemonCpu(o.daemon_cpu, o);
@@ -214,7 +190,9 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
       p.reply_timeout_ns = SecondsToNs(o.reply_timeout_s);
       bench::PingPongRow row{proto, p.mode, p.size_bytes, p.address, {}};
       const std::string name = row.Name();
-      auto on_progress = [&](const PingPongProgress& pr) { progress_line.Update(name, pr); };
+      auto on_progress = [&](const PingPongProgress& pr) {
+        progress_line.Show(ProgressText(name, pr), pr.elapsed_ns);
+      };
       auto result =
           proto == "tcp"   ? bench::RunTcpPingPong(p, clock, on_progress)
           : proto == "shm" ? bench::RunShmPingPong(p, clock, on_progress)
@@ -223,7 +201,7 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
                                           on_progress)
           : IsWharf(proto) ? bench::RunWharfPingPong(p, WharfScheme(proto), clock, on_progress)
                            : bench::RunUdpPingPong(p, clock, on_progress);
-      progress_line.Done();
+      progress_line.Clear();
       if (!result.ok()) {
         std::fprintf(stderr, "wharf bench: %s: %s\n", name.c_str(),
                      result.status().ToString().c_str());

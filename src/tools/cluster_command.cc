@@ -18,10 +18,10 @@
 #include "base/config_value.h"
 #include "netns/bottleneck.h"
 #include "netns/netns_cluster.h"
-#include "tools/bench/bench_daemon.h"
-#include "tools/bench/cluster_check.h"
-#include "tools/bench/cluster_guard.h"
-#include "tools/bench/cluster_runner.h"
+#include "bench/bench_daemon.h"
+#include "bench/cluster_check.h"
+#include "bench/cluster_guard.h"
+#include "bench/cluster_runner.h"
 
 namespace wharf::tools {
 namespace {

@@ -2,9 +2,9 @@
 // --hosts network namespaces on a bridge (198.18.0.0/15) with a bottleneck
 // of --link-rate (strict-priority queues, or one FIFO) on every host's
 // links, checks connectivity and the rate the bottleneck lets through, writes DIR/cluster.json and takes
-// everything down, also on Ctrl-C (tools/bench/cluster_guard.h); a cluster
+// everything down, also on Ctrl-C (bench/cluster_guard.h); a cluster
 // left by a killed run is swept at the next start. The workload runs are in
-// tools/bench/cluster_runner.h (results.json, slowdown.png). The cluster
+// bench/cluster_runner.h (results.json, slowdown.png). The cluster
 // code is in src/netns/; this file holds the flags, the sequence and the
 // printing.
 #pragma once
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/bench/cluster_node.h"
+#include "bench/cluster_node.h"
 
 namespace CLI {
 class App;
@@ -44,13 +44,13 @@ struct BenchClusterOptions {
   int unloaded_per_size = 20;
   std::string workload_dir;  // empty: the source tree's data/workloads
   std::vector<std::string> settings;  // --set KEY=VALUE for wharf nodes and wharfds
-  // The throughput rows (tools/bench/cluster_throughput.h): per series and
+  // The throughput rows (bench/cluster_throughput.h): per series and
   // in-flight count, a closed loop of 64 B RPCs h0 -> h1 measured this long
   // ("0" skips them).
   std::string throughput_duration = "5s";
   std::vector<int> throughput_in_flight = {1, 32, 256};
 
-  // The hidden `wharf bench cluster-node` (tools/bench/cluster_node.h),
+  // The hidden `wharf bench cluster-node` (bench/cluster_node.h),
   // registered beside `cluster`.
   bench::ClusterNodeOptions node;
   CLI::App* node_command = nullptr;

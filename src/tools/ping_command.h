@@ -1,7 +1,9 @@
 // `wharf ping`: measures RPC round trips to a `wharf serve`, like ping(8):
 // count, size, interval and concurrency; prints RTT percentiles, loss and
-// rate, with a progress line on stderr for long runs. Every echo is checked
-// byte for byte.
+// rate, with a progress line on stderr for long runs (on a terminal only).
+// Every echo is checked byte for byte. Its closed loop is the benchmark
+// harness's (the same slots, batching and wait), so that what it shows a
+// user is what `wharf bench throughput` measures.
 #pragma once
 
 #include <string>

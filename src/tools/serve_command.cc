@@ -11,7 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <map>
-#include <set>
+#include <algorithm>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -29,27 +30,68 @@ void OnSignal(int) {
 }
 
 // Execution accounting: a request whose payload starts with an 8-byte id is
-// recorded per client; a second run of the same id is a duplicate.
+// recorded per client; a second run of the same id is a duplicate. `wharf
+// ping`'s ids are a random base (the high 32 bits) plus a sequence number,
+// so each (client, base) keeps a bitmap of sequence numbers: a bit per
+// request (25 KB for 200,000), found through a one-entry cache of the last
+// client, where a tree node and a copy of the peer's address per request
+// cost more than the echo itself. Bounded: kMaxClients (client, base) pairs
+// and sequence numbers below kMaxSequence are tracked; others are counted
+// as untracked.
 class ExecutionLog {
  public:
+  static constexpr size_t kMaxClients = 4096;
+  static constexpr uint64_t kMaxSequence = uint64_t{1} << 26;  // 8 MiB of bits per client
+
   void Record(std::string_view peer, const Buffer& request) {
     std::lock_guard<std::mutex> lock(mu_);
     ++executed_;
     if (request.size() < 8) return;
     uint64_t id;
     std::memcpy(&id, request.data(), 8);
-    if (!seen_.emplace(std::string(peer), id).second) ++duplicates_;
+    const uint64_t base = id >> 32;
+    const uint64_t sequence = id & 0xFFFFFFFFu;
+    std::vector<uint64_t>* bits = Bits(peer, base);
+    if (bits == nullptr || sequence >= kMaxSequence) {
+      ++untracked_;
+      return;
+    }
+    const size_t word = sequence / 64;
+    if (word >= bits->size()) bits->resize(std::max(word + 1, bits->size() * 2));
+    const uint64_t mask = uint64_t{1} << (sequence % 64);
+    if (((*bits)[word] & mask) != 0) ++duplicates_;
+    (*bits)[word] |= mask;
   }
   std::string Summary() {
     std::lock_guard<std::mutex> lock(mu_);
-    return "executed " + std::to_string(executed_) + " duplicates " + std::to_string(duplicates_);
+    std::string s = "executed " + std::to_string(executed_) + " duplicates " +
+                    std::to_string(duplicates_);
+    if (untracked_ > 0) s += " untracked " + std::to_string(untracked_);
+    return s;
   }
 
  private:
+  std::vector<uint64_t>* Bits(std::string_view peer, uint64_t base) {
+    if (last_ != nullptr && base == last_base_ && peer == last_peer_) return last_;
+    auto it = seen_.find(std::make_pair(std::string(peer), base));
+    if (it == seen_.end()) {
+      if (seen_.size() >= kMaxClients) return nullptr;
+      it = seen_.emplace(std::make_pair(std::string(peer), base), std::vector<uint64_t>()).first;
+    }
+    last_peer_ = it->first.first;
+    last_base_ = base;
+    last_ = &it->second;  // map nodes stay put
+    return last_;
+  }
+
   std::mutex mu_;
   uint64_t executed_ = 0;
   uint64_t duplicates_ = 0;
-  std::set<std::pair<std::string, uint64_t>> seen_;
+  uint64_t untracked_ = 0;
+  std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> seen_;
+  std::string last_peer_;
+  uint64_t last_base_ = 0;
+  std::vector<uint64_t>* last_ = nullptr;
 };
 
 // Answers held calls once their delay has passed, from a thread of its own

@@ -9,12 +9,12 @@
 
 #include "base/clock.h"
 #include "netns/netns_cluster.h"
-#include "tools/bench/bench_daemon.h"
-#include "tools/bench/cluster_check.h"
-#include "tools/bench/cluster_guard.h"
-#include "tools/bench/cluster_runner.h"
-#include "tools/bench/throughput_report.h"
-#include "tools/bench/throughput_runner.h"
+#include "bench/bench_daemon.h"
+#include "bench/cluster_check.h"
+#include "bench/cluster_guard.h"
+#include "bench/cluster_runner.h"
+#include "bench/throughput_report.h"
+#include "bench/throughput_runner.h"
 
 namespace wharf::tools {
 namespace {

@@ -3,13 +3,13 @@
 // in-flight counts over homa:// and tcp:// (embedded and managed) against
 // gRPC, and 1 MiB one-way goodput against one iperf3 TCP stream, on
 // loopback and over a veth pair between two namespaces. The flags are
-// tools/bench/throughput_plan.h's ThroughputOptions; the run is
-// tools/bench/throughput_runner.h, the tables and JSON
-// tools/bench/throughput_report.h. This file holds the flags, the signal
+// bench/throughput_plan.h's ThroughputOptions; the run is
+// bench/throughput_runner.h, the tables and JSON
+// bench/throughput_report.h. This file holds the flags, the signal
 // guard, the progress lines and the output.
 #pragma once
 
-#include "tools/bench/throughput_plan.h"
+#include "bench/throughput_plan.h"
 
 namespace CLI {
 class App;

@@ -15,15 +15,15 @@
 
 #include "netns/netns_cluster.h"
 #include "netns/netns_process.h"
-#include "tools/bench/cluster_check.h"
-#include "tools/bench/cluster_guard.h"
+#include "bench/cluster_check.h"
+#include "bench/cluster_guard.h"
 
 int main(int argc, char** argv) {
   using namespace wharf;
   const bool guarded = argc > 1 && std::strcmp(argv[1], "--guard") == 0;
-  std::unique_ptr<tools::bench::ClusterGuard> guard;
+  std::unique_ptr<bench::ClusterGuard> guard;
   if (guarded) {
-    auto installed = tools::bench::ClusterGuard::Install();
+    auto installed = bench::ClusterGuard::Install();
     if (!installed.ok()) {
       std::fprintf(stderr, "guard: %s\n", installed.status().ToString().c_str());
       return 1;
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     guard = std::move(installed).value();
   }
   auto cluster = netns::NetnsCluster::Create(
-      {.hosts = 2, .prefix = std::string(tools::bench::kBenchClusterPrefix)});
+      {.hosts = 2, .prefix = std::string(bench::kBenchClusterPrefix)});
   if (!cluster.ok()) {
     std::fprintf(stderr, "cluster: %s\n", cluster.status().ToString().c_str());
     return 1;

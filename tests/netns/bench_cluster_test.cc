@@ -24,9 +24,9 @@
 #include "netns/netns_cluster.h"
 #include "netns/status_testing.h"
 #include "netns/subprocess.h"
-#include "tools/bench/cluster_check.h"
+#include "bench/cluster_check.h"
 
-namespace wharf::tools::bench {
+namespace wharf::bench {
 namespace {
 
 using netns::NetnsCluster;
@@ -189,4 +189,4 @@ TEST_F(BenchClusterTest, BottleneckHoldsItsRateWithinTenPercent) {
 }
 
 }  // namespace
-}  // namespace wharf::tools::bench
+}  // namespace wharf::bench
