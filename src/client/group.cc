@@ -1,4 +1,4 @@
-// Group: barrier rounds coordinated by rank 0 (engine/engine_serve.cc).
+// Group: barrier rounds coordinated by rank 0 (engine/barrier_rounds.h).
 #include "wharf/group.h"
 
 #include "client/endpoint_core.h"

@@ -1,10 +1,9 @@
-// AppSession: attach, the per-pass work, the engine's sink, completions out
-// and teardown. The commands themselves are in session_commands.cc.
+// AppSession: attach, the control socket, the per-pass work, the engine's
+// sink and teardown. The commands themselves are the CommandExecutor's.
 #include "daemon/app_session.h"
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 
 #include "base/log.h"
 #include "base/text.h"
@@ -14,12 +13,6 @@ namespace wharf::daemon {
 
 using shm::Descriptor;
 using shm::Opcode;
-
-void AppSession::RegionOwner::Release(std::span<std::byte> whole) noexcept {
-  if (session_ == nullptr) return;
-  (session_->*on_release_)(static_cast<uint64_t>(whole.data() - region_->heap().data()),
-                           whole.size());
-}
 
 AppSession::AppSession(SessionHost& host, uint64_t id,
                        std::unique_ptr<shm::ControlConnection> control)
@@ -31,14 +24,15 @@ AppSession::AppSession(SessionHost& host, uint64_t id,
 
 AppSession::~AppSession() {
   // Nothing is placed in our area from now on; then the engine (it may
-  // release lent and placed Buffers into us), then the rest.
+  // release lent and placed Buffers into the areas), then the rest. Buffers
+  // that outlive the areas (handed to another application's engine in
+  // process) tell nobody: each area detaches its owner as it goes.
   if (transport_.get() != nullptr) transport_.get()->SetReceiveAllocator(nullptr);
   for (AppEndpoint& s : secondary_) s.get()->SetReceiveAllocator(nullptr);
+  executor_.reset();
   engine_.reset();
   secondary_.clear();
   transport_ = AppEndpoint();
-  if (send_owner_ != nullptr) send_owner_->Detach();
-  if (receive_owner_ != nullptr) receive_owner_->Detach();
 }
 
 Status AppSession::Attach(const shm::HelloMsg& hello) {
@@ -76,10 +70,11 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   const shm::Layout& layout = region_->layout();
   // The first half is the application's send area; we allocate in the rest.
   const uint64_t send_area_bytes = layout.heap_bytes / 2;
-  Result<shm::HeapAllocator> area =
-      shm::HeapAllocator::Create(send_area_bytes, layout.heap_bytes - send_area_bytes);
+  Result<std::unique_ptr<ReceiveArea>> area =
+      ReceiveArea::Create(region_, send_area_bytes, layout.heap_bytes - send_area_bytes);
   if (!area.ok()) return refuse(area.status());
-  receive_area_.emplace(std::move(*area));
+  receive_ = std::move(*area);
+  loans_ = std::make_unique<SendLoans>(region_);
   shm::DescriptorRules rules{
       .heap_bytes = layout.heap_bytes,
       .max_message_bytes = host_.config().engine.limits.max_message_bytes,
@@ -91,25 +86,31 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   };
   commands_ = std::make_unique<shm::ValidatingConsumer>(region_->command_ring(), "command ring",
                                                         rules);
-  completions_ =
-      std::make_unique<shm::ValidatingProducer>(region_->completion_ring(), "completion ring");
-  send_owner_ = std::make_shared<RegionOwner>(this, region_, &AppSession::NoteSendReleased);
-  receive_owner_ = std::make_shared<RegionOwner>(this, region_, &AppSession::ReleasePlaced);
+  outbox_ = std::make_unique<CompletionOutbox>(region_->completion_ring(), *loans_, *receive_);
 
   // The endpoint, on the daemon's sockets.
   Result<AppEndpoint> endpoint = host_.OpenAppEndpoint(hello.address, &address_);
   if (!endpoint.ok()) return refuse(endpoint.status());
   transport_ = std::move(*endpoint);
-  transport_.get()->SetReceiveAllocator(this);
+  transport_.get()->SetReceiveAllocator(receive_.get());
   engine::TransportOpener opener =
       [this](std::string_view scheme) -> Result<transport::MessageTransport*> {
     WHARF_ASSIGN_OR_RETURN(AppEndpoint opened, host_.OpenSecondary(scheme));
-    opened.get()->SetReceiveAllocator(this);
+    opened.get()->SetReceiveAllocator(receive_.get());
     secondary_.push_back(std::move(opened));
     return secondary_.back().get();
   };
   engine_ = std::make_unique<engine::Engine>(transport_.get(), std::move(opener), clock_,
                                              host_.config().engine.limits, this);
+  executor_ = std::make_unique<CommandExecutor>(
+      limits_, SessionParts{.engine = *engine_,
+                            .region = *region_,
+                            .ops = ops_,
+                            .served = served_,
+                            .peers = peers_,
+                            .loans = *loans_,
+                            .area = *receive_,
+                            .outbox = *outbox_});
 
   shm::WelcomeMsg w{.status = OkStatus(),
                     .app_id = id_,
@@ -119,6 +120,7 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   const int fds[] = {region_->fd()};
   WHARF_RETURN_IF_ERROR(control_->Send(shm::EncodeWelcome(w), fds));
   attached_ = true;
+  receive_->StartPlacing();
   host_.NoteAttached();
   WHARF_LOG(kInfo, "wharfd: application {} attached: pid {} uid {} ({}), endpoint {}, heap {} B",
             id_, peer().pid, peer().uid, program_.empty() ? "?" : program_, address_,
@@ -145,9 +147,9 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
       sleep_armed_ = false;
       commands_->SetWaiting(false);
     }
-    const uint64_t before = counters_.commands;
-    TakeCommands(now);
-    r.work += static_cast<int>(counters_.commands - before);
+    const uint64_t before = counts_.commands;
+    TakeCommands();
+    r.work += static_cast<int>(counts_.commands - before);
   }
   if (engine_ != nullptr) {
     transport::PollResult e = engine_->Poll();
@@ -164,7 +166,7 @@ bool AppSession::PrepareToSleep() {
   // Backpressured: its commands wait until it reads its completions, which
   // NextDeadline looks at again soon; entries in its command ring are no
   // reason to stay awake (that would spin the daemon for a stuck client).
-  if (backlog_.size() >= limits_.max_backlog) return true;
+  if (outbox_->backlog() >= limits_.max_backlog) return true;
   sleep_armed_ = true;
   if (++sleep_token_ == 0) sleep_token_ = 1;
   commands_->SetWaitingToken(sleep_token_);
@@ -176,7 +178,9 @@ TimeNs AppSession::NextDeadline() const {
   if (!attached_ && !closing_) next = std::min(next, hello_deadline_ns_);
   // Entries waiting for ring or heap room: the application frees either
   // without ringing us, so look again soon.
-  if (!backlog_.empty() && !closing_) next = std::min(next, clock_.NowNs() + kNsPerMs);
+  if (outbox_ != nullptr && !outbox_->empty() && !closing_) {
+    next = std::min(next, clock_.NowNs() + kNsPerMs);
+  }
   if (closing_) next = std::min(next, linger_until_ns_);
   return next;
 }
@@ -191,7 +195,30 @@ void AppSession::AppendFds(std::vector<int>* fds) const {
 }
 
 uint64_t AppSession::receive_bytes_in_use() const {
-  return receive_area_ ? receive_area_->bytes_in_use() : 0;
+  return receive_ != nullptr ? receive_->bytes_in_use() : 0;
+}
+
+SessionCounters AppSession::counters() const {
+  SessionCounters c{.commands = counts_.commands,
+                    .bad_commands = counts_.bad_commands,
+                    .backpressure_passes = counts_.backpressure_passes,
+                    .control_refused = counts_.control_refused,
+                    .requests_refused = counts_.requests_refused,
+                    .doorbells_rung = counts_.doorbells_rung};
+  if (executor_ != nullptr) {
+    c.bad_commands += executor_->bad_commands();
+    c.late_answers = executor_->late_answers();
+  }
+  if (outbox_ != nullptr) {
+    c.completions = outbox_->completions();
+    c.bad_commands += outbox_->payloads_refused();
+  }
+  if (loans_ != nullptr) c.bytes_sent = loans_->bytes_lent();
+  if (receive_ != nullptr) {
+    c.bytes_received = receive_->bytes_received();
+    c.received_in_place = receive_->received_in_place();
+  }
+  return c;
 }
 
 std::vector<std::pair<std::string, uint64_t>> AppSession::EngineCounters() const {
@@ -207,7 +234,7 @@ void AppSession::HandleControl() {
       if (got.status().code() == StatusCode::kUnavailable) {
         Close(UnavailableError("application closed its control socket"));
       } else {
-        if (got.status().code() != StatusCode::kDeadlineExceeded) ++counters_.control_refused;
+        if (got.status().code() != StatusCode::kDeadlineExceeded) ++counts_.control_refused;
         Close(got.status().WithContext("control socket"));
       }
       return;
@@ -215,7 +242,7 @@ void AppSession::HandleControl() {
     if (!got->has_value()) return;
     if (control_->counters().extra_fds_closed != extra_fds_seen_) {
       // Applications send no fds; the connection closed the ones that came.
-      ++counters_.control_refused;
+      ++counts_.control_refused;
       Close(InvalidArgumentError("control socket: a message carried file descriptors (" +
                                  std::to_string(control_->counters().extra_fds_closed -
                                                 extra_fds_seen_) +
@@ -224,7 +251,7 @@ void AppSession::HandleControl() {
     }
     Result<shm::AttachMessage> m = shm::DecodeAttach((*got)->bytes);
     if (!m.ok()) {
-      ++counters_.control_refused;
+      ++counts_.control_refused;
       Close(m.status().WithContext("control socket"));
       return;
     }
@@ -248,7 +275,7 @@ void AppSession::HandleControl() {
         if (!attached_) {
           // Only a hello or a status request may come first: a connection
           // must not idle along on doorbells while it holds a slot.
-          ++counters_.control_refused;
+          ++counts_.control_refused;
           Close(InvalidArgumentError("control socket: " +
                                      std::string(m->type == shm::ControlType::kWake ? "a wake-up"
                                                                                    : "a stats request") +
@@ -257,19 +284,20 @@ void AppSession::HandleControl() {
         }
         if (m->type == shm::ControlType::kWake) break;  // its doorbell: the commands are read below
         {
+          const SessionCounters c = counters();
           std::vector<shm::Counter> stats;
           for (auto& [name, value] : EngineCounters()) stats.push_back({name, value});
-          stats.push_back({"session.commands", counters_.commands});
-          stats.push_back({"session.completions", counters_.completions});
-          stats.push_back({"session.bad_commands", counters_.bad_commands});
-          stats.push_back({"session.backpressure_passes", counters_.backpressure_passes});
-          stats.push_back({"session.requests_refused", counters_.requests_refused});
-          stats.push_back({"session.received_in_place", counters_.received_in_place});
+          stats.push_back({"session.commands", c.commands});
+          stats.push_back({"session.completions", c.completions});
+          stats.push_back({"session.bad_commands", c.bad_commands});
+          stats.push_back({"session.backpressure_passes", c.backpressure_passes});
+          stats.push_back({"session.requests_refused", c.requests_refused});
+          stats.push_back({"session.received_in_place", c.received_in_place});
           (void)control_->Send(shm::EncodeStatsReply(stats));
         }
         break;
       default:
-        ++counters_.control_refused;
+        ++counts_.control_refused;
         Close(InvalidArgumentError("control socket: unexpected message type " +
                                    std::to_string(static_cast<int>(m->type))));
         return;
@@ -296,17 +324,17 @@ void AppSession::AnswerStatusRequest() {
   }
 }
 
-void AppSession::TakeCommands(TimeNs now) {
-  if (backlog_.size() >= limits_.max_backlog) {
+void AppSession::TakeCommands() {
+  if (outbox_->backlog() >= limits_.max_backlog) {
     // The application is not reading its completions: take nothing more
     // from it until it does. Nobody else waits on it.
-    ++counters_.backpressure_passes;
+    ++counts_.backpressure_passes;
     return;
   }
   batch_.resize(std::min<size_t>(limits_.commands_per_pass, commands_->capacity()));
   Result<size_t> n = commands_->TryPop(batch_);
   if (!n.ok()) {
-    ++counters_.bad_commands;
+    ++counts_.bad_commands;
     Close(n.status());
     return;
   }
@@ -318,181 +346,43 @@ void AppSession::TakeCommands(TimeNs now) {
   // the pass's `now` came before the sockets were read.
   if (engine_ != nullptr && *n > 0) engine_->SetHostNow(clock_.NowNs());
   for (size_t i = 0; i < *n && !closing_; ++i) {
-    ++counters_.commands;
-    Execute(batch_[i], now);
+    ++counts_.commands;
+    executor_->Execute(batch_[i]);
   }
   if (engine_ != nullptr) engine_->ClearHostNow();
   if (batch && engine_ != nullptr) engine_->EndBatch();
 }
 
-void AppSession::Push(Descriptor entry, Buffer payload) {
-  // A payload that can never fit the receive area would wait there for
-  // good: the operation fails instead, and a request is refused to its
-  // client.
-  if (receive_area_ && payload.size() > receive_area_->capacity()) {
-    const Status too_big = ResourceExhaustedError(
-        "a message of " + std::to_string(payload.size()) +
-        " bytes does not fit the application's receive area (" +
-        std::to_string(receive_area_->capacity()) + " bytes: wharfd limits.heap_bytes / 2)");
-    ++counters_.bad_commands;
-    if (entry.opcode == static_cast<uint16_t>(Opcode::kRequest)) {
-      auto it = calls_.find(entry.handle);
-      if (it != calls_.end()) {
-        const engine::ServerCallRef ref = it->second;
-        call_handles_.erase(ref);
-        calls_.erase(it);
-        engine_->Respond(ref, too_big);
-      }
-      return;
-    }
-    if (entry.opcode == static_cast<uint16_t>(Opcode::kCompletion)) {
-      entry.status = static_cast<uint32_t>(too_big.code());
-      entry.handle = 0;
-      payload = Buffer::Copy(std::string_view(too_big.message()).substr(0, shm::kMaxErrorText));
-    }
-  }
-  backlog_.push_back(Pending{entry, std::move(payload)});
-}
-
-void AppSession::Complete(uint64_t cookie, const Status& status, Buffer message, uint64_t value) {
-  Descriptor d{};
-  d.opcode = static_cast<uint16_t>(Opcode::kCompletion);
-  d.status = static_cast<uint32_t>(status.code());
-  d.cookie = cookie;
-  d.handle = value;
-  if (released_head_ < released_.size() && TakeReleased(cookie)) d.flags = shm::kFlagSendReleased;
-  if (!status.ok()) {
-    std::string_view text = status.message();
-    message = Buffer::Copy(text.substr(0, shm::kMaxErrorText));
-  }
-  Push(d, std::move(message));
-}
-
 bool AppSession::FlushCompletions() {
-  if (completions_ == nullptr) return false;
-  if (released_head_ < released_.size()) PushReleased();
-  if (backlog_.empty()) return false;
-  // Give each entry at the front its receive-area range, in order, until
-  // the heap or the ring is full.
-  size_t ready = 0;
-  const size_t room = completions_->capacity();
-  for (Pending& p : backlog_) {
-    if (ready == room) break;
-    if (!p.payload.empty() && !HandOverPlaced(p)) {
-      Result<uint64_t> at = receive_area_->Allocate(p.payload.size());
-      if (!at.ok()) break;  // full: the application must release buffers first
-      std::span<std::byte> dst = *region_->HeapRange(*at, p.payload.size());
-      std::memcpy(dst.data(), p.payload.data(), p.payload.size());
-      counters_.bytes_received += p.payload.size();
-      p.entry.heap_offset = *at;
-      p.entry.length = p.payload.size();
-      p.payload = Buffer();
-    }
-    ++ready;
-  }
-  if (ready == 0) return false;
-  batch_.resize(ready);
-  for (size_t i = 0; i < ready; ++i) batch_[i] = backlog_[i].entry;
-  Result<size_t> pushed = completions_->TryPush(std::span(batch_.data(), ready));
-  if (!pushed.ok()) {
-    Close(pushed.status());
+  if (outbox_ == nullptr) return false;
+  Result<bool> urgent = outbox_->Flush();
+  if (!urgent.ok()) {
+    Close(urgent.status());
     return false;
   }
-  // Nobody waits for a kSendReleased alone (the application reuses the
-  // range when it next looks): only other entries are worth a wake-up.
-  bool urgent = false;
-  for (size_t i = 0; i < *pushed; ++i) {
-    urgent = urgent || batch_[i].opcode != static_cast<uint16_t>(Opcode::kSendReleased);
-  }
-  backlog_.erase(backlog_.begin(), backlog_.begin() + static_cast<ptrdiff_t>(*pushed));
-  counters_.completions += *pushed;
-  if (urgent) RingApplication();
-  return urgent;
+  if (*urgent) RingApplication();
+  return *urgent;
 }
 
 void AppSession::RingApplication() {
-  // Once per sleep of the application: entries published while it is
-  // still waking up need no second wake-up.
-  const uint32_t token = completions_->PeerWaitingToken();
-  if (token != 0 && token != woke_token_) {
-    woke_token_ = token;
-    ++counters_.doorbells_rung;
-    // Non-blocking; a full socket means it has been rung already.
-    (void)control_->Send(shm::EncodeRequest(shm::ControlType::kWake));
-  }
-}
-
-void AppSession::NoteSendReleased(uint64_t heap_offset, uint64_t /*bytes*/) {
-  auto it = lent_.find(heap_offset);
-  if (it == lent_.end()) return;
-  const uint64_t cookie = it->second;
-  auto again = lent_again_.empty() ? lent_again_.end() : lent_again_.find(heap_offset);
-  if (again != lent_again_.end()) {
-    it->second = again->second;  // the range is still lent to that one
-    lent_again_.erase(again);
-  } else {
-    lent_.erase(it);
-  }
-  if (cookie == 0 || closing_) return;
-  released_.push_back(cookie);
-}
-
-bool AppSession::TakeReleased(uint64_t cookie) {
-  // Bounded: a completion without a release (a receive, a failed call whose
-  // payload the engine still holds) looks at a few entries only.
-  constexpr size_t kLookAhead = 8;
-  const size_t end = std::min(released_.size(), released_head_ + kLookAhead);
-  for (size_t i = released_head_; i < end; ++i) {
-    if (released_[i] != cookie) continue;
-    released_[i] = 0;
-    while (released_head_ < released_.size() && released_[released_head_] == 0) ++released_head_;
-    if (released_head_ == released_.size()) {
-      released_.clear();
-      released_head_ = 0;
-    }
-    return true;
-  }
-  return false;
-}
-
-void AppSession::PushReleased() {
-  Descriptor d{};
-  size_t in_entry = 0;
-  for (size_t i = released_head_; i < released_.size(); ++i) {
-    if (released_[i] == 0) continue;
-    if (in_entry == 0) {
-      d = Descriptor{};
-      d.opcode = static_cast<uint16_t>(Opcode::kSendReleased);
-      d.cookie = released_[i];
-    } else {
-      d.aux[in_entry - 1] = released_[i];
-    }
-    if (++in_entry == 4) {
-      Push(d);
-      in_entry = 0;
-    }
-  }
-  if (in_entry > 0) Push(d);
-  released_.clear();
-  released_head_ = 0;
+  if (!outbox_->TakeDoorbell()) return;
+  ++counts_.doorbells_rung;
+  // Non-blocking; a full socket means it has been rung already.
+  (void)control_->Send(shm::EncodeRequest(shm::ControlType::kWake));
 }
 
 // ------------------------------------------------------------ engine sink
 
 void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
-  auto live = live_ops_.find(op_id);
-  if (live == live_ops_.end()) return;  // teardown's own, or already reported
-  live_ops_.erase(live);
-  // Connects and accepts are rare: a call's completion looks at neither set
-  // (each lookup there is a division by a prime).
-  if (!opening_ops_.empty() && opening_ops_.erase(op_id) > 0 && status.ok()) conns_.insert(value);
-  if (!accept_ops_.empty() && accept_ops_.erase(op_id) > 0 && status.ok()) {
+  const OperationTable::Ended ended = ops_.Finish(op_id, status.ok(), value);
+  if (ended == OperationTable::Ended::kUnknown) return;  // teardown's own, or already reported
+  if (ended == OperationTable::Ended::kAccepted) {
     // The application learns who connected with the accept: the peer's
     // address is its payload.
     message = Buffer::Copy(engine_->PeerOf(value).value_or(""));
   }
   if (closing_) return;
-  Complete(op_id, status, std::move(message), value);
+  outbox_->Complete(op_id, status, std::move(message), value);
 }
 
 void AppSession::OnRequest(engine::IncomingCall call) {
@@ -500,54 +390,52 @@ void AppSession::OnRequest(engine::IncomingCall call) {
     engine_->Respond(call.ref, UnavailableError("server application exited"));
     return;
   }
-  if (backlog_.size() >= limits_.max_backlog || inflight() >= limits_.max_inflight) {
-    ++counters_.requests_refused;
+  if (outbox_->backlog() >= limits_.max_backlog || inflight() >= limits_.max_inflight) {
+    ++counts_.requests_refused;
     engine_->Respond(call.ref, ResourceExhaustedError(
                                    "server application is not keeping up (wharfd "
                                    "limits.max_inflight / limits.max_backlog)"));
     return;
   }
-  const uint64_t handle = next_call_handle_++;
-  calls_.emplace(handle, call.ref);
-  call_handles_.emplace(call.ref, handle);
+  const uint64_t handle = served_.Add(call.ref);
   // The peer's address, named once per peer.
-  auto it = peer_names_.find(call.client);
-  if (it == peer_names_.end()) {
-    // Start over when full: ids are never reused, so the application's older
-    // names stay valid until it evicts them.
-    if (peer_names_.size() >= shm::kMaxPeerNames) peer_names_.clear();
-    it = peer_names_.emplace(call.client, next_peer_name_++).first;
+  const auto [peer_name, is_new] = peers_.NameOf(call.client);
+  if (is_new) {
     Descriptor name{};
     name.opcode = static_cast<uint16_t>(Opcode::kPeerName);
-    name.handle = it->second;
-    Push(name, Buffer::Copy(call.peer));
+    name.handle = peer_name;
+    outbox_->Push(name, Buffer::Copy(call.peer));
   }
   Descriptor d{};
   d.opcode = static_cast<uint16_t>(Opcode::kRequest);
   d.handle = handle;
   d.status = call.method;
   d.aux[0] = call.deadline_ns == kNever ? 0 : static_cast<uint64_t>(call.deadline_ns);
-  d.aux[1] = it->second;
-  Push(d, std::move(call.request));
+  d.aux[1] = peer_name;
+  const size_t bytes = call.request.size();
+  if (!outbox_->Push(d, std::move(call.request))) {
+    // It can never fit the application's receive area: refused to its client.
+    served_.Take(handle);
+    engine_->Respond(call.ref, outbox_->TooBig(bytes));
+  }
 }
 
 void AppSession::OnCallCancelled(const engine::ServerCallRef& ref) {
-  auto it = call_handles_.find(ref);
-  if (it == call_handles_.end() || closing_) return;
+  if (closing_) return;
   // The client withdrew the call (or died): we forget it now, so it no
   // longer counts against limits.max_inflight, and the application's answer,
-  // if one still comes, is dropped (ExecuteRespond). Answering the engine
-  // at once frees what the transport holds for it (a remote client's homa
-  // RPC stays in service until answered); nobody reads the answer.
+  // if one still comes, is dropped (CommandExecutor, kRespond). Answering
+  // the engine at once frees what the transport holds for it (a remote
+  // client's homa RPC stays in service until answered); nobody reads the
+  // answer.
   const engine::ServerCallRef withdrawn = ref;
-  const uint64_t handle = it->second;
-  calls_.erase(handle);
-  call_handles_.erase(it);
+  uint64_t handle = 0;
+  if (!served_.Forget(withdrawn, &handle)) return;
   engine_->Respond(withdrawn, CancelledError("the client withdrew the call"));
   Descriptor d{};
   d.opcode = static_cast<uint16_t>(Opcode::kCallCancelled);
   d.handle = handle;
-  Push(d);
+  outbox_->Push(d);
 }
 
 // ---------------------------------------------------------------- closing
@@ -560,6 +448,10 @@ void AppSession::Close(const Status& why) {
   // status query, a refused attach) is freed on the next pass, so those
   // do not hold slots of the daemon's accept limit or fds for kLinger.
   linger_until_ns_ = clock_.NowNs() + (engine_ != nullptr ? kLinger : 0);
+  // Nothing more is placed in its area, and sends released from now on are
+  // not told.
+  if (receive_ != nullptr) receive_->StopPlacing();
+  if (loans_ != nullptr) loans_->StopTelling();
   if (attached_) {
     WHARF_LOG(kInfo, "wharfd: application {} (pid {}) detached: {}", id_, peer().pid,
               why.ToString());
@@ -570,26 +462,23 @@ void AppSession::Close(const Status& why) {
 }
 
 void AppSession::Teardown() {
-  backlog_.clear();
+  if (outbox_ != nullptr) outbox_->Clear();
   if (engine_ == nullptr) return;
   // Its clients hear now rather than at their deadline.
-  for (auto& [handle, ref] : calls_) {
+  for (const engine::ServerCallRef& ref : served_.TakeAll()) {
     engine_->Respond(ref, UnavailableError("server application exited"));
   }
-  calls_.clear();
-  call_handles_.clear();
   // Its calls are withdrawn (their servers are told) and its operations end.
-  std::vector<uint64_t> ops(live_ops_.begin(), live_ops_.end());
-  for (uint64_t op : ops) engine_->Cancel(op);
-  live_ops_.clear();
+  for (uint64_t op : ops_.Operations()) engine_->Cancel(op);
+  ops_.ClearOperations();
   // Its connections' peers are told. The ids only need to avoid the
   // application's, which are all gone now.
   uint64_t op = 1;
-  for (uint64_t conn : conns_) {
-    live_ops_.insert(op);
+  for (uint64_t conn : ops_.Connections()) {
+    ops_.Start(op);
     engine_->Disconnect(op++, conn);
   }
-  conns_.clear();
+  ops_.ClearConnections();
 }
 
 }  // namespace wharf::daemon

@@ -1,5 +1,5 @@
-// Engine: the operations the host starts, replies to them, deadlines.
-// Requests from peers are handled in engine_serve.cc.
+// Engine: the operations the host starts, replies to them, requests from
+// peers, deadlines and the poll loop.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -32,7 +32,9 @@ Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, con
       sink_(sink),
       // Connection ids on the wire must not repeat across restarts of this
       // process: seed from the wall clock.
-      wire_id_seed_(static_cast<uint64_t>(clock.WallNs()) * 0x9E3779B97F4A7C15ULL) {}
+      conns_(limits.max_connections,
+             static_cast<uint64_t>(clock.WallNs()) * 0x9E3779B97F4A7C15ULL),
+      barriers_(limits.max_barrier_rounds, limits.barrier_round_timeout_ns) {}
 
 Engine::~Engine() { Shutdown(CancelledError("endpoint closed")); }
 
@@ -65,13 +67,6 @@ Result<PeerRef> Engine::PeerFor(const Uri& uri) {
   return PeerRef{static_cast<uint8_t>(transports_.size() - 1), uri.address, uri.endpoint_id};
 }
 
-void Engine::Register(uint64_t op_id, Op op) {
-  const TimeNs deadline_ns = op.deadline_ns;
-  if (AwaitsAnswer(op.kind)) ++ops_awaiting_answer_;
-  ops_.emplace(op_id, std::move(op));
-  deadlines_.Push(deadline_ns, op_id);
-}
-
 Status Engine::CheckSize(size_t bytes) const {
   if (bytes <= limits_.max_message_bytes) return OkStatus();
   return InvalidArgumentError("message of " + std::to_string(bytes) +
@@ -82,8 +77,8 @@ Status Engine::CheckSize(size_t bytes) const {
 TimeNs Engine::NextDeadline() const {
   TimeNs next = kNever;
   for (const transport::MessageTransport* t : transports_) next = std::min(next, t->NextDeadline());
-  next = std::min(next, deadlines_.Earliest());
-  return std::min({next, next_keepalive_ns_, next_barrier_expiry_ns_});
+  next = std::min(next, ops_.Earliest());
+  return std::min({next, next_keepalive_ns_, barriers_.next_expiry_ns()});
 }
 
 void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame,
@@ -94,26 +89,17 @@ void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& fram
     FinishOp(op_id, id.status());
     return;
   }
-  auto it = ops_.find(op_id);
-  if (it != ops_.end()) {
-    it->second.rpc_id = *id;
-    it->second.transport = peer.transport;
+  if (Op* op = ops_.Find(op_id)) {
+    op->rpc_id = *id;
+    op->transport = peer.transport;
   }
 }
 
 void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t value) {
-  auto it = ops_.find(op_id);
-  if (it == ops_.end()) return;
-  const Op op = std::move(it->second);
-  ops_.erase(it);
-  if (AwaitsAnswer(op.kind)) --ops_awaiting_answer_;
-  // Its deadlines_ entry is stale now; it leaves when it reaches the top.
-  if (op.deadline_ns != kNever) {
-    deadlines_.Finished(op.deadline_ns, ops_.size(),
-                        [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); });
-  }
+  const std::optional<Op> op = ops_.Take(op_id);
+  if (!op.has_value()) return;
   // The engine's own operations end here; the host never saw their ids.
-  if (op.kind == OpKind::kKeepAlive || op.kind == OpKind::kCancelNotice) return;
+  if (op->kind == OpKind::kKeepAlive || op->kind == OpKind::kCancelNotice) return;
   Complete(op_id, std::move(status), std::move(message), value);
 }
 
@@ -121,66 +107,54 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
 
 void Engine::Connect(uint64_t op_id, const Uri& uri, bool ordered, TimeNs deadline_ns) {
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
-  Result<PeerRef> peer_ref = PeerFor(uri);
-  if (!peer_ref.ok()) return Complete(op_id, peer_ref.status());
-  const PeerRef& peer = *peer_ref;
-  uint64_t local = next_conn_++;
-  ConnState& conn = conns_[local];
-  conn.local_id = local;
-  wire_id_seed_ += 0x9E3779B97F4A7C15ULL;
-  conn.wire_id = wire_id_seed_ ^ (wire_id_seed_ >> 29);
-  conn.peer = peer;
-  conn.ordered = ordered;
-  by_wire_[{peer, conn.wire_id}] = local;
-  Register(op_id, Op{.kind = OpKind::kConnect, .conn = local, .deadline_ns = deadline_ns});
+  Result<PeerRef> peer = PeerFor(uri);
+  if (!peer.ok()) return Complete(op_id, peer.status());
+  ConnState& conn = conns_.Open(*peer, ordered);
+  Register(op_id, Op{.kind = OpKind::kConnect, .conn = conn.local_id, .deadline_ns = deadline_ns});
   Frame frame;
   frame.kind = FrameKind::kConnect;
   frame.flags = ordered ? kFrameOrdered : 0;
   frame.conn_id = conn.wire_id;
-  StartRequest(op_id, peer, frame, Buffer());
+  StartRequest(op_id, *peer, frame, Buffer());
 }
 
 void Engine::Accept(uint64_t op_id, TimeNs deadline_ns) {
-  if (!accept_queue_.empty()) {
-    const uint64_t local = accept_queue_.front();
-    accept_queue_.pop_front();
+  if (const uint64_t local = conns_.TakeAccepted(); local != 0) {
     return Complete(op_id, OkStatus(), Buffer(), local);
   }
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
-  if (!listening_) return Complete(op_id, FailedPreconditionError("Accept before Listen"));
+  if (!conns_.listening()) return Complete(op_id, FailedPreconditionError("Accept before Listen"));
   Register(op_id, Op{.kind = OpKind::kAccept, .deadline_ns = deadline_ns});
-  accept_waiters_.push_back(op_id);
+  conns_.AddAcceptWaiter(op_id);
 }
 
 void Engine::Send(uint64_t op_id, uint64_t conn_id, Buffer message) {
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
-  ConnState& conn = it->second;
-  if (!conn.open) return Complete(op_id, conn.closed_reason);
+  ConnState* conn = conns_.Find(conn_id);
+  if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
+  if (!conn->open) return Complete(op_id, conn->closed_reason);
   if (Status size = CheckSize(message.size()); !size.ok()) return Complete(op_id, size);
   Register(op_id, Op{.kind = OpKind::kSend, .conn = conn_id});
   Frame frame;
   frame.kind = FrameKind::kMessage;
-  frame.conn_id = conn.wire_id;
-  frame.seq = conn.next_send_seq++;
-  StartRequest(op_id, conn.peer, frame, std::move(message));
+  frame.conn_id = conn->wire_id;
+  frame.seq = conn->next_send_seq++;
+  StartRequest(op_id, conn->peer, frame, std::move(message));
 }
 
 void Engine::Recv(uint64_t op_id, uint64_t conn_id) {
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
-  ConnState& conn = it->second;
-  if (!conn.ready.empty()) {
-    Buffer message = std::move(conn.ready.front());
-    conn.ready.pop_front();
-    conn.ready_bytes -= message.size();
+  ConnState* conn = conns_.Find(conn_id);
+  if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
+  if (!conn->ready.empty()) {
+    Buffer message = std::move(conn->ready.front());
+    conn->ready.pop_front();
+    conn->ready_bytes -= message.size();
     return Complete(op_id, OkStatus(), std::move(message));
   }
-  if (!conn.open) return Complete(op_id, conn.closed_reason);
+  if (!conn->open) return Complete(op_id, conn->closed_reason);
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Register(op_id, Op{.kind = OpKind::kRecv, .conn = conn_id});
-  conn.receivers.push_back(op_id);
+  conn->receivers.push_back(op_id);
   ArmKeepAlive(clock_.NowNs());
 }
 
@@ -221,42 +195,34 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
 
 void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method, Buffer request,
                               TimeNs deadline_ns) {
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
-  if (!it->second.open) return Complete(op_id, it->second.closed_reason);
-  CallPeer(op_id, it->second.peer, method, std::move(request), deadline_ns);
+  const ConnState* conn = conns_.Find(conn_id);
+  if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
+  if (!conn->open) return Complete(op_id, conn->closed_reason);
+  CallPeer(op_id, conn->peer, method, std::move(request), deadline_ns);
 }
 
 void Engine::Disconnect(uint64_t op_id, uint64_t conn_id) {
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return Complete(op_id, InvalidArgumentError("unknown connection"));
-  ConnState& conn = it->second;
-  if (!conn.open) return Complete(op_id, FailedPreconditionError("connection already closed"));
-  CloseConnection(conn, FailedPreconditionError("connection was disconnected"));
+  ConnState* conn = conns_.Find(conn_id);
+  if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
+  if (!conn->open) return Complete(op_id, FailedPreconditionError("connection already closed"));
+  CloseConnection(*conn, FailedPreconditionError("connection was disconnected"));
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Register(op_id, Op{.kind = OpKind::kDisconnect, .conn = conn_id});
   Frame frame;
   frame.kind = FrameKind::kDisconnect;
-  frame.conn_id = conn.wire_id;
-  StartRequest(op_id, conn.peer, frame, Buffer());
+  frame.conn_id = conn->wire_id;
+  StartRequest(op_id, conn->peer, frame, Buffer());
 }
 
 void Engine::Release(uint64_t conn_id) {
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return;
-  by_wire_.erase({it->second.peer, it->second.wire_id});
-  if (it->second.remote) --remote_conns_;
-  // Cancel() removes each receiver from this deque: take them out first.
-  auto receivers = std::move(it->second.receivers);
-  it->second.receivers.clear();
-  conns_.erase(it);
-  for (uint64_t receiver : receivers) Cancel(receiver);
+  // Cancel() removes each receiver from the connection: they come out first.
+  for (uint64_t receiver : conns_.Erase(conn_id)) Cancel(receiver);
 }
 
 Result<std::string> Engine::PeerOf(uint64_t conn_id) const {
-  auto it = conns_.find(conn_id);
-  if (it == conns_.end()) return InvalidArgumentError("unknown connection");
-  return UriOf(it->second.peer);
+  const ConnState* conn = conns_.Find(conn_id);
+  if (conn == nullptr) return InvalidArgumentError("unknown connection");
+  return UriOf(conn->peer);
 }
 
 void Engine::SetServed(uint32_t method, bool served) {
@@ -282,19 +248,21 @@ void Engine::BarrierArrive(uint64_t op_id, const Uri& coordinator_uri, bool is_c
     StartRequest(op_id, *coordinator, frame, Buffer());
     return;
   }
-  BarrierRound& r = barriers_[{group, round}];
-  r.members = members;
-  r.local_op = op_id;
-  r.expires_ns = kNever;
-  MaybeReleaseBarrier(group, round);
+  BarrierRounds::Release complete = barriers_.ArriveLocal(group, round, members, op_id);
+  if (complete.local_op != 0) ReleaseBarrier(complete);
+}
+
+void Engine::ReleaseBarrier(BarrierRounds::Release& round) {
+  for (const ServerCallRef& member : round.members) Respond(member, OkStatus());
+  FinishOp(round.local_op, OkStatus());
 }
 
 // ------------------------------------------------------ cancel / deadlines
 
 void Engine::Cancel(uint64_t op_id) {
-  auto it = ops_.find(op_id);
-  if (it == ops_.end()) return;
-  if (it->second.kind == OpKind::kCall && it->second.rpc_id != 0) SendCancelNotice(it->second);
+  Op* op = ops_.Find(op_id);
+  if (op == nullptr) return;
+  if (op->kind == OpKind::kCall && op->rpc_id != 0) SendCancelNotice(*op);
   StopOp(op_id, CancelledError("cancelled"));
 }
 
@@ -307,7 +275,7 @@ void Engine::SendCancelNotice(const Op& call) {
   Frame frame;
   frame.kind = FrameKind::kCancel;
   frame.seq = call.rpc_id;
-  const uint64_t notice = next_internal_op_++;
+  const uint64_t notice = ops_.NewInternalId();
   Register(notice, Op{.kind = OpKind::kCancelNotice,
                       .deadline_ns = clock_.NowNs() + 5 * kNsPerSec});
   ++counts_.cancel_notices_sent;
@@ -315,58 +283,32 @@ void Engine::SendCancelNotice(const Op& call) {
 }
 
 void Engine::StopOp(uint64_t op_id, Status why) {
-  auto it = ops_.find(op_id);
-  if (it == ops_.end()) return;
-  Op& op = it->second;
-  if (op.rpc_id != 0) transports_[op.transport]->Cancel(op.rpc_id);
-  switch (op.kind) {
-    case OpKind::kRecv: {
-      auto c = conns_.find(op.conn);
-      if (c != conns_.end()) {
-        auto& rs = c->second.receivers;
+  Op* op = ops_.Find(op_id);
+  if (op == nullptr) return;
+  if (op->rpc_id != 0) transports_[op->transport]->Cancel(op->rpc_id);
+  switch (op->kind) {
+    case OpKind::kRecv:
+      if (ConnState* conn = conns_.Find(op->conn)) {
+        auto& rs = conn->receivers;
         rs.erase(std::remove(rs.begin(), rs.end(), op_id), rs.end());
       }
       break;
-    }
     case OpKind::kAccept:
-      accept_waiters_.erase(std::remove(accept_waiters_.begin(), accept_waiters_.end(), op_id),
-                            accept_waiters_.end());
+      conns_.RemoveAcceptWaiter(op_id);
       break;
     case OpKind::kBarrier:
-      for (auto& [key, round] : barriers_) {
-        if (round.local_op == op_id) {
-          round.local_op = 0;
-          round.expires_ns = clock_.NowNs() + limits_.barrier_round_timeout_ns;
-          next_barrier_expiry_ns_ = std::min(next_barrier_expiry_ns_, round.expires_ns);
-        }
-      }
+      barriers_.LocalGone(op_id, clock_.NowNs());
       break;
-    case OpKind::kConnect: {
-      auto c = conns_.find(op.conn);
-      if (c != conns_.end()) {
-        by_wire_.erase({c->second.peer, c->second.wire_id});
-        conns_.erase(c);
-      }
+    case OpKind::kConnect:
+      (void)conns_.Erase(op->conn);
       break;
-    }
-    case OpKind::kKeepAlive: {
-      auto c = conns_.find(op.conn);
-      if (c != conns_.end()) c->second.keepalive_in_flight = false;
+    case OpKind::kKeepAlive:
+      if (ConnState* conn = conns_.Find(op->conn)) conn->keepalive_in_flight = false;
       break;
-    }
     default:
       break;
   }
   FinishOp(op_id, std::move(why));
-}
-
-void Engine::ExpireDeadlines(TimeNs now) {
-  deadlines_.Expire(
-      now, [this](const DeadlineHeap::Entry& e) { return IsLiveDeadline(e); },
-      [this](uint64_t op_id) {
-        ops_.find(op_id)->second.deadline_ns = kNever;  // its entry is gone already
-        StopOp(op_id, DeadlineExceededError("deadline exceeded"));
-      });
 }
 
 void Engine::ArmKeepAlive(TimeNs now) {
@@ -378,39 +320,40 @@ void Engine::SendKeepAlives(TimeNs now) {
   if (next_keepalive_ns_ == kNever || now < next_keepalive_ns_) return;
   next_keepalive_ns_ = kNever;
   bool any_waiting = false;
-  for (auto& [local, conn] : conns_) {
-    if (!conn.open || conn.receivers.empty()) continue;
+  conns_.ForEach([&](uint64_t local, ConnState& conn) {
+    if (!conn.open || conn.receivers.empty()) return;
     any_waiting = true;
-    if (conn.keepalive_in_flight) continue;
+    if (conn.keepalive_in_flight) return;
     conn.keepalive_in_flight = true;
-    const uint64_t op = next_internal_op_++;
+    const uint64_t op = ops_.NewInternalId();
     Register(op, Op{.kind = OpKind::kKeepAlive, .conn = local});
     Frame frame;
     frame.kind = FrameKind::kKeepAlive;
     frame.conn_id = conn.wire_id;
     StartRequest(op, conn.peer, frame, Buffer());
-  }
+  });
   if (any_waiting) ArmKeepAlive(now);
+}
+
+void Engine::ExpireBarrierRounds(TimeNs now) {
+  std::vector<ServerCallRef> expired;
+  barriers_.Expire(now, &expired);
+  for (const ServerCallRef& member : expired) {
+    Respond(member, DeadlineExceededError("the coordinator's member did not arrive at this round"));
+  }
 }
 
 void Engine::Shutdown(const Status& why) {
   shutdown_status_ = why.ok() ? CancelledError("engine shut down") : why;
-  std::vector<uint64_t> ids;
-  ids.reserve(ops_.size());
-  for (auto& [id, op] : ops_) ids.push_back(id);
-  for (uint64_t id : ids) {
-    auto it = ops_.find(id);
-    if (it == ops_.end()) continue;
-    if (it->second.rpc_id != 0) transports_[it->second.transport]->Cancel(it->second.rpc_id);
+  for (uint64_t id : ops_.Ids()) {
+    const Op* op = ops_.Find(id);
+    if (op == nullptr) continue;
+    if (op->rpc_id != 0) transports_[op->transport]->Cancel(op->rpc_id);
     FinishOp(id, shutdown_status_);
   }
-  if (ops_.empty()) deadlines_.Clear();
-  conns_.clear();
-  by_wire_.clear();
-  remote_conns_ = 0;
-  accept_waiters_.clear();
-  accept_queue_.clear();
-  barriers_.clear();
+  ops_.ClearDeadlinesIfEmpty();
+  conns_.Clear();
+  barriers_.Clear();
 }
 
 Buffer Engine::AllocateBuffer(size_t size) {
@@ -423,10 +366,10 @@ std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> all = {
       {"engine.pending_ops", ops_.size()},
       {"engine.connections", conns_.size()},
-      {"engine.connections_refused", counts_.connections_refused},
+      {"engine.connections_refused", conns_.refused()},
       {"engine.barrier_rounds", barriers_.size()},
-      {"engine.barrier_rounds_refused", counts_.barrier_rounds_refused},
-      {"engine.barrier_rounds_expired", counts_.barrier_rounds_expired},
+      {"engine.barrier_rounds_refused", barriers_.refused()},
+      {"engine.barrier_rounds_expired", barriers_.expired()},
       {"engine.cancel_notices_sent", counts_.cancel_notices_sent},
       {"engine.cancel_notices_received", counts_.cancel_notices_received},
       {"engine.send_buffers_reused", pool.reused},
@@ -491,23 +434,25 @@ transport::PollResult Engine::Poll() {
     t.EndBatch();
   }
   if (r.now == 0) r.now = clock_.NowNs();
-  ExpireDeadlines(r.now);
+  ops_.Expire(r.now, [this](uint64_t op_id) {
+    StopOp(op_id, DeadlineExceededError("deadline exceeded"));
+  });
   SendKeepAlives(r.now);
   ExpireBarrierRounds(r.now);
-  r.next_deadline = std::min(r.next_deadline, deadlines_.Earliest());
-  r.next_deadline = std::min({r.next_deadline, next_keepalive_ns_, next_barrier_expiry_ns_});
+  r.next_deadline = std::min(r.next_deadline, ops_.Earliest());
+  r.next_deadline = std::min({r.next_deadline, next_keepalive_ns_, barriers_.next_expiry_ns()});
   return r;
 }
 
 void Engine::HandleReply(transport::MessageEvent& event) {
   uint64_t op_id = event.cookie;
-  auto it = ops_.find(op_id);
-  if (it == ops_.end()) return;  // cancelled or timed out meanwhile
+  Op* op = ops_.Find(op_id);
+  if (op == nullptr) return;  // cancelled or timed out meanwhile
   // Copied: closing a connection below completes operations, and nothing
-  // may hold a reference into ops_ across that.
-  const OpKind kind = it->second.kind;
-  const uint64_t conn = it->second.conn;
-  it->second.rpc_id = 0;
+  // may hold a pointer into ops_ across that.
+  const OpKind kind = op->kind;
+  const uint64_t conn_id = op->conn;
+  op->rpc_id = 0;
   Status status;
   Buffer payload;
   if (event.kind == transport::MessageEvent::Kind::kFailed) {
@@ -524,32 +469,27 @@ void Engine::HandleReply(transport::MessageEvent& event) {
   }
   uint64_t value = 0;
   switch (kind) {
-    case OpKind::kConnect: {
-      auto c = conns_.find(conn);
+    case OpKind::kConnect:
       if (status.ok()) {
-        value = conn;
-      } else if (c != conns_.end()) {
-        by_wire_.erase({c->second.peer, c->second.wire_id});
-        conns_.erase(c);
+        value = conn_id;
+      } else {
+        (void)conns_.Erase(conn_id);
       }
       break;
-    }
     case OpKind::kKeepAlive: {
       // The peer died (kUnavailable) or forgot the connection (NotFound):
       // receivers waiting on it learn why.
-      auto c = conns_.find(conn);
-      if (c == conns_.end()) break;
-      c->second.keepalive_in_flight = false;
-      if (ConnectionLost(status) && c->second.open) CloseConnection(c->second, status);
+      ConnState* conn = conns_.Find(conn_id);
+      if (conn == nullptr) break;
+      conn->keepalive_in_flight = false;
+      if (ConnectionLost(status) && conn->open) CloseConnection(*conn, status);
       break;
     }
     case OpKind::kSend: {
       // A send that fails because the peer died or forgot the connection
       // ends it; a refusal (its queue is full) does not.
-      auto c = conns_.find(conn);
-      if (ConnectionLost(status) && c != conns_.end() && c->second.open) {
-        CloseConnection(c->second, status);
-      }
+      ConnState* conn = conns_.Find(conn_id);
+      if (ConnectionLost(status) && conn != nullptr && conn->open) CloseConnection(*conn, status);
       break;
     }
     default:
@@ -557,6 +497,182 @@ void Engine::HandleReply(transport::MessageEvent& event) {
   }
   Buffer message = (kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
   FinishOp(op_id, std::move(status), std::move(message), value);
+}
+
+// ----------------------------------------------------- requests from peers
+
+void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
+  const ServerCallRef key{transport, event.server_key};
+  if (!event.status.ok()) {
+    Respond(key, event.status);  // refused by the transport before it was read
+    return;
+  }
+  Buffer payload = std::move(event.message);
+  Result<Frame> frame = UnwrapFrame(payload);
+  if (!frame.ok()) {
+    Respond(key, frame.status());
+    return;
+  }
+  switch (frame->kind) {
+    case FrameKind::kConnect: HandleConnect(key, *frame); return;
+    case FrameKind::kMessage: HandleMessage(key, *frame, std::move(payload)); return;
+    case FrameKind::kDisconnect: HandleDisconnect(key, *frame); return;
+    case FrameKind::kRpc: HandleRpc(key, *frame, std::move(payload), poll_now_ns_); return;
+    case FrameKind::kBarrier: HandleBarrier(key, *frame, poll_now_ns_); return;
+    case FrameKind::kKeepAlive: HandleKeepAlive(key, *frame); return;
+    case FrameKind::kCancel: HandleCancel(key, *frame); return;
+    case FrameKind::kReply: break;
+  }
+  Respond(key, InvalidArgumentError("engine: a reply frame sent as a request"));
+}
+
+void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload) {
+  if (call.transport >= transports_.size()) return;
+  if (status.ok() && payload.size() > limits_.max_message_bytes) {
+    // The handler's answer cannot be sent: the client gets why, instead of
+    // waiting on an RPC that would stay in service forever.
+    status = ResourceExhaustedError("response of " + std::to_string(payload.size()) +
+                                    " bytes exceeds the server's homa.max_message_bytes (" +
+                                    std::to_string(limits_.max_message_bytes) + ")");
+  }
+  Buffer message;
+  if (status.ok()) {
+    Frame frame;
+    frame.kind = FrameKind::kReply;
+    message = WrapFrame(frame, std::move(payload));
+  } else {
+    message = ErrorReply(status);
+  }
+  // NotFound here means the client gave up meanwhile: nothing to do.
+  transports_[call.transport]->SendResponse(call.key, std::move(message)).IgnoreError();
+}
+
+void Engine::HandleConnect(const ServerCallRef& key, const Frame& frame) {
+  Result<uint64_t> local =
+      conns_.OpenFromPeer(ClientOf(key), frame.conn_id, (frame.flags & kFrameOrdered) != 0);
+  if (!local.ok()) {
+    Respond(key, local.status());
+    return;
+  }
+  // 0: a repeated connect of a live connection.
+  if (*local != 0) {
+    if (const uint64_t accept = conns_.Accepted(*local); accept != 0) {
+      FinishOp(accept, OkStatus(), Buffer(), *local);
+    }
+  }
+  Respond(key, OkStatus());
+}
+
+void Engine::HandleMessage(const ServerCallRef& key, const Frame& frame, Buffer payload) {
+  ConnState* conn = conns_.FindByWire(ClientOf(key), frame.conn_id);
+  if (conn == nullptr || !conn->open) {
+    Respond(key, NotFoundError("no open connection " + std::to_string(frame.conn_id) + " from " +
+                             UriOf(ClientOf(key))));
+    return;
+  }
+  if (conn->ready_bytes + payload.size() > limits_.max_queued_bytes_per_connection) {
+    Respond(key, ResourceExhaustedError(
+                   "receiver holds " + std::to_string(conn->ready_bytes) +
+                   " unread bytes on this connection (limit " +
+                   std::to_string(limits_.max_queued_bytes_per_connection) + ")"));
+    return;
+  }
+  if (!conn->ordered) {
+    Deliver(*conn, std::move(payload));
+  } else if (frame.seq == conn->next_deliver_seq) {
+    Deliver(*conn, std::move(payload));
+    ++conn->next_deliver_seq;
+    // Release whatever was waiting for this one.
+    for (auto it = conn->early.begin();
+         it != conn->early.end() && it->first == conn->next_deliver_seq;
+         it = conn->early.erase(it)) {
+      conn->ready_bytes -= it->second.size();  // leaves the reorder buffer
+      Deliver(*conn, std::move(it->second));
+      ++conn->next_deliver_seq;
+    }
+  } else if (frame.seq > conn->next_deliver_seq) {
+    conn->ready_bytes += payload.size();  // counted against the limit while held
+    conn->early.emplace(frame.seq, std::move(payload));
+  }
+  Respond(key, OkStatus());
+}
+
+void Engine::Deliver(ConnState& conn, Buffer message) {
+  if (!conn.receivers.empty()) {
+    const uint64_t receiver = conn.receivers.front();
+    conn.receivers.pop_front();
+    FinishOp(receiver, OkStatus(), std::move(message));
+    return;
+  }
+  conn.ready_bytes += message.size();
+  conn.ready.push_back(std::move(message));
+}
+
+void Engine::HandleDisconnect(const ServerCallRef& key, const Frame& frame) {
+  if (ConnState* conn = conns_.FindByWire(ClientOf(key), frame.conn_id)) {
+    if (conn->open) {
+      CloseConnection(*conn, UnavailableError("peer " + UriOf(ClientOf(key)) + " disconnected"));
+    }
+  }
+  Respond(key, OkStatus());
+}
+
+void Engine::CloseConnection(ConnState& conn, Status why) {
+  conn.open = false;
+  conn.closed_reason = std::move(why);
+  // Receivers wait only while nothing is queued, so all of them now fail.
+  while (!conn.receivers.empty()) {
+    const uint64_t receiver = conn.receivers.front();
+    conn.receivers.pop_front();
+    FinishOp(receiver, conn.closed_reason);
+  }
+}
+
+void Engine::HandleKeepAlive(const ServerCallRef& key, const Frame& frame) {
+  const ConnState* conn = conns_.FindByWire(ClientOf(key), frame.conn_id);
+  if (conn == nullptr || !conn->open) {
+    Respond(key, NotFoundError("connection " + std::to_string(frame.conn_id) + " is closed at " +
+                             UriOf(PeerRef{key.transport, transports_[key.transport]->LocalAddress()})));
+    return;
+  }
+  Respond(key, OkStatus());
+}
+
+void Engine::HandleRpc(const ServerCallRef& key, const Frame& frame, Buffer payload,
+                       TimeNs now) {
+  if (!served_.contains(frame.code)) {
+    Respond(key, UnimplementedError("no handler for method " + std::to_string(frame.code)));
+    return;
+  }
+  IncomingCall call;
+  call.ref = key;
+  call.method = frame.code;
+  call.client = ClientOf(key);
+  call.peer = PeerUri(call.client);
+  if (frame.deadline_us != 0) call.deadline_ns = now + TimeNs{frame.deadline_us} * kNsPerUs;
+  call.request = std::move(payload);
+  sink_->OnRequest(std::move(call));
+}
+
+void Engine::HandleCancel(const ServerCallRef& key, const Frame& frame) {
+  // The withdrawn call came from the same client over the same transport;
+  // only its id differs.
+  ++counts_.cancel_notices_received;
+  ServerCallRef withdrawn = key;
+  withdrawn.key.client_id = frame.seq;
+  sink_->OnCallCancelled(withdrawn);
+  Respond(key, OkStatus());
+}
+
+void Engine::HandleBarrier(const ServerCallRef& key, const Frame& frame, TimeNs now) {
+  BarrierRounds::Release complete;
+  if (Status arrived = barriers_.ArriveRemote(key, frame.conn_id, frame.seq, frame.code, now,
+                                              &complete);
+      !arrived.ok()) {
+    Respond(key, arrived);
+    return;
+  }
+  if (complete.local_op != 0) ReleaseBarrier(complete);
 }
 
 }  // namespace wharf::engine

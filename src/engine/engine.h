@@ -11,29 +11,30 @@
 // answered with Respond(), now or later, so the engine keeps answering its
 // peers while an application's handler runs.
 //
-// Single-threaded: it owns its state; the host serialises calls into it and
-// drives Poll().
+// Its books are kept by its parts: PendingOps (operations and deadlines),
+// ConnectionTable (connections and accepting) and BarrierRounds (the rounds
+// it coordinates); the Engine starts operations, handles what its peers
+// and transports send, and completes. Single-threaded: it owns its state;
+// the host serialises calls into it and drives Poll().
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
 #include "base/clock.h"
-#include "engine/connection_state.h"
-#include "engine/deadline_heap.h"
+#include "engine/barrier_rounds.h"
+#include "engine/connection_table.h"
 #include "engine/engine_api.h"
 #include "engine/engine_sink.h"
 #include "engine/frame.h"
 #include "engine/peer_ref.h"
+#include "engine/pending_ops.h"
 #include "engine/uri.h"
 #include "transport/large_buffer_pool.h"
 #include "transport/message_transport.h"
@@ -94,7 +95,7 @@ class Engine final : public EngineApi {
   // Host op ids are nonzero and below 2^63 (the engine keeps the rest).
   // Connect and Accept complete with the local connection id as value.
   void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns) override;
-  void Listen() override { listening_ = true; }
+  void Listen() override { conns_.Listen(); }
   void Accept(uint64_t op_id, TimeNs deadline_ns) override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
@@ -153,7 +154,7 @@ class Engine final : public EngineApi {
   // Of those, the ones whose answer is on its way from a peer (calls,
   // sends, connects; not accepts, receives or barriers, which may wait for
   // ever): a host that has some can expect work soon.
-  size_t ops_awaiting_answer() const { return ops_awaiting_answer_; }
+  size_t ops_awaiting_answer() const { return ops_.awaiting_answer(); }
   // Buffers of LargeBufferPool::kMinBytes or more come from a pool and go
   // back to it when dropped: an application that allocates a fresh 1 MiB
   // message each time otherwise pays 256 page faults in the transport's
@@ -164,44 +165,13 @@ class Engine final : public EngineApi {
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
  private:
-  enum class OpKind : uint8_t {
-    kConnect, kSend, kCall, kDisconnect, kBarrier, kAccept, kRecv,
-    kKeepAlive,     // internal: the engine's own question about op.conn
-    kCancelNotice,  // internal: telling a server we withdrew a call
-  };
-  struct Op {
-    OpKind kind;
-    uint64_t conn = 0;       // local connection id, when about one
-    uint64_t rpc_id = 0;     // the transport's RPC id, 0 if none in flight
-    uint8_t transport = 0;   // which transport rpc_id belongs to
-    TimeNs deadline_ns = kNever;
-    transport::NetAddress server;  // kCall: where it went (for a cancel notice)
-    uint16_t server_endpoint = 0;  // and to which endpoint there
-  };
-  struct BarrierRound {
-    uint32_t members = 0;
-    std::vector<ServerCallRef> waiting;  // remote members' requests
-    uint64_t local_op = 0;               // coordinator's own arrival, 0 if not yet
-    TimeNs expires_ns = kNever;          // while local_op == 0
-  };
   struct Counts {
-    uint64_t connections_refused = 0;   // max_connections reached
-    uint64_t barrier_rounds_refused = 0;
-    uint64_t barrier_rounds_expired = 0;
     uint64_t cancel_notices_sent = 0;
     uint64_t cancel_notices_received = 0;
   };
 
   // Records operation `op_id` (and its deadline).
-  void Register(uint64_t op_id, Op op);
-  // Whether a deadlines_ entry is still its operation's deadline.
-  bool IsLiveDeadline(const DeadlineHeap::Entry& e) const {
-    auto it = ops_.find(e.op_id);
-    return it != ops_.end() && it->second.deadline_ns == e.deadline_ns;
-  }
-  static bool AwaitsAnswer(OpKind kind) {
-    return kind != OpKind::kAccept && kind != OpKind::kRecv && kind != OpKind::kBarrier;
-  }
+  void Register(uint64_t op_id, Op op) { ops_.Add(op_id, std::move(op)); }
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
   void CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
@@ -221,7 +191,9 @@ class Engine final : public EngineApi {
   // Tells the server of a withdrawn call that its answer is no longer wanted.
   void SendCancelNotice(const Op& call);
 
-  // engine_serve.cc: requests from peers.
+  // Requests from peers, each answered with a kReply frame. Everything
+  // there is input from the network: a malformed frame gets an error
+  // reply, never a crash.
   void HandleRequest(uint8_t transport, transport::MessageEvent& event);
   void HandleConnect(const ServerCallRef& call, const Frame& frame);
   void HandleMessage(const ServerCallRef& call, const Frame& frame, Buffer payload);
@@ -230,11 +202,10 @@ class Engine final : public EngineApi {
   void HandleCancel(const ServerCallRef& call, const Frame& frame);
   void HandleBarrier(const ServerCallRef& call, const Frame& frame, TimeNs now);
   void HandleKeepAlive(const ServerCallRef& call, const Frame& frame);
-  void MaybeReleaseBarrier(uint64_t group, uint64_t round);
-  void ExpireBarrierRounds(TimeNs now);
+  // Answers a complete round's members and completes its local member.
+  void ReleaseBarrier(BarrierRounds::Release& round);
   void Deliver(ConnState& conn, Buffer message);
   void CloseConnection(ConnState& conn, Status why);
-  ConnState* FindByWire(const PeerRef& peer, uint64_t wire_id);
   // The client of a request: its address and (homa) its endpoint there.
   static PeerRef ClientOf(const ServerCallRef& call) {
     return {call.transport, call.key.client, call.key.client_port};
@@ -242,11 +213,12 @@ class Engine final : public EngineApi {
 
   // Replies and failures for our own requests.
   void HandleReply(transport::MessageEvent& event);
-  void ExpireDeadlines(TimeNs now);
   // Sends a keep-alive on every open connection with receivers waiting (and
   // none in flight); re-arms itself while there are such connections.
   void SendKeepAlives(TimeNs now);
   void ArmKeepAlive(TimeNs now);
+  // Rounds whose local member did not come in time: their members hear.
+  void ExpireBarrierRounds(TimeNs now);
 
   // Index = PeerRef::transport; [0] is the primary. Borrowed from the host.
   std::vector<transport::MessageTransport*> transports_;
@@ -257,30 +229,12 @@ class Engine final : public EngineApi {
 
   // Set by Shutdown: every later operation fails at once with it.
   Status shutdown_status_;
-  // Ids of the engine's internal operations (keep-alives, cancel notices):
-  // the top bit set, so they never meet a host's ids, which must leave it
-  // clear.
-  uint64_t next_internal_op_ = 1ull << 63;
-  // Open addressing (no modulo by a prime, no node per call); an insert
-  // may move every Op, so no reference into it is held across Register.
-  absl::flat_hash_map<uint64_t, Op> ops_;
-  DeadlineHeap deadlines_;  // of ops_ with a deadline; see IsLiveDeadline
-  // Both tables gain and lose an entry per operation: reuse their nodes.
-  size_t ops_awaiting_answer_ = 0;  // see ops_awaiting_answer()
-
-  uint64_t next_conn_ = 1;
-  uint64_t wire_id_seed_;
-  std::unordered_map<uint64_t, ConnState> conns_;  // by local id
-  std::map<std::pair<PeerRef, uint64_t>, uint64_t> by_wire_;  // -> local id
-  size_t remote_conns_ = 0;  // conns_ entries peers opened (max_connections)
-  bool listening_ = false;
+  PendingOps ops_;
+  ConnectionTable conns_;
+  BarrierRounds barriers_;
   TimeNs next_keepalive_ns_ = kNever;  // kNever while no receiver waits
-  std::deque<uint64_t> accept_queue_;   // local ids of accepted connections
-  std::deque<uint64_t> accept_waiters_;  // op ids of pending Accepts
+  std::unordered_set<uint32_t> served_;  // methods the host serves (SetServed)
 
-  std::unordered_set<uint32_t> served_;
-  std::map<std::pair<uint64_t, uint64_t>, BarrierRound> barriers_;  // (group, round)
-  TimeNs next_barrier_expiry_ns_ = kNever;
   // The clock as the transport being polled read it (Poll sets it before
   // dispatching that transport's events).
   TimeNs poll_now_ns_ = 0;

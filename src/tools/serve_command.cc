@@ -12,6 +12,7 @@
 #include <mutex>
 #include <map>
 #include <algorithm>
+#include <set>
 #include <vector>
 #include <string>
 #include <thread>
@@ -35,13 +36,15 @@ void OnSignal(int) {
 // so each (client, base) keeps a bitmap of sequence numbers: a bit per
 // request (25 KB for 200,000), found through a one-entry cache of the last
 // client, where a tree node and a copy of the peer's address per request
-// cost more than the echo itself. Bounded: kMaxClients (client, base) pairs
-// and sequence numbers below kMaxSequence are tracked; others are counted
-// as untracked.
+// cost more than the echo itself. Ids that are not ping's (a sequence number
+// past kMaxSequence) are kept one by one, up to kMaxOthers. Bounded:
+// kMaxClients (client, base) pairs; what does not fit is counted as
+// untracked.
 class ExecutionLog {
  public:
   static constexpr size_t kMaxClients = 4096;
   static constexpr uint64_t kMaxSequence = uint64_t{1} << 26;  // 8 MiB of bits per client
+  static constexpr size_t kMaxOthers = size_t{1} << 20;
 
   void Record(std::string_view peer, const Buffer& request) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -51,9 +54,13 @@ class ExecutionLog {
     std::memcpy(&id, request.data(), 8);
     const uint64_t base = id >> 32;
     const uint64_t sequence = id & 0xFFFFFFFFu;
-    std::vector<uint64_t>* bits = Bits(peer, base);
-    if (bits == nullptr || sequence >= kMaxSequence) {
-      ++untracked_;
+    std::vector<uint64_t>* bits = sequence < kMaxSequence ? Bits(peer, base) : nullptr;
+    if (bits == nullptr) {
+      if (others_.size() >= kMaxOthers) {
+        ++untracked_;
+      } else if (!others_.emplace(std::string(peer), id).second) {
+        ++duplicates_;
+      }
       return;
     }
     const size_t word = sequence / 64;
@@ -89,6 +96,7 @@ class ExecutionLog {
   uint64_t duplicates_ = 0;
   uint64_t untracked_ = 0;
   std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> seen_;
+  std::set<std::pair<std::string, uint64_t>> others_;
   std::string last_peer_;
   uint64_t last_base_ = 0;
   std::vector<uint64_t>* last_ = nullptr;
