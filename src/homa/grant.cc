@@ -121,7 +121,7 @@ void GrantScheduler::OnData(Rpc& rpc) {
   pass_due_ = true;
 }
 
-void GrantScheduler::Release(Rpc& rpc) {
+void GrantScheduler::ReleaseSlow(Rpc& rpc) {
   in_flight_bytes_ -= rpc.outstanding_bytes;
   rpc.outstanding_bytes = 0;
   if (!rpc.in) return;

@@ -26,10 +26,9 @@
 
 #include "base/clock.h"
 #include "homa/config.h"
+#include "homa/rpc.h"
 
 namespace wharf::homa {
-
-struct Rpc;
 
 // Every operation is O(log n) in the number of grantable messages, and
 // choosing the active set visits one entry per peer (per-peer sets under a
@@ -125,7 +124,10 @@ class GrantScheduler {
   // Before rpc.in is dropped: its bytes in flight and its reservation come
   // back, and it is granted no more. Also for an RPC without an incoming
   // message (then nothing happens).
-  void Release(Rpc& rpc);
+  void Release(Rpc& rpc) {
+    // Inline: every RPC ends through here, most with nothing to release.
+    if (rpc.in || rpc.outstanding_bytes != 0) ReleaseSlow(rpc);
+  }
   // A pass is due without new data: a message waits on our grants alone
   // (the timer's keep-alive).
   void RequestPass() { pass_due_ = true; }
@@ -151,6 +153,7 @@ class GrantScheduler {
   // (it cuts packets at its multiples from offset 0, so any other grant
   // offset would make it send a runt for every grant).
   uint32_t GrantUnit(const Rpc& rpc) const;
+  void ReleaseSlow(Rpc& rpc);
   // Re-counts rpc's granted-but-unreceived bytes into in_flight_bytes_.
   void Recount(Rpc& rpc);
   void GrantTo(Rpc& rpc, uint32_t offset, uint8_t priority, bool fifo);

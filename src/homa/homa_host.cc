@@ -362,6 +362,20 @@ void HomaHost::HandlePathError(const transport::PathError& error) {
   }
 }
 
+// Inline: once per DATA packet, from the two data handlers below.
+inline bool HomaHost::AddData(Rpc& rpc, const wire::Data& data) {
+  if (data.header.message_length != rpc.in->length()) {
+    ++stats_.malformed;  // inconsistent with earlier packets of this message
+    return false;
+  }
+  if (rpc.in->AddData(data.header.offset, data.payload, data.header.incoming) == 0 &&
+      data.header.message_length != 0) {
+    ++stats_.duplicate_data;
+  }
+  grants_.OnData(rpc);
+  return true;
+}
+
 void HomaHost::HandleData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
                           const wire::Data& data) {
   ++stats_.data_received;
@@ -664,19 +678,6 @@ void HomaHost::StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data)
     }
   }
   rpc.in.emplace(length, data.header.incoming, now_ns_, receive_pool_.get());
-}
-
-bool HomaHost::AddData(Rpc& rpc, const wire::Data& data) {
-  if (data.header.message_length != rpc.in->length()) {
-    ++stats_.malformed;  // inconsistent with earlier packets of this message
-    return false;
-  }
-  if (rpc.in->AddData(data.header.offset, data.payload, data.header.incoming) == 0 &&
-      data.header.message_length != 0) {
-    ++stats_.duplicate_data;
-  }
-  grants_.OnData(rpc);
-  return true;
 }
 
 void HomaHost::ReleaseIncoming(Rpc& rpc) {

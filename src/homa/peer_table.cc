@@ -1,4 +1,4 @@
-// PeerTable, and the helpers of Peer, ClientRecord and OutstandingIds.
+// PeerTable, and the helpers of Peer and OutstandingIds.
 #include "homa/peer_table.h"
 
 #include <algorithm>
@@ -15,20 +15,6 @@ uint8_t Peer::UnschedPriority(uint32_t length) const {
     if (cutoffs[p] != 0) return static_cast<uint8_t>(p);
   }
   return 0;
-}
-
-bool ClientRecord::AddTombstone(uint64_t client_id, size_t max_tombstones) {
-  if (client_id < floor || !tombstones.insert(client_id).second) return false;
-  if (tombstones.size() <= max_tombstones) return false;
-  tombstones.erase(tombstones.begin());
-  return true;
-}
-
-ClientRecord* Peer::RecordFor(uint32_t pair, size_t max_clients) {
-  auto it = clients.find(pair);
-  if (it != clients.end()) return &it->second;
-  if (clients.size() >= max_clients) return nullptr;
-  return &clients[pair];
 }
 
 void OutstandingIds::Remove(uint64_t id) {

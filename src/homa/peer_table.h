@@ -62,7 +62,12 @@ struct ClientRecord {
   // at most `max_tombstones`: past that the oldest is forgotten (only a
   // duplicate of it delayed past thousands of newer RPCs could then run
   // twice). True if one was forgotten.
-  bool AddTombstone(uint64_t client_id, size_t max_tombstones);
+  bool AddTombstone(uint64_t client_id, size_t max_tombstones) {
+    if (client_id < floor || !tombstones.insert(client_id).second) return false;
+    if (tombstones.size() <= max_tombstones) return false;
+    tombstones.erase(tombstones.begin());
+    return true;
+  }
 };
 
 // Client side: the unfinished RPC ids of one of our endpoints to one server
@@ -136,7 +141,12 @@ struct Peer {
 
   // The record of `pair` (EndpointPair(our server endpoint, client port)),
   // created if new unless `max_clients` records exist (nullptr then).
-  ClientRecord* RecordFor(uint32_t pair, size_t max_clients);
+  ClientRecord* RecordFor(uint32_t pair, size_t max_clients) {
+    auto it = clients.find(pair);
+    if (it != clients.end()) return &it->second;
+    if (clients.size() >= max_clients) return nullptr;
+    return &clients[pair];
+  }
 
   // No live RPC and no ack owed: nothing is lost if the peer is forgotten
   // but its at-most-once records.

@@ -2,8 +2,6 @@
 // socket at once, or held with its head sent early.
 #include "homa/tx_batcher.h"
 
-#include <cstring>
-
 namespace wharf::homa {
 
 TxBatcher::TxBatcher(transport::Datagram* net, uint8_t control_priority, HomaStats* stats)
@@ -60,24 +58,6 @@ std::span<std::byte> TxBatcher::NextSlot() {
     used = static_cast<size_t>(last.data() + last.size() - buffer_.data());
   }
   return {buffer_.data() + used, kSlotBytes};
-}
-
-void TxBatcher::AddData(const transport::NetAddress& to, const wire::CommonHeader& common,
-                        const wire::DataHeader& data, std::span<const std::byte> payload,
-                        uint8_t priority) {
-  std::span<std::byte> slot = NextSlot();
-  // The slot holds any header, so this cannot fail.
-  (void)wire::EncodeDataHeader(common, data, slot);
-  if (payload.size() <= kInlinePayloadBytes) {
-    if (!payload.empty()) {
-      std::memcpy(slot.data() + wire::kDataHeaderBytes, payload.data(), payload.size());
-    }
-    batch_.push_back({to, slot.first(wire::kDataHeaderBytes + payload.size()), priority});
-  } else {
-    // Gather send: the payload goes out from the message itself, uncopied.
-    batch_.push_back({to, slot.first(wire::kDataHeaderBytes), priority, payload});
-    ++borrowed_;
-  }
 }
 
 void TxBatcher::AddControl(const transport::NetAddress& to, uint16_t sport, uint16_t dport,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -75,8 +76,23 @@ class TxBatcher {
 
   // Adds a DATA packet: `common` and `data` encoded, then `payload` (copied
   // when short, else borrowed: it must stay valid until the batch leaves).
+  // (Inline: one call per DATA packet, on the caller's headers.)
   void AddData(const transport::NetAddress& to, const wire::CommonHeader& common,
-               const wire::DataHeader& data, std::span<const std::byte> payload, uint8_t priority);
+               const wire::DataHeader& data, std::span<const std::byte> payload, uint8_t priority) {
+    std::span<std::byte> slot = NextSlot();
+    // The slot holds any header, so this cannot fail.
+    (void)wire::EncodeDataHeader(common, data, slot);
+    if (payload.size() <= kInlinePayloadBytes) {
+      if (!payload.empty()) {
+        std::memcpy(slot.data() + wire::kDataHeaderBytes, payload.data(), payload.size());
+      }
+      batch_.push_back({to, slot.first(wire::kDataHeaderBytes + payload.size()), priority});
+    } else {
+      // Gather send: the payload goes out from the message itself, uncopied.
+      batch_.push_back({to, slot.first(wire::kDataHeaderBytes), priority, payload});
+      ++borrowed_;
+    }
+  }
   // Adds a control packet of type body's, at the control priority.
   void AddControl(const transport::NetAddress& to, uint16_t sport, uint16_t dport, uint64_t rpc_id,
                   const wire::Body& body, uint8_t flags = 0);
