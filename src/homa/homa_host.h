@@ -177,8 +177,7 @@ class HomaHost {
 
   // --- RPC lifecycle: the parts an RPC is in, in step ---
   // Creates rpc.in for the message `data` starts: in memory from the
-  // endpoint's ReceiveAllocator when the message is whole in this packet
-  // and the allocator has room, else in the host's own.
+  // endpoint's ReceiveAllocator when it has room, else in the host's own.
   void StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data);
   // Adds one DATA packet to rpc.in (a duplicate if it brought nothing new)
   // and tells the grant scheduler; false (dropped, counted malformed) when

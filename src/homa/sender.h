@@ -73,11 +73,12 @@ class Sender {
   // when it may carry them). `now` matters only for a paced peer.
   void EmitData(Rpc& rpc, TimeNs now);
 
-  const Clock& clock_;
-  TxBatcher& tx_;
-  RpcRegistry& rpcs_;
-  HomaStats& stats_;  // counts data_sent, data_retransmitted, acks_sent
-  const uint32_t pacer_bypass_bytes_;
+  // Borrowed from the host, constant after construction.
+  const Clock& clock_;                 // read only for paced packets
+  TxBatcher& tx_;                      // where packets are built
+  RpcRegistry& rpcs_;                  // the ack floors; kServerAwaitAck
+  HomaStats& stats_;                   // counts data_sent, data_retransmitted, acks_sent
+  const uint32_t pacer_bypass_bytes_;  // messages shorter than this skip the pacer
 
   // RPCs with a DATA packet ready, fewest untransmitted bytes first.
   SendQueue queue_;

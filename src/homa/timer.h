@@ -105,26 +105,27 @@ class LivenessTimer {
   // Files the probe for `rpc` (none if nothing is missing).
   void AddProbe(Rpc& rpc);
 
-  // Constant after construction.
+  // Constant after construction: the HomaConfig keys of the same names.
   const DurationNs tick_ns_;
-  const uint32_t unsched_bytes_;
+  const uint32_t unsched_bytes_;  // what a client's RESEND asks for first
   const int resend_ticks_;
   const int resend_interval_ticks_;
   const int need_ack_ticks_;
-  const DurationNs peer_timeout_ns_;
+  const DurationNs peer_timeout_ns_;  // EffectivePeerTimeoutNs()
   const int64_t peer_timeout_ticks_;  // peer_timeout_ns_ in ticks, rounded up
 
-  int64_t tick_count_ = 0;
-  TimeNs last_tick_ns_ = 0;
-  TimeNs next_tick_ns_;
-  TimeNs next_path_refresh_ns_;
-  // Probes due this tick, with how long each waited (Tick's scratch).
+  int64_t tick_count_ = 0;       // ticks run
+  TimeNs last_tick_ns_ = 0;      // when the last one ran (0: none yet)
+  TimeNs next_tick_ns_;          // when the next one is due
+  TimeNs next_path_refresh_ns_;  // when Plan::refresh_paths is next set
+  // Probes due this tick, with how many ticks each waited (Tick's scratch,
+  // kept for its memory).
   struct DueProbe {
     int waited;
     Rpc* rpc;
   };
   std::vector<DueProbe> due_;
-  Plan plan_;
+  Plan plan_;  // Tick's result, kept for its memory
 };
 
 }  // namespace wharf::homa
