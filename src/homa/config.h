@@ -1,6 +1,7 @@
-// homa/config.h: every tunable of the Homa-style protocol, with its default.
-// docs/protocol.md explains each; the config key is the field name under
-// `homa:` in wharfd.yaml / endpoint options (e.g. homa.unsched_bytes).
+// homa/config.h: every tunable of the Homa-style protocol, with its default,
+// and the check of a whole configuration (config.cc). docs/protocol.md
+// explains each; the config key is the field name under `homa:` in
+// wharfd.yaml / endpoint options (e.g. homa.unsched_bytes).
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "base/clock.h"
+#include "wharf/status.h"
 #include "wire/packet.h"
 
 namespace wharf::homa {
@@ -120,5 +122,9 @@ struct HomaConfig {
     return timeout_ticks > 0 ? timeout_ticks * tick_ns : peer_timeout_ns;
   }
 };
+
+// OK if `config` can run on a socket whose datagrams hold `max_datagram_bytes`;
+// else kInvalidArgument naming the key ("homa.overcommit: expected 1..64").
+Status ValidateConfig(const HomaConfig& config, size_t max_datagram_bytes);
 
 }  // namespace wharf::homa

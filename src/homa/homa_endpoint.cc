@@ -1,5 +1,5 @@
-// HomaEndpoint: the single-endpoint factory, the MessageTransport calls (which
-// the host carries out, homa_host.cc), the event queue and Close.
+// HomaEndpoint: the factories, the MessageTransport calls (which the host
+// carries out, homa_host.cc), the event queue and Close.
 #include "homa/homa_endpoint.h"
 
 #include <string>
@@ -15,6 +15,15 @@ Result<std::unique_ptr<HomaEndpoint>> HomaEndpoint::Create(const HomaConfig& con
   return ep;
 }
 
+Result<std::unique_ptr<HomaEndpoint>> HomaEndpoint::Open(HomaHost& host, uint16_t id) {
+  std::unique_ptr<HomaEndpoint> ep(new HomaEndpoint(&host, id));
+  if (Status registered = host.Register(*ep); !registered.ok()) {
+    ep->closed_ = true;  // never registered: nothing to close on the host
+    return registered;
+  }
+  return ep;
+}
+
 HomaEndpoint::HomaEndpoint(HomaHost* host, uint16_t id)
     : host_(host), clock_(&host->clock()), id_(id) {}
 
@@ -22,13 +31,30 @@ HomaEndpoint::~HomaEndpoint() { Close(); }
 
 void HomaEndpoint::Close() {
   if (closed_) return;
+  CloseWith(CancelledError("homa: endpoint " + std::to_string(id_) + " closed"));
+}
+
+void HomaEndpoint::OnHostDestroyed() {
+  CloseWith(CancelledError("homa: endpoint " + std::to_string(id_) + " closed with its host"));
+  host_ = nullptr;
+}
+
+void HomaEndpoint::CloseWith(const Status& why) {
+  if (closed_) return;
   closed_ = true;
   if (host_ != nullptr) {
     // An open batch of ours must not hold the host's sends for good.
     for (; batch_depth_ > 0; --batch_depth_) host_->EndBatch();
-    host_->CloseEndpoint(*this,
-                         CancelledError("homa: endpoint " + std::to_string(id_) + " closed"));
+    host_->CloseEndpoint(*this, why);
   }
+}
+
+size_t HomaEndpoint::num_client_rpcs() const {
+  return host_ == nullptr ? 0 : host_->RpcsOf(*this).client;
+}
+
+size_t HomaEndpoint::num_server_rpcs() const {
+  return host_ == nullptr ? 0 : host_->RpcsOf(*this).server;
 }
 
 Status HomaEndpoint::Usable() const {

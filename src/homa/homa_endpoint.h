@@ -1,12 +1,13 @@
 // homa/homa_endpoint.h: HomaEndpoint, one endpoint of the Homa-style protocol
 // on a HomaHost's socket (docs/protocol.md, section 4): HomaModule's
-// `homa_sock`. It owns its client RPC table and its event queue, is the
-// transport::MessageTransport the engine drives, and names itself on the
-// wire by its endpoint id (the sport of its packets, the dport it accepts).
-// Its server RPCs live in the host's peer table, keyed by (this endpoint,
-// client port). Everything shared by the endpoints of one socket (peers,
-// pacer, SRPT grant scheduler and send queue, byte budgets, the timer) is
-// the host's (homa_host.h).
+// `homa_sock`. It is the transport::MessageTransport the engine drives,
+// names itself on the wire by its endpoint id (the sport of its packets, the
+// dport it accepts), and owns what is its own: its event queue, its receive
+// allocator, the batches it opened and whether it is closed. Its RPCs live
+// in the host (RpcRegistry; server RPCs in the peer table's records), which
+// runs the protocol for every endpoint of the socket: the endpoint's calls go
+// to the host's service for endpoints (homa_host.h), and the host hands it
+// events through PushEvent.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,6 @@
 
 #include "base/clock.h"
 #include "homa/homa_host.h"
-#include "homa/id_map.h"
 #include "homa/rpc.h"
 #include "transport/message_transport.h"
 #include "wharf/buffer.h"
@@ -26,9 +26,10 @@
 
 namespace wharf::homa {
 
-// Owned by the engine (or a test); opened by HomaHost::OpenEndpoint, or by
-// Create together with a host of its own. Single-threaded: every call from
-// the thread that drives its host.
+// Owned by the engine (or a test); opened by HomaHost::OpenEndpoint (or
+// Open), or by Create together with a host of its own. Borrows its host,
+// which tells it when it goes first (OnHostDestroyed). Single-threaded:
+// every call from the thread that drives its host.
 class HomaEndpoint final : public transport::MessageTransport {
  public:
   // The single-endpoint case: a host on `net` with one endpoint, id
@@ -37,6 +38,9 @@ class HomaEndpoint final : public transport::MessageTransport {
   static Result<std::unique_ptr<HomaEndpoint>> Create(const HomaConfig& config,
                                                       transport::Datagram* net,
                                                       const Clock& clock);
+  // Endpoint `id` on `host` (HomaHost::OpenEndpoint calls this).
+  // kAlreadyExists if `id` is open there.
+  static Result<std::unique_ptr<HomaEndpoint>> Open(HomaHost& host, uint16_t id);
   ~HomaEndpoint() override;  // closes it (Close)
   HomaEndpoint(const HomaEndpoint&) = delete;
   HomaEndpoint& operator=(const HomaEndpoint&) = delete;
@@ -91,34 +95,39 @@ class HomaEndpoint final : public transport::MessageTransport {
   void Close();
 
   size_t pending_events() const { return events_.size() - events_head_; }
-  size_t num_client_rpcs() const { return client_rpcs_.size(); }
-  size_t num_server_rpcs() const { return num_server_rpcs_; }
+  // Its live RPCs (a walk over the host's: for tests and diagnostics).
+  size_t num_client_rpcs() const;
+  size_t num_server_rpcs() const;
   // The host's peer table. Require the host.
   size_t num_peers() const { return host_->num_peers(); }
   const PeerTableStats& peer_stats() const { return host_->peer_stats(); }
 
- private:
-  friend class HomaHost;
+  // --- From its host ---
 
+  // Queues `event` for PopEvent.
+  void PushEvent(HomaEvent event) { events_.push_back(std::move(event)); }
+  // The host is being destroyed: the endpoint closes as Close() does (its
+  // client RPCs fail with kCancelled) and forgets the host; its calls fail
+  // from then on.
+  void OnHostDestroyed();
+
+ private:
   HomaEndpoint(HomaHost* host, uint16_t id);
   Status Usable() const;
-  void PushEvent(HomaEvent event) { events_.push_back(std::move(event)); }
+  // Close() with `why` as the status of the client RPCs it ends.
+  void CloseWith(const Status& why);
 
   // Create() only: the host this endpoint came with. Declared first, so
   // destroyed last, after the endpoint closed itself.
   std::unique_ptr<HomaHost> owned_host_;
-  HomaHost* host_;
-  const Clock* clock_;
+  HomaHost* host_;      // nullptr once the host is destroyed (OnHostDestroyed)
+  const Clock* clock_;  // the host's, which outlives the host
   const uint16_t id_;
-  bool closed_ = false;
+  bool closed_ = false;  // Close ran (or Open failed): unregistered from the host
   transport::ReceiveAllocator* receive_allocator_ = nullptr;  // SetReceiveAllocator
   // Batches this endpoint opened on the host and has not ended (Close ends
   // them, so the host is never left holding).
   int batch_depth_ = 0;
-  // Client RPCs by our id (owning). Ids are unique over the host.
-  IdMap<std::unique_ptr<Rpc>> client_rpcs_;
-  // Server RPCs of this endpoint (owned by the host's peer table).
-  size_t num_server_rpcs_ = 0;
   // Events not yet popped: events_[events_head_ ..]. A vector used as a
   // queue (cleared whenever drained), so steady traffic never allocates.
   std::vector<HomaEvent> events_;

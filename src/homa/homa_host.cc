@@ -1,12 +1,13 @@
-// HomaHost: construction, endpoints, the endpoints' calls, the grant pass,
-// and RPC lifecycle. The send path (SRPT pump, pacer, transmit batch) is in
-// host_send.cc, packet handlers in handlers.cc, the protocol timer in
-// timer.cc.
+// HomaHost: construction and endpoints, the endpoints' calls, Poll, the
+// packet handlers (one per packet type: every packet is input from the
+// network, and anything unexpected is counted and dropped), and the RPC
+// lifecycle that keeps the host's parts in step.
 #include "homa/homa_host.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "homa/homa_endpoint.h"
 #include "wire/endpoint_id.h"
@@ -19,38 +20,14 @@ constexpr int kMaxRxBatchesPerPoll = 8;  // bound the work of one Poll
 // Path errors taken from the transport per Poll.
 constexpr size_t kPathErrorBatch = 16;
 
-Status ValidateConfig(const HomaConfig& c, size_t max_datagram) {
-  auto bad = [](std::string key, std::string why) {
-    return InvalidArgumentError("homa." + key + ": " + why);
-  };
-  if (max_datagram <= wire::kDataHeaderBytes) {
-    return InvalidArgumentError("udp.mtu: datagrams of " + std::to_string(max_datagram) +
-                          " bytes cannot carry a DATA header (" +
-                          std::to_string(wire::kDataHeaderBytes) + " bytes)");
-  }
-  if (c.overcommit < 1 || c.overcommit > 64) return bad("overcommit", "expected 1..64");
-  if (c.max_sched_priority < 0 || c.max_sched_priority >= wire::kNumPriorities) {
-    return bad("max_sched_priority", "expected 0..7");
-  }
-  if (c.control_priority >= wire::kNumPriorities) return bad("control_priority", "expected 0..7");
-  if (c.grant_fifo_permille < 0 || c.grant_fifo_permille > 1000) {
-    return bad("grant_fifo_permille", "expected 0..1000");
-  }
-  if (c.tick_ns <= 0) return bad("tick", "must be positive");
-  if (c.resend_ticks < 1 || c.resend_interval_ticks < 1 || c.need_ack_ticks < 1) {
-    return bad("resend_ticks", "resend_ticks, resend_interval_ticks and need_ack_ticks must be >= 1");
-  }
-  if (c.timeout_ticks > 0 && c.timeout_ticks <= c.resend_ticks) {
-    return bad("timeout_ticks", "must exceed resend_ticks (" + std::to_string(c.resend_ticks) + ")");
-  }
-  // A peer timeout shorter than the probes is harmless (death also needs 3
-  // unanswered probes, so it comes after the third), but zero is a typo.
-  if (c.peer_timeout_ns <= 0) return bad("peer_timeout", "must be positive");
-  if (c.max_peers < 1) return bad("max_peers", "must be at least 1");
-  if (c.peer_idle_timeout_ns <= 0) return bad("peer_idle_timeout", "must be positive");
-  if (c.max_clients_per_peer < 1) return bad("max_clients_per_peer", "must be at least 1");
-  if (c.link_bps == 0) return bad("link_rate", "must be positive");
-  return OkStatus();
+// Packets from a client carry an even id; packets from a server the odd one.
+bool FromClient(const wire::CommonHeader& common) { return (common.rpc_id & 1) == 0; }
+
+// Client ids start from the wall clock so that a restarted client's ids
+// exceed every id of its previous incarnation: servers may still hold an
+// at-most-once floor for this address and endpoint (docs/protocol.md).
+uint64_t FirstClientId(const Clock& clock) {
+  return std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
 }
 
 }  // namespace
@@ -66,20 +43,13 @@ HomaHost::HomaHost(const HomaConfig& config, transport::Datagram* net, const Clo
     : config_(config),
       net_(net),
       clock_(clock),
-      peer_timeout_ns_(config.EffectivePeerTimeoutNs()),
-      peer_timeout_ticks_((peer_timeout_ns_ + config.tick_ns - 1) / config.tick_ns),
-      next_path_refresh_ns_(clock.NowNs() + kPathRefreshNs),
+      max_datagram_bytes_(net->MaxDatagramBytes()),
       peers_(config_),
-      grants_(config.overcommit, config.max_sched_priority),
-      pacer_(config.link_bps, config.max_nic_backlog_ns),
-      next_tick_ns_(clock.NowNs() + config.tick_ns),
-      max_datagram_bytes_(net->MaxDatagramBytes()) {
-  // Client ids start from the wall clock so that a restarted client's ids
-  // exceed every id of its previous incarnation: servers may still hold an
-  // at-most-once floor for this address and endpoint (docs/protocol.md).
-  next_client_id_ = std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
-  tx_buffer_.resize(kTxBatch * kTxSlotBytes);
-  tx_batch_.reserve(kTxBatch);
+      rpcs_(FirstClientId(clock)),
+      grants_(config, max_datagram_bytes_),
+      tx_(net, config.control_priority, &stats_),
+      sender_(config, clock, &tx_, &rpcs_, &stats_),
+      timer_(config, clock.NowNs()) {
   rx_batch_.resize(kRxBatch);
   path_errors_.resize(kPathErrorBatch);
 }
@@ -87,27 +57,13 @@ HomaHost::HomaHost(const HomaConfig& config, transport::Datagram* net, const Clo
 HomaHost::~HomaHost() {
   // Endpoints still open lose their RPCs now and their host: their calls
   // fail from here on instead of touching freed state.
-  while (!endpoints_.empty()) {
-    HomaEndpoint& ep = *endpoints_.begin()->second;
-    CloseEndpoint(ep, CancelledError("homa: endpoint " + std::to_string(ep.id_) +
-                                     " closed with its host"));
-    ep.closed_ = true;
-    ep.host_ = nullptr;
-  }
+  while (HomaEndpoint* ep = endpoints_.any()) ep->OnHostDestroyed();
 }
 
 // -------------------------------------------------------------- endpoints
 
 Result<std::unique_ptr<HomaEndpoint>> HomaHost::OpenEndpoint(uint16_t id) {
-  if (endpoints_.contains(id)) {
-    return AlreadyExistsError("homa: endpoint " + std::to_string(id) + " is already open on " +
-                              net_->LocalAddress().ToString());
-  }
-  std::unique_ptr<HomaEndpoint> ep(new HomaEndpoint(this, id));
-  endpoints_.emplace(id, ep.get());
-  last_endpoint_ = ep.get();
-  last_endpoint_id_ = id;
-  return ep;
+  return HomaEndpoint::Open(*this, id);
 }
 
 Result<std::unique_ptr<HomaEndpoint>> HomaHost::OpenEndpoint(std::string_view name) {
@@ -122,24 +78,21 @@ Result<std::unique_ptr<HomaEndpoint>> HomaHost::OpenEndpoint(std::string_view na
   return ep;
 }
 
-HomaEndpoint* HomaHost::FindEndpointSlow(uint16_t id) {
-  // One endpoint: FindEndpoint's compare already said no.
-  if (endpoints_.size() <= 1) return nullptr;
-  auto it = endpoints_.find(id);
-  if (it == endpoints_.end()) return nullptr;
-  last_endpoint_ = it->second;
-  last_endpoint_id_ = id;
-  return it->second;
+Status HomaHost::Register(HomaEndpoint& ep) {
+  if (endpoints_.Add(ep.endpoint_id(), &ep)) return OkStatus();
+  return AlreadyExistsError("homa: endpoint " + std::to_string(ep.endpoint_id()) +
+                            " is already open on " + net_->LocalAddress().ToString());
 }
 
 void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
+  if (endpoints_.Find(ep.endpoint_id()) != &ep) return;
   // What the endpoint asked to send goes out before its messages are freed.
-  FlushTx();
+  tx_.Flush();
   // Acks and floors already received may name its RPCs: apply them first.
   if (!deferred_releases_.empty()) ReleaseFinished();
   // Collect first: failing and destroying unlinks RPCs from the list.
   std::vector<Rpc*> doomed;
-  for (Rpc* rpc = oldest_rpc_; rpc != nullptr; rpc = rpc->newer) {
+  for (Rpc* rpc = rpcs_.oldest(); rpc != nullptr; rpc = rpc->newer) {
     if (rpc->endpoint == &ep) doomed.push_back(rpc);
   }
   for (Rpc* rpc : doomed) {
@@ -149,31 +102,7 @@ void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
       DestroyServerRpc(*rpc, /*tombstone=*/true);
     }
   }
-  endpoints_.erase(ep.id_);
-  if (last_endpoint_ == &ep) {
-    last_endpoint_ = endpoints_.empty() ? nullptr : endpoints_.begin()->second;
-    last_endpoint_id_ = last_endpoint_ != nullptr ? last_endpoint_->id_ : 0;
-  }
-}
-
-size_t HomaHost::num_client_rpcs() const {
-  size_t total = 0;
-  for (const auto& [id, ep] : endpoints_) total += ep->num_client_rpcs();
-  return total;
-}
-
-bool HomaHost::HeldByAnotherEndpoint(const HomaEndpoint& ep, uint64_t client_id) {
-  // Only packets about RPCs their endpoint does not hold get here (late
-  // duplicates, forgeries), so this must stay cheap under a flood of them:
-  // past a few endpoints the check is skipped and the packet is handled as
-  // about an unknown RPC (whose answers name that id only, so no other
-  // endpoint's RPC is touched).
-  constexpr size_t kMaxEndpointsChecked = 16;
-  if (endpoints_.size() <= 1 || endpoints_.size() > kMaxEndpointsChecked) return false;
-  for (const auto& [id, other] : endpoints_) {
-    if (other != &ep && other->client_rpcs_.Contains(client_id)) return true;
-  }
-  return false;
+  endpoints_.Remove(ep.endpoint_id(), &ep);
 }
 
 // ------------------------------------------------------ the endpoints' calls
@@ -195,19 +124,16 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
                                   " peers with live RPCs fill homa.max_peers");
   }
   Peer& peer = *found;
-  LearnPath(peer);
-  uint64_t id = next_client_id_;
-  next_client_id_ += 2;
-  Rpc& rpc = NewClientRpc(ep, id, peer, server_port);
+  peers_.LearnPath(peer, *net_, max_datagram_bytes_);
+  Rpc& rpc = rpcs_.NewClientRpc(&ep, ep.endpoint_id(), peer, server_port);
   rpc.cookie = cookie;
-  uint32_t length = static_cast<uint32_t>(request.size());
+  const uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
                   peer.UnschedPriority(length));
-  peer.outstanding[EndpointPair(ep.id_, server_port)].Add(id);
-  QueueForSend(rpc);
-  PumpSends(/*clock_fresh=*/false);
+  sender_.Queue(rpc);
+  sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
-  return id;
+  return rpc.id;
 }
 
 Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response) {
@@ -227,29 +153,30 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
                                 " bytes exceeds homa.max_message_bytes (" +
                                 std::to_string(config_.max_message_bytes) + ")");
   }
-  LearnPath(*rpc.peer);
-  uint32_t length = static_cast<uint32_t>(response.size());
+  peers_.LearnPath(*rpc.peer, *net_, max_datagram_bytes_);
+  const uint32_t length = static_cast<uint32_t>(response.size());
   rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
                   rpc.peer->UnschedPriority(length));
   rpc.state = RpcState::kServerSending;
   rpc.Heard();
-  QueueForSend(rpc);
-  PumpSends(/*clock_fresh=*/false);
+  sender_.Queue(rpc);
+  sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
   return OkStatus();
 }
 
 bool HomaHost::Cancel(HomaEndpoint& ep, uint64_t client_id) {
-  std::unique_ptr<Rpc>* rpc = ep.client_rpcs_.Find(client_id);
-  if (rpc == nullptr) return false;
-  FlushBorrowed();  // its request may still sit, uncopied, in a held batch
-  FinishClientRpc(**rpc);
+  Rpc* rpc = rpcs_.FindClient(client_id);
+  if (rpc == nullptr || rpc->endpoint != &ep) return false;
+  FinishClientRpc(*rpc);
   return true;
 }
 
+// ------------------------------------------------------------------- Poll
+
 PollResult HomaHost::Poll() {
   PollResult result;
-  TimeNs now = now_ns_ = clock_.NowNs();
+  const TimeNs now = now_ns_ = clock_.NowNs();
   result.now = now;
   if (!deferred_releases_.empty()) ReleaseFinished();
   for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
@@ -264,87 +191,42 @@ PollResult HomaHost::Poll() {
     for (size_t i = 0; i < errors; ++i) HandlePathError(path_errors_[i]);
     result.work += static_cast<int>(errors);
   }
-  if (grants_dirty_) RunGrantPass();
-  if (now >= next_tick_ns_) {
+  if (grants_.pass_due()) SendGrants();
+  if (timer_.Due(now)) {
     ReleaseFinished();  // the timer must not probe an RPC already acked
     const uint64_t sent_before = stats_.packets_sent;
-    Tick();
-    live_peak_before_ = live_peak_;
-    live_peak_ = unanswered_rpcs();
-    last_tick_ns_ = now;
-    next_tick_ns_ = now + config_.tick_ns;
+    Tick(now);
+    rpcs_.StartPeakWindow();
     // A tick that sent nothing (the common, idle one) is not progress: a
     // host that spins after work must not spin after every tick.
     if (stats_.packets_sent != sent_before) ++result.work;
   }
-  result.work += PumpSends(/*clock_fresh=*/true);
-  FlushTx();
+  result.work += sender_.Pump(&now_ns_, /*clock_fresh=*/true);
+  tx_.Flush();
 
   result.next_deadline = NextDeadline();
-  if (!send_queue_.empty()) result.next_deadline = std::max(now, result.next_deadline);
+  if (!sender_.idle()) result.next_deadline = std::max(now, result.next_deadline);
   return result;
 }
 
 bool HomaHost::Idle() const {
-  return send_queue_.empty() && deferred_releases_.empty() && num_server_rpcs_ == 0 &&
-         num_client_rpcs() == 0;
+  return sender_.idle() && deferred_releases_.empty() && rpcs_.num_live() == 0;
 }
 
 TimeNs HomaHost::NextDeadline() const {
-  // With no RPC anywhere the timer has only housekeeping to do (idle peers,
-  // paths), so a host that sleeps wakes every kIdleTickNs rather than every
-  // tick: an idle wharfd or endpoint costs no CPU to speak of.
-  TimeNs next = Idle() ? std::max(next_tick_ns_, last_tick_ns_ + kIdleTickNs) : next_tick_ns_;
-  if (!send_queue_.empty()) next = std::min(next, pacer_.NextSendTime());
+  TimeNs next = timer_.NextDeadline(Idle());
+  if (!sender_.idle()) next = std::min(next, sender_.NextSendTime());
   return next;
 }
 
 std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
-  std::vector<std::pair<std::string, uint64_t>> all = {
-      {"homa.packets_sent", stats_.packets_sent},
-      {"homa.batched_flushes", stats_.batched_flushes},
-      {"homa.batch_cuts", stats_.batch_cuts},
-      {"homa.packets_received", stats_.packets_received},
-      {"homa.data_sent", stats_.data_sent},
-      {"homa.data_retransmitted", stats_.data_retransmitted},
-      {"homa.data_received", stats_.data_received},
-      {"homa.duplicate_data", stats_.duplicate_data},
-      {"homa.grants_sent", stats_.grants_sent},
-      {"homa.fifo_grants", stats_.fifo_grants},
-      {"homa.resends_sent", stats_.resends_sent},
-      {"homa.resends_received", stats_.resends_received},
-      {"homa.busy_sent", stats_.busy_sent},
-      {"homa.rpc_unknown_sent", stats_.rpc_unknown_sent},
-      {"homa.restarts", stats_.restarts},
-      {"homa.cutoffs_sent", stats_.cutoffs_sent},
-      {"homa.need_acks_sent", stats_.need_acks_sent},
-      {"homa.acks_sent", stats_.acks_sent},
-      {"homa.acks_received", stats_.acks_received},
-      {"homa.requests_delivered", stats_.requests_delivered},
-      {"homa.responses_delivered", stats_.responses_delivered},
-      {"homa.late_duplicates", stats_.late_duplicates},
-      {"homa.client_timeouts", stats_.client_timeouts},
-      {"homa.server_timeouts", stats_.server_timeouts},
-      {"homa.malformed", stats_.malformed},
-      {"homa.wrong_port", stats_.wrong_port},
-      {"homa.endpoint_mismatch", stats_.endpoint_mismatch},
-      {"homa.from_stranger", stats_.from_stranger},
-      {"homa.path_errors", stats_.path_errors},
-      {"homa.peers_unreachable", stats_.peers_unreachable},
-      {"homa.unreachable_failures", stats_.unreachable_failures},
-      {"homa.clients_refused", stats_.clients_refused},
-      {"homa.tombstones_evicted", stats_.tombstones_evicted},
-      {"homa.peers", peers_.size()},
-      {"homa.peers_created", peers_.stats().created},
-      {"homa.peers_freed", peers_.stats().freed},
-      {"homa.peers_refused", peers_.stats().refused},
-      {"homa.endpoints", endpoints_.size()},
-      {"homa.oversize_dropped", stats_.oversize_dropped},
-      {"homa.memory_dropped", stats_.memory_dropped},
-      {"homa.receives_placed", stats_.receives_placed},
-      {"homa.tx_dropped", stats_.tx_dropped},
-      {"homa.send_errors", stats_.send_errors},
-  };
+  std::vector<std::pair<std::string, uint64_t>> all;
+  AppendCounters(stats_, &all);
+  all.push_back({"homa.peers", peers_.size()});
+  all.push_back({"homa.peers_created", peers_.stats().created});
+  all.push_back({"homa.peers_freed", peers_.stats().freed});
+  all.push_back({"homa.peers_refused", peers_.stats().refused});
+  all.push_back({"homa.endpoints", endpoints_.size()});
   const transport::LargeBufferPool::Stats pool = receive_pool_->stats();
   all.push_back({"homa.receive_buffers_reused", pool.reused});
   all.push_back({"homa.receive_buffers_allocated", pool.allocated});
@@ -354,201 +236,430 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   return all;
 }
 
-// ----------------------------------------------------------------- grants
+// ------------------------------------------------------- packet handlers
 
-void HomaHost::RunGrantPass() {
-  grants_dirty_ = false;
-  std::vector<GrantScheduler::Ranked>& active = active_grants_;
-  grants_.ActiveSet(&active);
-  if (active.empty()) return;
-  // Homa's dynamic window: share max_incoming among the active messages.
-  const uint64_t share = config_.max_incoming_bytes / (active.size() + 1);
-  for (const auto& ranked : active) {
-    Rpc& rpc = *ranked.rpc;
-    IncomingMessage& in = *rpc.in;
-    const uint32_t packet = GrantUnit(rpc);
-    uint64_t window = std::max<uint64_t>(packet, share);
-    uint64_t target = std::min<uint64_t>(in.length(), in.received_bytes() + window);
-    if (target <= in.granted()) continue;
-    // The total bound: never more than max_incoming_bytes asked for and not
-    // yet arrived, over all messages (best-ranked messages ask first).
-    uint64_t room = config_.max_incoming_bytes > outstanding_bytes_
-                        ? config_.max_incoming_bytes - outstanding_bytes_
-                        : 0;
-    target = std::min<uint64_t>(target, uint64_t{in.granted()} + room);
-    if (target <= in.granted()) break;
-    // Grant up to a packet boundary (or the tail): the sender cuts packets
-    // at multiples of its packet size from offset 0, so any other grant
-    // offset would make it send a runt for every grant.
-    if (target != in.length()) target -= target % packet;
-    if (target <= in.granted()) continue;
-    srpt_granted_since_fifo_ += target - in.granted();
-    SendGrant(rpc, static_cast<uint32_t>(target), ranked.priority);
+void HomaHost::HandleDatagram(const transport::NetAddress& from, std::span<const std::byte> bytes) {
+  ++stats_.packets_received;
+  Result<wire::Packet> packet = wire::Decode(bytes);
+  if (!packet.ok()) {
+    ++stats_.malformed;
+    return;
   }
-  // FIFO share: every fifo_grant_bytes / fraction SRPT bytes, one grant of
-  // fifo_grant_bytes to the oldest message.
-  if (config_.grant_fifo_permille > 0) {
-    uint64_t period = uint64_t{config_.fifo_grant_bytes} * 1000 / config_.grant_fifo_permille;
-    if (srpt_granted_since_fifo_ >= period) {
-      srpt_granted_since_fifo_ = 0;
-      if (Rpc* oldest = grants_.OldestRpc()) {
-        Rpc& rpc = *oldest;
-        // Rounded up to a packet boundary, as SRPT grants are rounded down.
-        const uint64_t packet = GrantUnit(rpc);
-        uint64_t target = uint64_t{rpc.in->granted()} + config_.fifo_grant_bytes;
-        target = std::min<uint64_t>(rpc.in->length(), (target + packet - 1) / packet * packet);
-        if (target > rpc.in->granted()) {
-          ++stats_.fifo_grants;
-          SendGrant(rpc, static_cast<uint32_t>(target),
-                    static_cast<uint8_t>(config_.max_sched_priority));
-        }
+  const wire::CommonHeader& common = packet->common;
+  // Only the endpoint id is checked, never the UDP address or port the
+  // packet arrived on or came from: a NAT or relay may have rewritten them.
+  HomaEndpoint* endpoint = endpoints_.Find(common.dport);
+  if (endpoint == nullptr) {
+    // No such endpoint here: whatever RPC the packet is about, we hold
+    // nothing for it, and a stray id must not create state.
+    ++stats_.wrong_port;
+    HandleStranger(from, *packet);
+    return;
+  }
+  HomaEndpoint& ep = *endpoint;
+  const wire::Body& body = packet->body;
+  const auto* data = std::get_if<wire::Data>(&body);
+  Peer* found = nullptr;
+  if (!FromClient(common)) {
+    // About one of our client RPCs: its peer is the server we called (the
+    // reply may come from another of its addresses); else whatever we know.
+    if (Rpc* rpc = rpcs_.FindClient(common.rpc_id ^ 1)) {
+      if (rpc->endpoint != &ep) {
+        // Ids are unique over the host: this is another endpoint's RPC, and
+        // the server addressed the wrong one of ours.
+        ++stats_.endpoint_mismatch;
+        return;
       }
+      found = rpc->peer;
+    } else {
+      found = peers_.Find(from);
+    }
+  } else if (data != nullptr) {
+    // Request data is the only packet that may start state here; a full
+    // table drops it (counted by the table), and the client retries.
+    found = PeerFor(from);
+    if (found == nullptr) return;
+  } else {
+    found = peers_.Find(from);
+  }
+  if (found == nullptr) {
+    ++stats_.from_stranger;
+    HandleStranger(from, *packet);
+    return;
+  }
+  Peer& peer = *found;
+  peer.last_heard_ns = now_ns_;
+  peer.probes_unanswered = 0;
+  if (data != nullptr) {
+    HandleData(ep, peer, common, *data);
+  } else if (const auto* grant = std::get_if<wire::Grant>(&body)) {
+    HandleGrant(ep, peer, common, *grant);
+  } else if (const auto* resend = std::get_if<wire::Resend>(&body)) {
+    HandleResend(ep, peer, common, *resend);
+  } else if (std::holds_alternative<wire::RpcUnknown>(body)) {
+    HandleRpcUnknown(ep, peer, common);
+  } else if (std::holds_alternative<wire::Busy>(body)) {
+    if (Rpc* rpc = FindRpcFor(ep, peer, common)) rpc->Heard();
+  } else if (const auto* cutoffs = std::get_if<wire::Cutoffs>(&body)) {
+    peer.cutoffs = cutoffs->unsched_cutoffs;
+    peer.cutoff_version = cutoffs->version;
+  } else if (std::holds_alternative<wire::NeedAck>(body)) {
+    HandleNeedAck(ep, peer, common);
+  } else if (const auto* acks = std::get_if<wire::AckList>(&body)) {
+    // An ACK's rpc_id is the client's ack floor for the endpoint it is
+    // addressed to: everything below it is finished (one packet releases a
+    // whole burst).
+    if (common.rpc_id != 0) {
+      AdvanceFloor(peer, EndpointPair(common.dport, common.sport), common.rpc_id);
+    }
+    for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
+  }
+}
+
+void HomaHost::HandleStranger(const transport::NetAddress& from, const wire::Packet& packet) {
+  const wire::CommonHeader& common = packet.common;
+  if (std::holds_alternative<wire::Resend>(packet.body)) {
+    // A client asking about an RPC we hold nothing for (we forgot the peer,
+    // or never heard the request): RPC_UNKNOWN makes it restart.
+    ++stats_.resends_received;
+    tx_.AddControl(from, common.dport, common.sport, common.rpc_id ^ 1, wire::RpcUnknown{});
+    ++stats_.rpc_unknown_sent;
+  } else if (std::holds_alternative<wire::NeedAck>(packet.body)) {
+    // A server asking about an RPC we never made or long finished: ack just
+    // that one, with no floor (rpc_id 0), which claims nothing else.
+    wire::AckList acks;
+    acks.acks[0] = {common.rpc_id ^ 1, common.sport};
+    acks.count = 1;
+    tx_.AddControl(from, common.dport, common.sport, 0, acks);
+    ++stats_.acks_sent;
+  }
+}
+
+void HomaHost::HandlePathError(const transport::PathError& error) {
+  ++stats_.path_errors;
+  if (!error.unreachable()) return;  // advisory (e.g. fragmentation needed)
+  Peer* peer = peers_.Find(error.to);
+  if (peer == nullptr) return;
+  ++stats_.peers_unreachable;
+  // Collect first: failing and destroying unlinks RPCs from the list.
+  std::vector<Rpc*> doomed;
+  for (Rpc* rpc = rpcs_.oldest(); rpc != nullptr; rpc = rpc->newer) {
+    if (rpc->peer == peer) doomed.push_back(rpc);
+  }
+  const std::string reason = std::string(transport::PathError::KindName(error.kind)) +
+                             (error.reporter.family() != transport::NetAddress::Family::kNone
+                                  ? " (reported by " + error.reporter.ToString() + ")"
+                                  : std::string());
+  for (Rpc* rpc : doomed) {
+    if (rpc->is_client()) {
+      ++stats_.unreachable_failures;
+      FailClientRpc(*rpc,
+                    UnavailableError("homa: " + peer->addr.ToString() + ": " + reason + " (RPC " +
+                                     std::to_string(rpc->id) + "); peer presumed dead"));
+    } else {
+      DestroyServerRpc(*rpc, /*tombstone=*/true);
     }
   }
 }
 
-void HomaHost::SendGrant(Rpc& rpc, uint32_t offset, uint8_t priority) {
-  rpc.in->Grant(offset);
-  UpdateOutstanding(rpc);
-  EmitControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id,
-              wire::Grant{offset, priority, 0});
-  ++stats_.grants_sent;
-  if (!rpc.in->NeedsGrants()) StopGranting(rpc);
-}
-
-void HomaHost::StopGranting(Rpc& rpc) {
-  if (!grants_.Contains(rpc.handle)) return;
-  grants_.Remove(rpc.handle);
-  // A slot in the active set opened: the next message may now be granted.
-  grants_dirty_ = true;
-}
-
-// -------------------------------------------------------------- lifecycle
-
-std::unique_ptr<Rpc> HomaHost::AllocateRpc() {
-  if (spare_rpcs_.empty()) return std::make_unique<Rpc>();
-  std::unique_ptr<Rpc> rpc = std::move(spare_rpcs_.back());
-  spare_rpcs_.pop_back();
-  return rpc;
-}
-
-void HomaHost::RecycleRpc(std::unique_ptr<Rpc> rpc) {
-  FlushBorrowed();  // the batch may point into its messages
-  if (!kRecycleMemory || spare_rpcs_.size() >= kMaxSpareRpcs) return;
-  *rpc = Rpc{};  // drops the messages now; keeps the allocation
-  spare_rpcs_.push_back(std::move(rpc));
-}
-
-Rpc& HomaHost::NewClientRpc(HomaEndpoint& ep, uint64_t id, Peer& peer, uint16_t server_port) {
-  std::unique_ptr<Rpc>& slot = ep.client_rpcs_.Insert(id, AllocateRpc());
-  Rpc& rpc = *slot;
-  InitRpc(rpc, ep, id, RpcState::kClientSending, peer, server_port);
-  return rpc;
-}
-
-Rpc& HomaHost::NewServerRpc(HomaEndpoint& ep, Peer& peer, ClientRecord& record,
-                            uint16_t client_port, uint64_t client_id, RpcState state) {
-  Rpc& rpc = *live_nodes_.Insert(record.live, client_id, AllocateRpc())->second;
-  InitRpc(rpc, ep, client_id ^ 1, state, peer, client_port);
-  ++num_server_rpcs_;
-  ++ep.num_server_rpcs_;
-  return rpc;
-}
-
-void HomaHost::InitRpc(Rpc& rpc, HomaEndpoint& ep, uint64_t id, RpcState state, Peer& peer,
-                       uint16_t peer_port) {
-  rpc.id = id;
-  rpc.handle = next_handle_++;
-  rpc.state = state;
-  rpc.peer = &peer;
-  ++peer.live_rpcs;
-  rpc.peer_addr = peer.addr;
-  rpc.peer_port = peer_port;
-  rpc.endpoint = &ep;
-  rpc.local_port = ep.id_;
-  // Newest at the end of the list of all RPCs.
-  rpc.older = newest_rpc_;
-  rpc.newer = nullptr;
-  if (newest_rpc_ != nullptr) {
-    newest_rpc_->newer = &rpc;
-  } else {
-    oldest_rpc_ = &rpc;
+// Inline: once per DATA packet, from the two data handlers below.
+inline bool HomaHost::AddData(Rpc& rpc, const wire::Data& data) {
+  if (data.header.message_length != rpc.in->length()) {
+    ++stats_.malformed;  // inconsistent with earlier packets of this message
+    return false;
   }
-  newest_rpc_ = &rpc;
-  ++num_live_rpcs_;
-  live_peak_ = std::max(live_peak_, unanswered_rpcs());
+  if (rpc.in->AddData(data.header.offset, data.payload, data.header.incoming) == 0 &&
+      data.header.message_length != 0) {
+    ++stats_.duplicate_data;
+  }
+  grants_.OnData(rpc);
+  return true;
 }
 
-void HomaHost::UnlinkRpc(Rpc& rpc) {
-  --rpc.peer->live_rpcs;
-  DequeueFromSend(rpc);
-  ReleaseIncoming(rpc);
-  (rpc.older != nullptr ? rpc.older->newer : oldest_rpc_) = rpc.newer;
-  (rpc.newer != nullptr ? rpc.newer->older : newest_rpc_) = rpc.older;
-  rpc.older = rpc.newer = nullptr;
-  --num_live_rpcs_;
-  if (rpc.state == RpcState::kServerAwaitAck) --num_awaiting_ack_;
+void HomaHost::HandleData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                          const wire::Data& data) {
+  ++stats_.data_received;
+  // Acks and the floor ride on DATA in either direction; handle them first,
+  // they may release other RPCs. The floor goes first: an ack below it then
+  // needs no tombstone (the floor covers it), which saves inserting one
+  // only to erase it again for nearly every RPC.
+  if (FromClient(common) && data.header.ack_floor != 0) {
+    AdvanceFloor(peer, EndpointPair(ep.endpoint_id(), common.sport), data.header.ack_floor);
+  }
+  if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
+  // A sender using stale cutoffs gets ours (at most once per peer per tick).
+  if (data.header.cutoff_version != config_.cutoff_version &&
+      peer.cutoffs_sent_tick != timer_.tick_count()) {
+    peer.cutoffs_sent_tick = timer_.tick_count();
+    wire::Cutoffs cutoffs;
+    cutoffs.unsched_cutoffs = config_.unsched_cutoffs;
+    cutoffs.version = config_.cutoff_version;
+    tx_.AddControl(peer.addr, ep.endpoint_id(), common.sport, common.rpc_id ^ 1, cutoffs);
+    ++stats_.cutoffs_sent;
+  }
+  if (FromClient(common)) {
+    HandleRequestData(ep, peer, common, data);
+  } else {
+    HandleResponseData(ep, peer, common, data);
+  }
 }
 
-Rpc* HomaHost::FindServerRpc(const HomaEndpoint& ep, const ServerRpcKey& key) {
-  Peer* peer = peers_.Find(key.client);
-  if (peer == nullptr) return nullptr;
-  auto record = peer->clients.find(EndpointPair(ep.id_, key.client_port));
-  return record == peer->clients.end() ? nullptr : record->second.Find(key.client_id);
+void HomaHost::HandleRequestData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                                 const wire::Data& data) {
+  ClientRecord* known =
+      peer.RecordFor(EndpointPair(ep.endpoint_id(), common.sport), config_.max_clients_per_peer);
+  if (known == nullptr) {
+    ++stats_.clients_refused;
+    return;
+  }
+  ClientRecord& record = *known;
+  Rpc* found = record.Find(common.rpc_id);
+  if (found == nullptr) {
+    // At-most-once: a finished RPC is never re-created by a late packet.
+    if (record.IsFinished(common.rpc_id)) {
+      ++stats_.late_duplicates;
+      return;
+    }
+    if (data.header.message_length > config_.max_message_bytes) {
+      // Refuse it once, explicitly: the RPC goes to the application as a
+      // failed request, which answers with the error. From then on it is an
+      // ordinary RPC (acks, at-most-once); its other packets are duplicates.
+      ++stats_.oversize_dropped;
+      Rpc& rpc = rpcs_.NewServerRpc(&ep, ep.endpoint_id(), peer, record, common.sport,
+                                    common.rpc_id, RpcState::kServerInService);
+      rpc.Heard();
+      HomaEvent event;
+      event.kind = HomaEvent::Kind::kRequest;
+      event.client_id = common.rpc_id;
+      event.server_key = {peer.addr, common.sport, common.rpc_id};
+      event.status =
+          ResourceExhaustedError("request of " + std::to_string(data.header.message_length) +
+                                 " bytes is over the server's homa.max_message_bytes (" +
+                                 std::to_string(config_.max_message_bytes) + ")");
+      ep.PushEvent(std::move(event));
+      return;
+    }
+    if (!grants_.Reserve(data.header.message_length)) {
+      ++stats_.memory_dropped;
+      return;
+    }
+    found = &rpcs_.NewServerRpc(&ep, ep.endpoint_id(), peer, record, common.sport, common.rpc_id,
+                                RpcState::kServerReceiving);
+    StartIncoming(*found, ep, data);
+  }
+  Rpc& rpc = *found;
+  rpc.Heard();
+  if (rpc.state != RpcState::kServerReceiving) {
+    ++stats_.duplicate_data;  // the request is complete; this is a copy
+    return;
+  }
+  if (AddData(rpc, data) && rpc.in->complete()) {
+    DeliverRequest(rpc, {peer.addr, common.sport, common.rpc_id});
+  }
+}
+
+void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                                  const wire::Data& data) {
+  Rpc* found = rpcs_.FindClient(common.rpc_id ^ 1);
+  if (found == nullptr || found->endpoint != &ep) {
+    ++stats_.duplicate_data;  // finished or cancelled; the server gets our ack
+    return;
+  }
+  Rpc& rpc = *found;
+  rpc.Heard();
+  if (!rpc.in) {
+    if (data.header.message_length > config_.max_message_bytes) {
+      ++stats_.oversize_dropped;
+      FailClientRpc(
+          rpc, ResourceExhaustedError("homa: response of " +
+                                      std::to_string(data.header.message_length) + " bytes from " +
+                                      peer.addr.ToString() + " exceeds homa.max_message_bytes (" +
+                                      std::to_string(config_.max_message_bytes) + ")"));
+      return;
+    }
+    if (!grants_.Reserve(data.header.message_length)) {
+      ++stats_.memory_dropped;
+      return;
+    }
+    StartIncoming(rpc, ep, data);
+    rpc.state = RpcState::kClientReceiving;
+    // A response means the server holds the whole request: stop sending it.
+    sender_.Dequeue(rpc);
+    tx_.FlushBorrowed();  // a held batch may still point into the request
+    rpc.out.reset();
+  }
+  if (AddData(rpc, data) && rpc.in->complete()) {
+    HomaEvent event;
+    event.kind = HomaEvent::Kind::kResponse;
+    event.client_id = rpc.id;
+    event.cookie = rpc.cookie;
+    event.message = rpc.in->TakeMessage();
+    ++stats_.responses_delivered;
+    ep.PushEvent(std::move(event));
+    FinishClientRpc(rpc);
+  }
+}
+
+void HomaHost::HandleGrant(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                           const wire::Grant& grant) {
+  Rpc* rpc = FindRpcFor(ep, peer, common);
+  if (rpc == nullptr || !rpc->out) return;
+  rpc->Heard();
+  if (rpc->out->HandleGrant(grant.offset, grant.priority)) {
+    sender_.Queue(*rpc);
+  } else if (!rpc->out->HasPacketReady()) {
+    // A repeated grant is the receiver's keep-alive while it serves other
+    // messages first: answer that we are still here.
+    tx_.AddControl(peer.addr, rpc->local_port, common.sport, rpc->id, wire::Busy{});
+    ++stats_.busy_sent;
+  }
+}
+
+void HomaHost::HandleResend(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
+                            const wire::Resend& resend) {
+  ++stats_.resends_received;
+  Rpc* rpc = FindRpcFor(ep, peer, common);
+  if (rpc == nullptr) {
+    // We never had it (its request was lost) or no longer have it: RPC_UNKNOWN
+    // makes a client restart and a server discard. Also for an RPC we
+    // finished: a client that asks still waits for it (we timed it out), and
+    // its restarts stay harmless, because request packets of finished RPCs
+    // are dropped; homa.max_restarts then ends its wait.
+    tx_.AddControl(peer.addr, ep.endpoint_id(), common.sport, common.rpc_id ^ 1,
+                   wire::RpcUnknown{});
+    ++stats_.rpc_unknown_sent;
+    return;
+  }
+  rpc->Heard();
+  bool all_sent = false;
+  if (rpc->out) {
+    all_sent = rpc->out->HandleResend(resend.offset, resend.length, resend.priority);
+    sender_.Queue(*rpc);
+  }
+  if (!all_sent) {
+    // Alive, but the bytes are not ready (handler still running, or held
+    // back by the pacer): keep the peer from timing us out.
+    tx_.AddControl(peer.addr, rpc->local_port, common.sport, rpc->id, wire::Busy{});
+    ++stats_.busy_sent;
+  }
+}
+
+void HomaHost::HandleRpcUnknown(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
+  Rpc* rpc = FindRpcFor(ep, peer, common);
+  if (rpc == nullptr) return;
+  if (!rpc->is_client()) {
+    // The client no longer wants this RPC.
+    DestroyServerRpc(*rpc, /*tombstone=*/true);
+    return;
+  }
+  if (rpc->state == RpcState::kClientSending && rpc->out) {
+    // The server never got our request (or dropped it): send it all again,
+    // but not forever: a server that keeps refusing it (e.g. the request is
+    // over its homa.max_message_bytes) makes the RPC fail.
+    if (++rpc->restarts > config_.max_restarts) {
+      FailClientRpc(*rpc, UnavailableError("homa: server " + peer.addr.ToString() +
+                                           " did not keep request " + std::to_string(rpc->id) +
+                                           " after " + std::to_string(rpc->restarts) +
+                                           " restarts (it may have timed the RPC out)"));
+      return;
+    }
+    rpc->out->Restart();
+    rpc->Heard();
+    ++stats_.restarts;
+    sender_.Queue(*rpc);
+    return;
+  }
+  FailClientRpc(*rpc,
+                UnavailableError("homa: server " + peer.addr.ToString() + " lost RPC " +
+                                 std::to_string(rpc->id) + " while responding (did it restart?)"));
+}
+
+void HomaHost::HandleNeedAck(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
+  if (FromClient(common)) return;  // only servers ask for acks
+  const uint64_t client_id = common.rpc_id ^ 1;
+  if (rpcs_.FindClient(client_id) != nullptr) return;  // still in progress: we will RESEND
+  // Finished here: answer with everything this endpoint owes that server
+  // port, the asked id included, and its floor.
+  sender_.OweAck(peer, {client_id, common.sport, ep.endpoint_id()});
+  sender_.SendAcks(peer, ep.endpoint_id(), common.sport);
+}
+
+// Acks and floors usually ride on the next request's DATA, so freeing the
+// RPCs they finish would sit between that request's arrival and its
+// handler. The floor itself is raised at once (it decides whether a packet
+// is a late duplicate); the freeing waits for the next Poll, which runs
+// while the handler's response is already on its way. Until then a
+// finished RPC is still in `live`, where a duplicate packet finds it and is
+// dropped as one, as before.
+void HomaHost::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
+  // The ack names its server endpoint, which need not be the packet's dport
+  // (an ack rides on any DATA from the client endpoint that owes it).
+  if (endpoints_.Find(ack.server_port) == nullptr) return;
+  ++stats_.acks_received;
+  deferred_releases_.push_back(
+      {&peer, EndpointPair(ack.server_port, client_port), ack.client_id, /*is_floor=*/false});
+}
+
+void HomaHost::AdvanceFloor(Peer& peer, uint32_t pair, uint64_t floor) {
+  // A client we hold no record of has nothing here to finish.
+  auto it = peer.clients.find(pair);
+  if (it == peer.clients.end()) return;
+  ClientRecord& record = it->second;
+  if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
+  record.floor = floor;
+  deferred_releases_.push_back({&peer, pair, floor, /*is_floor=*/true});
+}
+
+void HomaHost::ReleaseFinished() {
+  // Index loop: nothing below adds to the list, but keep it robust.
+  for (size_t i = 0; i < deferred_releases_.size(); ++i) {
+    const DeferredRelease r = deferred_releases_[i];
+    if (!r.is_floor) {
+      DestroyServerRpc(*r.peer, r.pair, r.id, /*tombstone=*/true);
+      continue;
+    }
+    auto it = r.peer->clients.find(r.pair);
+    if (it == r.peer->clients.end()) continue;
+    ClientRecord& record = it->second;
+    record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(record.floor));
+    // RPCs below the floor are finished as far as the client is concerned.
+    while (!record.live.empty() && record.live.begin()->first < record.floor) {
+      DestroyServerRpc(*r.peer, r.pair, record.live.begin()->first, /*tombstone=*/false);
+    }
+  }
+  deferred_releases_.clear();
 }
 
 Peer* HomaHost::PeerFor(const transport::NetAddress& addr) {
   if (Peer* known = peers_.Find(addr)) return known;
   if (peers_.full()) {
-    // Full: replace a peer that has nothing live and has been silent a
-    // while, if one of the next few in the sweep order is; else the table
-    // refuses (and counts) the newcomer. Bounded work, so a flood of new
-    // sources cannot make this a scan.
     if (!deferred_releases_.empty()) ReleaseFinished();  // they point at peers
-    constexpr int kCandidates = 8;
-    for (int i = 0; i < kCandidates; ++i) {
-      Peer* candidate = peers_.NextInSweep();
-      if (candidate != nullptr && candidate->Idle() &&
-          now_ns_ - candidate->last_heard_ns >= config_.tick_ns * config_.resend_interval_ticks) {
-        peers_.Remove(*candidate);
-        break;
-      }
-    }
+    // Full: replace a peer that has nothing live and has been silent a
+    // while, if there is one among the next few (bounded work).
+    peers_.ReplaceIdle(now_ns_, config_.tick_ns * config_.resend_interval_ticks);
   }
   Peer* peer = peers_.FindOrAdd(addr);
   if (peer != nullptr) peer->last_heard_ns = now_ns_ != 0 ? now_ns_ : clock_.NowNs();
   return peer;
 }
 
-void HomaHost::LearnPath(Peer& peer) {
-  if (peer.payload_bytes != 0) return;
-  size_t datagram = std::min(net_->MaxDatagramBytesTo(peer.addr), max_datagram_bytes_);
-  // Nothing queues below the socket on a local path, nor (unless a rate was
-  // configured) through a software device: the pacer, which models a NIC
-  // queue, would only hold such packets back.
-  peer.paced = config_.link_rate_auto ? !net_->IsSoftwarePath(peer.addr)
-                                      : !net_->IsLocalPath(peer.addr);
-  peer.payload_bytes = static_cast<uint32_t>(
-      datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
-}
-
-void HomaHost::SweepIdlePeers(TimeNs now) {
-  // A full walk of max_peers takes max_peers / kPerTick ticks.
-  constexpr int kPerTick = 64;
-  const int count = static_cast<int>(std::min<size_t>(kPerTick, peers_.size()));
-  for (int i = 0; i < count; ++i) {
-    Peer* peer = peers_.NextInSweep();
-    if (peer->Idle() && now - peer->last_heard_ns >= config_.peer_idle_timeout_ns) {
-      peers_.Remove(*peer);
-    }
+Rpc* HomaHost::FindRpcFor(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common) {
+  if (FromClient(common)) {
+    auto record = peer.clients.find(EndpointPair(ep.endpoint_id(), common.sport));
+    return record == peer.clients.end() ? nullptr : record->second.Find(common.rpc_id);
   }
+  Rpc* rpc = rpcs_.FindClient(common.rpc_id ^ 1);
+  return rpc != nullptr && rpc->endpoint == &ep ? rpc : nullptr;
 }
 
-uint64_t HomaHost::ClientFloor(Peer& peer, uint16_t client_port, uint16_t server_port) const {
-  auto it = peer.outstanding.find(EndpointPair(client_port, server_port));
-  if (it == peer.outstanding.end() || it->second.empty()) return next_client_id_;
-  return it->second.Floor();
+Rpc* HomaHost::FindServerRpc(const HomaEndpoint& ep, const ServerRpcKey& key) {
+  Peer* peer = peers_.Find(key.client);
+  if (peer == nullptr) return nullptr;
+  auto record = peer->clients.find(EndpointPair(ep.endpoint_id(), key.client_port));
+  return record == peer->clients.end() ? nullptr : record->second.Find(key.client_id);
 }
+
+// -------------------------------------------------------------- lifecycle
 
 void HomaHost::StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data) {
   const uint32_t length = data.header.message_length;
@@ -569,29 +680,8 @@ void HomaHost::StartIncoming(Rpc& rpc, HomaEndpoint& ep, const wire::Data& data)
   rpc.in.emplace(length, data.header.incoming, now_ns_, receive_pool_.get());
 }
 
-bool HomaHost::ReserveIncoming(uint32_t length) {
-  if (incoming_buffer_bytes_ + length > config_.max_incoming_buffer_bytes) return false;
-  incoming_buffer_bytes_ += length;
-  return true;
-}
-
-void HomaHost::UpdateOutstanding(Rpc& rpc) {
-  uint64_t now_outstanding = 0;
-  if (rpc.in && !rpc.in->complete()) {
-    uint64_t granted = rpc.in->granted();
-    uint64_t received = rpc.in->received_bytes();
-    now_outstanding = granted > received ? granted - received : 0;
-  }
-  outstanding_bytes_ = outstanding_bytes_ - rpc.outstanding_bytes + now_outstanding;
-  rpc.outstanding_bytes = now_outstanding;
-}
-
 void HomaHost::ReleaseIncoming(Rpc& rpc) {
-  outstanding_bytes_ -= rpc.outstanding_bytes;
-  rpc.outstanding_bytes = 0;
-  if (!rpc.in) return;
-  incoming_buffer_bytes_ -= rpc.in->length();
-  StopGranting(rpc);
+  grants_.Release(rpc);
   rpc.in.reset();
 }
 
@@ -608,18 +698,17 @@ void HomaHost::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
   rpc.endpoint->PushEvent(std::move(event));
 }
 
+void HomaHost::Detach(Rpc& rpc) {
+  sender_.Dequeue(rpc);
+  ReleaseIncoming(rpc);
+  tx_.FlushBorrowed();  // the batch may point into its messages
+}
+
 void HomaHost::FinishClientRpc(Rpc& rpc) {
-  UnlinkRpc(rpc);
-  Peer& peer = *rpc.peer;
-  auto out = peer.outstanding.find(EndpointPair(rpc.local_port, rpc.peer_port));
-  if (out != peer.outstanding.end()) out->second.Remove(rpc.id);
+  Detach(rpc);
   // Tell the server it may forget the RPC (piggybacked or in the next ACK).
-  OweAck(peer, {rpc.id, rpc.peer_port, rpc.local_port});
-  IdMap<std::unique_ptr<Rpc>>& table = rpc.endpoint->client_rpcs_;
-  std::unique_ptr<Rpc>* slot = table.Find(rpc.id);
-  std::unique_ptr<Rpc> owned = std::move(*slot);
-  table.Erase(owned->id);
-  RecycleRpc(std::move(owned));  // rpc is gone (reset) from here on
+  sender_.OweAck(*rpc.peer, {rpc.id, rpc.peer_port, rpc.local_port});
+  rpcs_.EraseClient(rpc);  // rpc is gone (reset) from here on
 }
 
 void HomaHost::FailClientRpc(Rpc& rpc, Status status) {
@@ -636,21 +725,67 @@ void HomaHost::DestroyServerRpc(Peer& peer, uint32_t pair, uint64_t client_id, b
   auto found = peer.clients.find(pair);
   if (found == peer.clients.end()) return;
   ClientRecord& record = found->second;
-  if (tombstone && client_id >= record.floor && record.tombstones.insert(client_id).second &&
-      record.tombstones.size() > config_.max_tombstones_per_client) {
-    // Bounded: the oldest finished id is forgotten. Only a duplicate of it
-    // delayed past thousands of newer RPCs could now run twice.
-    record.tombstones.erase(record.tombstones.begin());
+  if (tombstone && record.AddTombstone(client_id, config_.max_tombstones_per_client)) {
     ++stats_.tombstones_evicted;
   }
   auto it = record.live.find(client_id);
   if (it == record.live.end()) return;
-  --it->second->endpoint->num_server_rpcs_;
-  UnlinkRpc(*it->second);
-  // The rpc goes to the spare pool and the map node is kept, both for reuse.
-  live_nodes_.Erase(record.live, it,
-                    [this](std::unique_ptr<Rpc>& rpc) { RecycleRpc(std::move(rpc)); });
-  --num_server_rpcs_;
+  Detach(*it->second);
+  rpcs_.EraseServer(record, it);
+}
+
+// ------------------------------------------ the parts' decisions, sent
+
+void HomaHost::SendGrants() {
+  for (const GrantScheduler::Grant& grant : grants_.Pass()) {
+    const Rpc& rpc = *grant.rpc;
+    tx_.AddControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id,
+                   wire::Grant{grant.offset, grant.priority, 0});
+    ++stats_.grants_sent;
+    if (grant.fifo) ++stats_.fifo_grants;
+  }
+}
+
+void HomaHost::Tick(TimeNs now) {
+  // Receive blocks nobody took for a while go back to the system (the
+  // timer runs at least every idle tick).
+  (void)receive_pool_->ReleaseIdle(now);
+  const LivenessTimer::Plan& plan = timer_.Tick(now, rpcs_);
+  if (plan.grant_pass) grants_.RequestPass();
+  for (const Rpc* rpc : plan.keepalives) {
+    // Our last GRANT again: the sender answers BUSY.
+    tx_.AddControl(
+        rpc->peer_addr, rpc->local_port, rpc->peer_port, rpc->id,
+        wire::Grant{rpc->in->granted(), static_cast<uint8_t>(config_.max_sched_priority), 0});
+    ++stats_.grants_sent;
+  }
+  for (const LivenessTimer::Probe& probe : plan.probes) {
+    const Rpc& rpc = *probe.rpc;
+    if (probe.need_ack) {
+      tx_.AddControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id, wire::NeedAck{});
+      ++stats_.need_acks_sent;
+    } else {
+      tx_.AddControl(rpc.peer_addr, rpc.local_port, rpc.peer_port, rpc.id,
+                     wire::Resend{probe.offset, probe.length,
+                                  static_cast<uint8_t>(config_.max_sched_priority)});
+      ++stats_.resends_sent;
+    }
+  }
+  // Failing an RPC frees only that RPC, so the others' pointers hold.
+  for (Rpc* rpc : plan.dead_clients) {
+    ++stats_.client_timeouts;
+    FailClientRpc(*rpc, UnavailableError(
+                            "homa: no answer from " + rpc->peer_addr.ToString() + " for " +
+                            std::to_string(timer_.peer_timeout_ns() / kNsPerMs) + " ms (RPC " +
+                            std::to_string(rpc->id) + ", homa.peer_timeout); peer presumed dead"));
+  }
+  for (Rpc* rpc : plan.dead_servers) {
+    ++stats_.server_timeouts;
+    DestroyServerRpc(*rpc, /*tombstone=*/true);
+  }
+  sender_.FlushAcks();
+  peers_.SweepIdle(now);
+  if (plan.refresh_paths) net_->RefreshPaths();
 }
 
 }  // namespace wharf::homa

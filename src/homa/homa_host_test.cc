@@ -1,6 +1,8 @@
 // Tests of HomaHost with several endpoints on one socket, on FakeNetwork +
 // SimClock: dispatch by dport, SRPT grants and sends ranked across endpoints,
-// ack floors per endpoint pair, unknown endpoint ids, opening and closing.
+// ack floors per endpoint pair, unknown endpoint ids, opening and closing;
+// and the decisions of the host's parts (grant scheduler, timer) put on the
+// wire, as packet logs.
 // The single-endpoint protocol is tested through HomaTransport in
 // homa_transport_test.cc, handlers_test.cc and timer_test.cc.
 #include "homa/homa_host.h"
@@ -29,6 +31,7 @@ using sim::Scenario;
 using transport::fake::DescriptionStartsWithAnyOf;
 using transport::fake::FakeDatagram;
 using transport::fake::FakeNetwork;
+using transport::fake::FlowDescriptionStartsWith;
 
 constexpr DurationNs kSecond = kNsPerSec;
 constexpr uint16_t kA = 1;
@@ -632,6 +635,112 @@ TEST(HomaHostTest, ResponseToTheWrongEndpointIsDroppedAndCounted) {
   ASSERT_TRUE(w.ep("S", 0).SendResponse(held.server_key, std::move(held.message)).ok());
   ASSERT_TRUE(w.RunUntil([&] { return w.inbox("C", kA).done.contains(id); }, kSecond));
   EXPECT_EQ(w.inbox("C", kA).done.at(id).kind, HomaEvent::Kind::kResponse);
+}
+
+// A server packet for endpoint 1's RPC, addressed to endpoint 20 of a host
+// with 20: client ids are unique over the host, so the RPC is found and the
+// packet caught however many endpoints there are.
+TEST(HomaHost, HandleDatagram__AResponseToTheWrongOneOfManyEndpointsIsCaught) {
+  World w;
+  w.AddHost("C");
+  w.AddHost("S");
+  for (uint16_t id = 1; id <= 20; ++id) w.Open("C", id);
+  w.Open("S", 0);
+  w.inbox("S", 0).echo = false;
+  uint64_t id = w.Call("C", 1, "S", 0, 100);
+  ASSERT_TRUE(w.RunUntil([&] { return w.inbox("S", 0).held.size() == 1; }, kSecond));
+  auto forger = w.net().Attach("X", transport::NetAddress::Ipv4(0xC6120064, 4000));
+  wire::CommonHeader common;
+  common.type = wire::PacketType::kData;
+  common.dport = 20;
+  common.rpc_id = id ^ 1;
+  wire::DataHeader data;
+  data.message_length = 3;
+  data.incoming = 3;
+  std::vector<std::byte> packet(wire::kDataHeaderBytes + 3);
+  ASSERT_TRUE(wire::EncodeDataHeader(common, data, packet).ok());
+  transport::OutDatagram out{w.address("C"), packet};
+  ASSERT_TRUE(forger->Send({&out, 1}).ok());
+  w.RunFor(kNsPerMs);
+  EXPECT_EQ(w.host("C").stats().endpoint_mismatch, 1u);
+  EXPECT_EQ(w.ep("C", 1).num_client_rpcs(), 1u);
+  EXPECT_TRUE(w.inbox("C", 20).done.empty());
+}
+
+TEST(HomaHost, Cancel__OnlyTheCallingEndpointsOwnRpc) {
+  World w;
+  w.AddHost("C");
+  w.AddHost("S");
+  w.Open("C", kA);
+  w.Open("C", kB);
+  w.Open("S", 0);
+  w.inbox("S", 0).echo = false;
+  const uint64_t id = w.Call("C", kA, "S", 0, 100);
+  EXPECT_FALSE(w.ep("C", kB).Cancel(id)) << "another endpoint's RPC";
+  EXPECT_EQ(w.ep("C", kA).num_client_rpcs(), 1u);
+  EXPECT_TRUE(w.ep("C", kA).Cancel(id));
+  EXPECT_EQ(w.ep("C", kA).num_client_rpcs(), 0u);
+  EXPECT_FALSE(w.ep("C", kA).Cancel(id)) << "already gone";
+  HomaEvent event;
+  EXPECT_FALSE(w.ep("C", kA).PopEvent(&event)) << "a cancelled RPC has no event";
+}
+
+// ------------------------------------------- the parts' decisions, on the wire
+
+// The grant scheduler's grants, sent by the host: the receiver grants the
+// rest of a request once its first packet shows it needs grants (the
+// default window covers all of it), and the client the response's.
+TEST(HomaHost, SendGrants__TheSchedulersGrantsGoOutToTheSender) {
+  HomaConfig config;
+  config.unsched_bytes = 2 * 1424;
+  World w;
+  w.AddHost("A", config);
+  w.AddHost("B", config);
+  w.Open("A", 0);
+  w.Open("B", 0);
+  w.net().SetLogFilter(DescriptionStartsWithAnyOf({"GRANT"}));
+  const uint64_t id = w.Call("A", 0, "B", 0, 10'000);
+  ASSERT_TRUE(w.RunUntil([&] { return w.inbox("A", 0).done.contains(id); }, kSecond));
+  EXPECT_EQ(w.net().Log(), "B->A GRANT 10000; A->B GRANT 10000");
+  EXPECT_EQ(w.host("A").stats().grants_sent, 1u);
+  EXPECT_EQ(w.host("B").stats().grants_sent, 1u);
+}
+
+// The timer's probes, sent by the host: a client that hears nothing for
+// resend_ticks asks for its response; the server, which never had the
+// request, answers RPC_UNKNOWN and the client sends it again. Its ack goes
+// at its next tick.
+TEST(HomaHost, Tick__TheTimersProbesGoOutAsPackets) {
+  World w;
+  w.AddHost("A");
+  w.AddHost("B");
+  w.Open("A", 0);
+  w.Open("B", 0);
+  w.net().DropNext(FlowDescriptionStartsWith("A", "B", "DATA"));
+  const uint64_t id = w.Call("A", 0, "B", 0, 100);
+  ASSERT_TRUE(w.RunUntil([&] { return w.inbox("A", 0).done.contains(id); }, kSecond));
+  w.RunFor(20 * kNsPerMs);  // the ack
+  EXPECT_EQ(w.net().Log(),
+            "A->B DATA 100@0 [dropped]; A->B RESEND 60000@0; B->A RPC_UNKNOWN; "
+            "A->B DATA 100@0; B->A DATA 100@0; A->B ACK 0");
+}
+
+// A server whose answer goes unacknowledged asks for the ack (NEED_ACK),
+// and the client, which finished the RPC, answers with it. (The ACKs list
+// no id: their ack floor, above the finished id, says it all.)
+TEST(HomaHost, Tick__AServerAsksForAMissingAck) {
+  World w;
+  w.AddHost("A");
+  w.AddHost("B");
+  w.Open("A", 0);
+  w.Open("B", 0);
+  w.net().DropNext(FlowDescriptionStartsWith("A", "B", "ACK"));
+  const uint64_t id = w.Call("A", 0, "B", 0, 100);
+  ASSERT_TRUE(w.RunUntil([&] { return w.inbox("A", 0).done.contains(id); }, kSecond));
+  w.RunFor(20 * kNsPerMs);
+  EXPECT_EQ(w.net().Log(),
+            "A->B DATA 100@0; B->A DATA 100@0; A->B ACK 0 [dropped]; B->A NEED_ACK; A->B ACK 0");
+  EXPECT_EQ(w.host("B").num_server_rpcs(), 0u);
 }
 
 // ------------------------------------------------------------- closing

@@ -1,4 +1,4 @@
-// PeerTable and Peer helpers.
+// PeerTable, and the helpers of Peer and OutstandingIds.
 #include "homa/peer_table.h"
 
 #include <algorithm>
@@ -85,6 +85,38 @@ Peer* PeerTable::FindSlow(const transport::NetAddress& addr) {
   if (it == peers_.end()) return nullptr;
   last_ = it->second.get();
   return last_;
+}
+
+void PeerTable::LearnPathSlow(Peer& peer, transport::Datagram& net, size_t max_datagram_bytes) {
+  const size_t datagram = std::min(net.MaxDatagramBytesTo(peer.addr), max_datagram_bytes);
+  // Nothing queues below the socket on a local path, nor (unless a rate was
+  // configured) through a software device: the pacer, which models a NIC
+  // queue, would only hold such packets back.
+  peer.paced =
+      config_.link_rate_auto ? !net.IsSoftwarePath(peer.addr) : !net.IsLocalPath(peer.addr);
+  peer.payload_bytes = static_cast<uint32_t>(
+      datagram > wire::kDataHeaderBytes ? datagram - wire::kDataHeaderBytes : 1);
+}
+
+void PeerTable::SweepIdle(TimeNs now) {
+  constexpr size_t kPerCall = 64;
+  const size_t count = std::min(kPerCall, all_.size());
+  for (size_t i = 0; i < count; ++i) {
+    Peer* peer = NextInSweep();
+    if (peer->Idle() && now - peer->last_heard_ns >= config_.peer_idle_timeout_ns) Remove(*peer);
+  }
+}
+
+bool PeerTable::ReplaceIdle(TimeNs now, DurationNs quiet_ns) {
+  constexpr int kCandidates = 8;
+  for (int i = 0; i < kCandidates; ++i) {
+    Peer* candidate = NextInSweep();
+    if (candidate != nullptr && candidate->Idle() && now - candidate->last_heard_ns >= quiet_ns) {
+      Remove(*candidate);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace wharf::homa

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "homa/config.h"
 #include "homa/rpc.h"
+#include "transport/datagram.h"
 #include "transport/net_address.h"
 #include "wire/packet.h"
 
@@ -56,6 +57,16 @@ struct ClientRecord {
   Rpc* Find(uint64_t client_id) const {
     auto it = live.find(client_id);
     return it == live.end() ? nullptr : it->second.get();
+  }
+  // Remembers `client_id` as finished (when at or above the floor), keeping
+  // at most `max_tombstones`: past that the oldest is forgotten (only a
+  // duplicate of it delayed past thousands of newer RPCs could then run
+  // twice). True if one was forgotten.
+  bool AddTombstone(uint64_t client_id, size_t max_tombstones) {
+    if (client_id < floor || !tombstones.insert(client_id).second) return false;
+    if (tombstones.size() <= max_tombstones) return false;
+    tombstones.erase(tombstones.begin());
+    return true;
   }
 };
 
@@ -128,6 +139,15 @@ struct Peer {
   // endpoint, its client port).
   std::map<uint32_t, ClientRecord> clients;
 
+  // The record of `pair` (EndpointPair(our server endpoint, client port)),
+  // created if new unless `max_clients` records exist (nullptr then).
+  ClientRecord* RecordFor(uint32_t pair, size_t max_clients) {
+    auto it = clients.find(pair);
+    if (it != clients.end()) return &it->second;
+    if (clients.size() >= max_clients) return nullptr;
+    return &clients[pair];
+  }
+
   // No live RPC and no ack owed: nothing is lost if the peer is forgotten
   // but its at-most-once records.
   bool Idle() const { return live_rpcs == 0 && pending_acks.empty() && !owed_acks_listed; }
@@ -186,6 +206,21 @@ class PeerTable {
     if (sweep_cursor_ >= all_.size()) sweep_cursor_ = 0;
     return all_[sweep_cursor_++];
   }
+  // Asks `net` for the path to `peer` (packet size for datagrams of at most
+  // `max_datagram_bytes`, pacing) before we first send it DATA. Control
+  // path: may make system calls, once per peer.
+  void LearnPath(Peer& peer, transport::Datagram& net, size_t max_datagram_bytes) {
+    if (peer.payload_bytes == 0) LearnPathSlow(peer, net, max_datagram_bytes);
+  }
+  // Forgets peers that are idle and have been silent for
+  // peer_idle_timeout_ns at `now`, examining the next few in the walk (a
+  // full walk of max_peers takes max_peers / 64 calls): the timer's sweep.
+  void SweepIdle(TimeNs now);
+  // Makes room in a full table: forgets the first of the next few peers in
+  // the walk that is idle and has been silent for `quiet_ns`, if any
+  // (bounded work, so a flood of new sources cannot make it a scan). True
+  // if one was.
+  bool ReplaceIdle(TimeNs now, DurationNs quiet_ns);
 
  private:
   // A few multiplies over the address as words; std::hash<NetAddress> mixes
@@ -194,6 +229,7 @@ class PeerTable {
     size_t operator()(const transport::NetAddress& a) const noexcept;
   };
   Peer* FindSlow(const transport::NetAddress& addr);
+  void LearnPathSlow(Peer& peer, transport::Datagram& net, size_t max_datagram_bytes);
 
   const HomaConfig& config_;
   uint64_t next_id_ = 1;

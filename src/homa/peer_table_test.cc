@@ -1,4 +1,6 @@
-// Unit tests of Peer (unscheduled priorities, probe budget) and PeerTable.
+// Unit tests of Peer (unscheduled priorities, probe budget, client records),
+// ClientRecord, PeerTable (lookup, cap, paths, the idle sweep) and
+// OutstandingIds.
 #include "homa/peer_table.h"
 
 #include <gtest/gtest.h>
@@ -6,6 +8,8 @@
 #include <array>
 #include <iterator>
 #include <set>
+
+#include "transport/datagram.h"
 
 namespace wharf::homa {
 namespace {
@@ -139,6 +143,123 @@ TEST(PeerTableTest, CapRefusesNewPeersAndRemoveMakesRoom) {
   std::set<Peer*> seen;
   for (int i = 0; i < 4; ++i) seen.insert(table.NextInSweep());
   EXPECT_EQ(seen, (std::set<Peer*>{pb, pc}));
+}
+
+TEST(Peer, RecordFor__MakesRecordsUpToMaxClients) {
+  Peer peer;
+  ClientRecord* first = peer.RecordFor(EndpointPair(0, 1), /*max_clients=*/2);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(peer.RecordFor(EndpointPair(0, 1), 2), first);
+  EXPECT_NE(peer.RecordFor(EndpointPair(0, 2), 2), nullptr);
+  EXPECT_EQ(peer.RecordFor(EndpointPair(0, 3), 2), nullptr);
+  EXPECT_EQ(peer.RecordFor(EndpointPair(0, 1), 2), first) << "known clients are still found";
+  EXPECT_EQ(peer.clients.size(), 2u);
+}
+
+TEST(ClientRecord, AddTombstone__RemembersIdsAboveTheFloorUpToTheCap) {
+  ClientRecord record;
+  record.floor = 10;
+  EXPECT_FALSE(record.AddTombstone(8, 2));  // below the floor: already finished
+  EXPECT_TRUE(record.tombstones.empty());
+  EXPECT_FALSE(record.AddTombstone(12, 2));
+  EXPECT_FALSE(record.AddTombstone(16, 2));
+  EXPECT_FALSE(record.AddTombstone(16, 2));  // already there
+  EXPECT_TRUE(record.AddTombstone(14, 2));   // over the cap: the oldest goes
+  EXPECT_EQ(record.tombstones, (std::set<uint64_t>{14, 16}));
+  EXPECT_TRUE(record.IsFinished(8));
+  EXPECT_TRUE(record.IsFinished(14));
+  EXPECT_FALSE(record.IsFinished(12)) << "forgotten";
+}
+
+// A socket whose paths are as the test says.
+class PathSocket final : public transport::Datagram {
+ public:
+  NetAddress LocalAddress() const override { return NetAddress::Ipv4(0x0a000001, 4000); }
+  size_t MaxDatagramBytes() const override { return 9000; }
+  size_t MaxDatagramBytesTo(const NetAddress&) override { return path_bytes; }
+  bool IsLocalPath(const NetAddress&) override { return local; }
+  bool IsSoftwarePath(const NetAddress&) override { return software; }
+  Result<size_t> Send(std::span<const transport::OutDatagram> batch) override {
+    return batch.size();
+  }
+  Result<size_t> Receive(std::span<transport::InDatagram>) override { return size_t{0}; }
+  int ReadableFd() const override { return -1; }
+
+  size_t path_bytes = 1472;
+  bool local = false;
+  bool software = false;
+  int asked = 0;
+};
+
+TEST(PeerTable, LearnPath__PacketSizeAndPacingOfThePath) {
+  HomaConfig config;
+  PeerTable table(config);
+  PathSocket socket;
+  Peer& peer = *table.FindOrAdd(NetAddress::Ipv4(0x0a000002, 4000));
+  socket.path_bytes = 9000;
+  table.LearnPath(peer, socket, /*max_datagram_bytes=*/1472);
+  EXPECT_EQ(peer.payload_bytes, 1472u - wire::kDataHeaderBytes) << "the socket's limit binds";
+  EXPECT_TRUE(peer.paced);
+  // Learned once: a later change of path is not asked about.
+  socket.path_bytes = 500;
+  table.LearnPath(peer, socket, 1472);
+  EXPECT_EQ(peer.payload_bytes, 1472u - wire::kDataHeaderBytes);
+}
+
+TEST(PeerTable, LearnPath__AutoLeavesSoftwarePathsUnpacedAndARatePacesThem) {
+  PathSocket socket;
+  socket.software = true;
+  HomaConfig automatic;
+  PeerTable auto_table(automatic);
+  Peer& a = *auto_table.FindOrAdd(NetAddress::Ipv4(0x0a000002, 4000));
+  auto_table.LearnPath(a, socket, 1472);
+  EXPECT_FALSE(a.paced);
+  HomaConfig rate;
+  rate.link_rate_auto = false;  // homa.link_rate: 10Gbps
+  PeerTable rate_table(rate);
+  Peer& b = *rate_table.FindOrAdd(NetAddress::Ipv4(0x0a000002, 4000));
+  rate_table.LearnPath(b, socket, 1472);
+  EXPECT_TRUE(b.paced) << "only a local path is left unpaced";
+  socket.local = true;
+  Peer& c = *rate_table.FindOrAdd(NetAddress::Ipv4(0x0a000003, 4000));
+  rate_table.LearnPath(c, socket, 1472);
+  EXPECT_FALSE(c.paced);
+}
+
+TEST(PeerTable, SweepIdle__ForgetsPeersIdleAndSilentForTheIdleTimeout) {
+  HomaConfig config;
+  config.peer_idle_timeout_ns = 100;
+  PeerTable table(config);
+  const NetAddress quiet = NetAddress::Ipv4(0x0a000001, 4000);
+  const NetAddress busy = NetAddress::Ipv4(0x0a000002, 4000);
+  const NetAddress recent = NetAddress::Ipv4(0x0a000003, 4000);
+  table.FindOrAdd(quiet)->last_heard_ns = 0;
+  Peer& b = *table.FindOrAdd(busy);
+  b.last_heard_ns = 0;
+  b.live_rpcs = 1;
+  table.FindOrAdd(recent)->last_heard_ns = 50;
+  table.SweepIdle(/*now=*/120);
+  EXPECT_EQ(table.Find(quiet), nullptr);
+  EXPECT_NE(table.Find(busy), nullptr) << "a live RPC keeps it";
+  EXPECT_NE(table.Find(recent), nullptr) << "heard 70 ns ago";
+  EXPECT_EQ(table.stats().freed, 1u);
+}
+
+TEST(PeerTable, ReplaceIdle__ForgetsOneQuietIdlePeerIfThereIsOne) {
+  HomaConfig config;
+  config.max_peers = 2;
+  PeerTable table(config);
+  Peer& a = *table.FindOrAdd(NetAddress::Ipv4(0x0a000001, 4000));
+  Peer& b = *table.FindOrAdd(NetAddress::Ipv4(0x0a000002, 4000));
+  a.last_heard_ns = 90;
+  b.last_heard_ns = 90;
+  b.live_rpcs = 1;
+  EXPECT_FALSE(table.ReplaceIdle(/*now=*/100, /*quiet_ns=*/50)) << "a spoke 10 ns ago";
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_TRUE(table.ReplaceIdle(/*now=*/200, 50));
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.Find(NetAddress::Ipv4(0x0a000001, 4000)), nullptr);
+  EXPECT_FALSE(table.full());
 }
 
 TEST(OutstandingIdsTest, FloorIsTheSmallestUnfinishedId) {

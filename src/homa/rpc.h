@@ -1,7 +1,8 @@
 // homa/rpc.h: Rpc, the state of one request/response exchange on either side.
-// Owned by its endpoint's client table (HomaEndpoint) or, on the server side,
-// by its client's record in the host's peer table (HomaHost); everything else
-// borrows it. Single-threaded (the engine's).
+// Owned by the host's RpcRegistry (client side) or by its client's record in
+// the host's peer table (server side; made and freed by the registry);
+// everything else borrows it. Each field names the part of the host that
+// manages it. Single-threaded (the host's).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ struct Rpc {
   // carry it; packets from the peer carry id ^ 1.
   uint64_t id = 0;
   // Host-wide unique, in creation order: breaks ties in the grant and
-  // send queues (older first).
+  // send queues (older first), and keys the GrantRanking. RpcRegistry.
   uint64_t handle = 0;
   RpcState state = RpcState::kClientSending;
   transport::NetAddress peer_addr;
@@ -53,23 +54,26 @@ struct Rpc {
   std::optional<OutgoingMessage> out;
   std::optional<IncomingMessage> in;
 
-  // Timer ticks since the peer last sent anything for this RPC.
+  // Timer ticks since the peer last sent anything for this RPC (reset by
+  // Heard; counted by LivenessTimer).
   int silent_ticks = 0;
   // Ticks since our last RESEND (or NEED_ACK) for it; starts "long ago".
   // A probe held back by a per-tick budget stays due, so budgets delay
-  // probes but never starve an RPC.
+  // probes but never starve an RPC. LivenessTimer.
   int ticks_since_probe = 1 << 20;
   // Bytes of `in` granted (or sent unscheduled) but not yet received; its
   // share of the host's total, which max_incoming_bytes bounds.
+  // GrantScheduler.
   uint64_t outstanding_bytes = 0;
   // Client: times the request was restarted after RPC_UNKNOWN.
   int restarts = 0;
-  // Place in the SRPT SendQueue: heap index (-1 when not queued) and the
-  // untransmitted bytes it is ranked by.
+  // Place in the Sender's SRPT SendQueue: heap index (-1 when not queued)
+  // and the untransmitted bytes it is ranked by.
   int64_t send_index = -1;
   uint32_t send_key = 0;
-  // Neighbours in the host's list of all live RPCs (every endpoint's), oldest first (the
-  // timer walks it; the tables that own RPCs are not ordered).
+  // Neighbours in the RpcRegistry's list of all live RPCs (every
+  // endpoint's), oldest first (the timer walks it; the tables that own RPCs
+  // are not ordered).
   Rpc* older = nullptr;
   Rpc* newer = nullptr;
 

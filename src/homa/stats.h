@@ -1,12 +1,17 @@
 // homa/stats.h: HomaStats, counters of one HomaHost (a socket and all its
-// endpoints). Monotonic; read by the engine for /metrics and by tests to
-// assert on protocol behaviour.
+// endpoints), and their names in /metrics (stats.cc). Monotonic; read by the
+// engine for /metrics and by tests to assert on protocol behaviour.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace wharf::homa {
 
+// Owned by HomaHost; its parts (TxBatcher, Sender) bump their counters in
+// it. Single-threaded: the host's thread.
 struct HomaStats {
   uint64_t packets_sent = 0;
   // EndBatch calls that found held packets and sent them together.
@@ -50,5 +55,9 @@ struct HomaStats {
   uint64_t tx_dropped = 0;           // datagrams the socket did not take
   uint64_t send_errors = 0;
 };
+
+// Appends every counter of `stats` as ("homa.<field>", value), in declaration
+// order.
+void AppendCounters(const HomaStats& stats, std::vector<std::pair<std::string, uint64_t>>* out);
 
 }  // namespace wharf::homa

@@ -1,6 +1,15 @@
-// Scenario tests of the protocol timer: resend timing, peer death, the
+// Tests of the protocol timer. First LivenessTimer alone: RPCs in a
+// registry, ticked by hand, its plan rendered as text ("RESEND 60000@0 to
+// 100; NEED_ACK to 41; KEEPALIVE to 100; DEAD 100"). Then scenario tests of
+// the host's timer on FakeNetwork + SimClock: resend timing, peer death, the
 // at-most-once guarantees that depend on acks, floors and tombstones.
+#include "homa/timer.h"
+
 #include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
 
 #include "homa/homa_transport.h"
 #include "homa/testing/scenario.h"
@@ -15,6 +24,169 @@ using transport::fake::DescriptionStartsWith;
 using transport::fake::FlowDescriptionStartsWith;
 
 constexpr DurationNs kSecond = kNsPerSec;
+constexpr DurationNs kTick = kNsPerMs;  // HomaConfig's default tick
+
+// ---------------------------------------------------------- LivenessTimer
+
+// One peer's RPCs in a registry, and a timer ticking over them.
+class TimerWorld {
+ public:
+  explicit TimerWorld(const HomaConfig& config = {}) : rpcs_(100), timer_(config, 0) {}
+
+  Rpc& Client() { return rpcs_.NewClientRpc(nullptr, 1, peer_, 0); }
+  Rpc& Server(RpcState state) {
+    return rpcs_.NewServerRpc(nullptr, 0, peer_, peer_.clients[EndpointPair(0, 1)], 1,
+                              next_server_id_ += 2, state);
+  }
+  // Gives rpc an incoming message of `length` with [0, granted) granted and
+  // the `arrived` ranges received.
+  static void Incoming(Rpc& rpc, uint32_t length, uint32_t granted,
+                       std::vector<std::pair<uint32_t, uint32_t>> arrived) {
+    static const std::vector<std::byte> kBytes(100'000);
+    rpc.in.emplace(length, granted, 0);
+    for (auto [begin, end] : arrived) {
+      rpc.in->AddData(begin, std::span(kBytes).first(end - begin), granted);
+    }
+  }
+  // Runs tick `n` (at n ms) and renders its plan.
+  std::string Tick(int64_t n) {
+    const LivenessTimer::Plan& plan = timer_.Tick(n * kTick, rpcs_);
+    std::string out;
+    auto add = [&](const std::string& entry) {
+      if (!out.empty()) out += "; ";
+      out += entry;
+    };
+    for (const Rpc* rpc : plan.keepalives) add("KEEPALIVE to " + std::to_string(rpc->id));
+    for (const LivenessTimer::Probe& p : plan.probes) {
+      add(p.need_ack ? "NEED_ACK to " + std::to_string(p.rpc->id)
+                     : "RESEND " + std::to_string(p.length) + "@" + std::to_string(p.offset) +
+                           " to " + std::to_string(p.rpc->id));
+    }
+    for (const Rpc* rpc : plan.dead_clients) add("DEAD " + std::to_string(rpc->id));
+    for (const Rpc* rpc : plan.dead_servers) add("DEAD " + std::to_string(rpc->id));
+    if (plan.refresh_paths) add("REFRESH_PATHS");
+    return out;
+  }
+  // Ticks first..last; "<tick>: <plan>" for each tick that planned anything.
+  std::string Ticks(int64_t first, int64_t last) {
+    std::string out;
+    for (int64_t n = first; n <= last; ++n) {
+      std::string plan = Tick(n);
+      if (plan.empty()) continue;
+      if (!out.empty()) out += " | ";
+      out += std::to_string(n) + ": " + plan;
+    }
+    return out;
+  }
+
+  Peer peer_;
+  RpcRegistry rpcs_;
+  LivenessTimer timer_;
+  uint64_t next_server_id_ = 1000;
+};
+
+TEST(LivenessTimer, NextDeadline__AnIdleHostWakesOnlyEveryIdleTick) {
+  TimerWorld w;
+  EXPECT_EQ(w.timer_.NextDeadline(/*idle=*/false), kTick);
+  EXPECT_EQ(w.timer_.NextDeadline(/*idle=*/true), LivenessTimer::kIdleTickNs);
+  EXPECT_FALSE(w.timer_.Due(kTick - 1));
+  EXPECT_TRUE(w.timer_.Due(kTick));
+  w.Tick(60);
+  EXPECT_EQ(w.timer_.NextDeadline(false), 61 * kTick);
+  EXPECT_EQ(w.timer_.NextDeadline(true), 60 * kTick + LivenessTimer::kIdleTickNs);
+  EXPECT_EQ(w.timer_.tick_count(), 1);
+}
+
+TEST(LivenessTimer, Tick__AClientAsksForItsResponseAfterResendTicksThenEveryInterval) {
+  TimerWorld w;
+  w.Client();
+  // No response byte yet: RESEND of the first unsched_bytes.
+  EXPECT_EQ(w.Ticks(1, 12), "5: RESEND 60000@0 to 100 | 10: RESEND 60000@0 to 100");
+  EXPECT_EQ(w.peer_.probes_unanswered, 2);
+}
+
+TEST(LivenessTimer, Tick__AReceiverAsksForTheFirstGap) {
+  TimerWorld w;
+  Rpc& rpc = w.Server(RpcState::kServerReceiving);
+  TimerWorld::Incoming(rpc, 10'000, 10'000, {{0, 1424}, {2848, 4272}});
+  EXPECT_EQ(w.Ticks(1, 8), "5: RESEND 1424@1424 to 1003");
+  rpc.Heard();  // the peer sent something: silence starts again (not 10)
+  EXPECT_EQ(w.Ticks(9, 13), "13: RESEND 1424@1424 to 1003");
+}
+
+TEST(LivenessTimer, Tick__AServerAwaitingItsAckAsksAfterNeedAckTicks) {
+  TimerWorld w;
+  w.Server(RpcState::kServerAwaitAck);
+  EXPECT_EQ(w.Ticks(1, 7), "2: NEED_ACK to 1003 | 7: NEED_ACK to 1003");
+}
+
+TEST(LivenessTimer, Tick__NoTimerRunsWhileTheApplicationHoldsTheRequest) {
+  TimerWorld w;
+  Rpc& rpc = w.Server(RpcState::kServerInService);
+  EXPECT_EQ(w.Ticks(1, 10'000), "10000: REFRESH_PATHS");
+  EXPECT_EQ(rpc.silent_ticks, 0);
+}
+
+TEST(LivenessTimer, Tick__AMessageWaitingOnOurGrantsGetsKeepAlivesNotResends) {
+  TimerWorld w;
+  Rpc& rpc = w.Client();
+  rpc.state = RpcState::kClientReceiving;
+  TimerWorld::Incoming(rpc, 100'000, 1424, {{0, 1424}});  // all granted bytes arrived
+  EXPECT_EQ(w.Tick(1), "");
+  EXPECT_TRUE(w.timer_.Tick(2 * kTick, w.rpcs_).grant_pass);
+  // One per peer per resend interval, once the peer was quiet that long.
+  EXPECT_EQ(w.Ticks(3, 16), "5: KEEPALIVE to 100 | 10: KEEPALIVE to 100 | 15: KEEPALIVE to 100");
+  w.peer_.last_heard_ns = 16 * kTick;
+  EXPECT_EQ(w.Ticks(17, 20), "") << "the peer spoke at 16 ms";
+}
+
+TEST(LivenessTimer, Tick__BudgetsRotateProbesThroughEveryRpc) {
+  TimerWorld w;
+  for (int i = 0; i < 40; ++i) w.Client();
+  std::set<const Rpc*> probed;
+  std::vector<size_t> per_tick;
+  for (int64_t n = 1; n <= 7; ++n) {
+    const LivenessTimer::Plan& plan = w.timer_.Tick(n * kTick, w.rpcs_);
+    if (plan.probes.empty()) continue;
+    per_tick.push_back(plan.probes.size());
+    for (const LivenessTimer::Probe& p : plan.probes) probed.insert(p.rpc);
+  }
+  // 16 per peer per tick: the 24 held back go first on the next ticks.
+  EXPECT_EQ(per_tick, (std::vector<size_t>{16, 16, 8}));
+  EXPECT_EQ(probed.size(), 40u);
+}
+
+TEST(LivenessTimer, Tick__ASilentPeerIsPresumedDeadAfterTheTimeoutAndThreeProbes) {
+  HomaConfig config;
+  config.peer_timeout_ns = 50 * kTick;
+  TimerWorld w(config);
+  w.Client();
+  EXPECT_EQ(w.Ticks(1, 50),
+            "5: RESEND 60000@0 to 100 | 10: RESEND 60000@0 to 100 | "
+            "15: RESEND 60000@0 to 100 | 20: RESEND 60000@0 to 100 | "
+            "25: RESEND 60000@0 to 100 | 30: RESEND 60000@0 to 100 | "
+            "35: RESEND 60000@0 to 100 | 40: RESEND 60000@0 to 100 | "
+            "45: RESEND 60000@0 to 100 | 50: DEAD 100");
+}
+
+TEST(LivenessTimer, Tick__APeerThatSpeaksIsNotDeadWhateverTheRpcHeard) {
+  HomaConfig config;
+  config.peer_timeout_ns = 50 * kTick;
+  TimerWorld w(config);
+  w.Client();
+  for (int64_t n = 1; n <= 100; ++n) {
+    w.peer_.last_heard_ns = n * kTick;  // other RPCs' packets
+    EXPECT_EQ(w.Tick(n).find("DEAD"), std::string::npos) << "tick " << n;
+  }
+}
+
+TEST(LivenessTimer, Tick__ASendingServerWhoseClientWentQuietIsDropped) {
+  HomaConfig config;
+  config.peer_timeout_ns = 50 * kTick;
+  TimerWorld w(config);
+  w.Server(RpcState::kServerSending);  // waiting for grants: the client probes
+  EXPECT_EQ(w.Ticks(1, 50), "50: DEAD 1003");
+}
 
 TEST(TimerTest, FirstResendAfterResendTicksOfSilence) {
   Scenario s;
