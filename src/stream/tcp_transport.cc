@@ -119,20 +119,6 @@ Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buf
   return OkStatus();
 }
 
-void TcpMessageTransport::FlushUnlessHeld() {
-  switch (writes_.NoteQueued()) {
-    case WriteBatcher::Verdict::kWriteNow:
-      FlushDirty();
-      return;
-    case WriteBatcher::Verdict::kCut:
-      ++stats_.batch_cuts;
-      FlushDirty();
-      return;
-    case WriteBatcher::Verdict::kHold:
-      return;
-  }
-}
-
 void TcpMessageTransport::EndBatch() {
   if (!writes_.End()) return;
   if (writes_.has_dirty()) ++stats_.batched_flushes;

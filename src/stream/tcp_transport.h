@@ -144,7 +144,13 @@ class TcpMessageTransport final : public transport::MessageTransport, private Co
   // Writes every connection on the dirty list that can take bytes.
   void FlushDirty();
   // After an API call queued a message: flushes unless a batch holds it.
-  void FlushUnlessHeld();
+  // Inline: it runs for every message sent.
+  void FlushUnlessHeld() {
+    const WriteBatcher::Verdict verdict = writes_.NoteQueued();
+    if (verdict == WriteBatcher::Verdict::kHold) return;
+    if (verdict == WriteBatcher::Verdict::kCut) ++stats_.batch_cuts;
+    FlushDirty();
+  }
   // Closes `conn`: its requests go back to their peer's waiting list (to be
   // re-sent on another connection), its queued responses stay stored. When
   // a connect, read or write failed with errno `err`, the peer's waiting
