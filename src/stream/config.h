@@ -1,5 +1,6 @@
 // stream/config.h: TcpConfig, every tunable of the TCP message transport
-// (tcp://), with its default. The config key of a field is its name under
+// (tcp://), with its default, and ResolveTcpConfig, the rules between them.
+// The config key of a field is its name under
 // `tcp:` without the unit suffix (peer_timeout_ns -> tcp.peer_timeout);
 // docs/configuration.md lists the keys and docs/transports.md ("TCP message
 // transport") explains the numbers.
@@ -9,6 +10,7 @@
 
 #include "base/clock.h"
 #include "transport/net_address.h"
+#include "wharf/result.h"
 
 namespace wharf::transport::tcp {
 class TcpSyscalls;
@@ -100,5 +102,11 @@ struct TcpConfig {
   // Test seam for send/receive system calls; nullptr means the kernel.
   transport::tcp::TcpSyscalls* syscalls = nullptr;
 };
+
+// `config` with the defaults that follow other keys filled in (a default
+// tcp.ping_interval becomes a tenth of a lower tcp.peer_timeout; a default
+// tcp.idle_timeout rises to a longer one), then checked: an invalid value is
+// an InvalidArgument naming its key ("tcp.chunk_bytes: expected 64..").
+Result<TcpConfig> ResolveTcpConfig(const TcpConfig& config);
 
 }  // namespace wharf::stream

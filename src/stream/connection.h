@@ -42,7 +42,7 @@ class ConnectionHandler {
                                 uint32_t length) = 0;
 };
 
-// Owned by the transport (which destroys it only outside of its callbacks).
+// Owned by ConnectionTable (which destroys it only outside of its callbacks).
 // Single-threaded.
 class Connection final : private FrameParser::Sink {
  public:
@@ -111,13 +111,16 @@ class Connection final : private FrameParser::Sink {
   IoResult Write(size_t batch_bytes, uint64_t ack_floor, std::vector<SendQueue::Finished>* finished);
 
   // --- the transport's bookkeeping, kept here to avoid side tables ---
+  // Set by ConnectionTable: opened_ns, last_read_ns (then by reads),
+  // deadline_ns, epoll_out. By WriteBatcher and the transport: dirty. By
+  // the transport: the rest.
   Peer* peer = nullptr;          // set at connect (outbound) or HELLO (inbound)
   uint64_t remote_instance = 0;  // from the peer's HELLO
   TimeNs opened_ns = 0;          // when TCP came up (or the dial started)
   TimeNs last_read_ns = 0;       // when bytes last arrived (opened_ns before any): idleness
   TimeNs deadline_ns = kNever;   // kConnecting/kHandshake: give up at this time
   bool epoll_out = false;        // EPOLLOUT registered
-  bool dirty = false;            // on the transport's to-flush list
+  bool dirty = false;            // on the WriteBatcher's dirty list
   bool refused = false;          // a handler refused it for a cap (closed as such, not as bad input)
 
  private:

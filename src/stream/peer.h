@@ -31,7 +31,7 @@ class Connection;
 struct Peer;
 
 // One of our RPCs as a client, from SendRequest until its response, failure
-// or cancellation. Owned by the transport.
+// or cancellation. Owned and managed by ClientRpcs.
 struct ClientRpc {
   uint64_t id = 0;
   uint64_t cookie = 0;
@@ -49,15 +49,16 @@ struct ClientRpc {
   bool queued_before = false;  // for requests_resent
 };
 
-// Owned by PeerTable. Connections are borrowed (owned by the transport) and
-// removed from `connections` when they close.
+// Owned by PeerTable. Connections are borrowed (owned by ConnectionTable) and
+// removed from `connections` when they close. The client fields (RPCs,
+// pings, acks) are managed by ClientRpcs; the rest by the transport.
 struct Peer {
   transport::NetAddress identity;
   uint64_t instance = 0;  // the peer's instance id, from its latest HELLO (0: none yet)
   std::vector<Connection*> connections;  // not closed, both directions
 
   // Our client RPCs to it (ids ascending, so also by start time) and those
-  // of them waiting for a connection (oldest first).
+  // of them waiting for a connection (oldest first). ClientRpcs.
   std::set<uint64_t> outstanding;
   std::deque<uint64_t> waiting;
 
@@ -72,7 +73,7 @@ struct Peer {
   bool lost_connection = false;  // a connection died or a dial failed since the last handshake
 
   // Acks: the highest floor the peer has been told, and when an ACK frame is
-  // due if no request carries a higher one first.
+  // due if no request carries a higher one first. ClientRpcs.
   uint64_t floor_sent = 0;
   TimeNs ack_due_ns = kNever;
 
@@ -97,7 +98,7 @@ struct Peer {
   }
 };
 
-// Owned by the transport.
+// Owned by the transport. Single-threaded.
 class PeerTable {
  public:
   Peer& Get(const transport::NetAddress& identity);

@@ -42,8 +42,8 @@ struct ServedRpc {
   State state = State::kInProgress;
   Buffer response;
   bool lost = false;                // the stored copy was evicted
-  Connection* queued_on = nullptr;  // connection whose queue holds the response
-  SendQueue::Handle handle = 0;     // its handle there
+  Connection* queued_on = nullptr;  // connection whose queue holds the response (ServerRpcs)
+  SendQueue::Handle handle = 0;     // its handle there (ServerRpcs)
   uint64_t written_seq = 0;         // eviction order once fully written (0 = not yet)
 };
 
@@ -54,7 +54,7 @@ struct ClientRecord {
   std::map<uint64_t, ServedRpc> rpcs;
 };
 
-// Owned by the transport. Single-threaded.
+// Owned by ServerRpcs. Single-threaded.
 class ServerTable {
  public:
   enum class Seen : uint8_t { kNew, kBelowFloor, kInProgress, kAnswered };

@@ -1,9 +1,13 @@
-// stream/stats.h: TcpStats, the counters of one TcpMessageTransport.
-// Monotonic unless marked as a gauge; read by Counters() (as "tcp.<name>")
-// for /metrics and by tests to assert on behaviour.
+// stream/stats.h: TcpStats, the counters of one TcpMessageTransport, and
+// their names. Monotonic unless marked as a gauge; read by Counters() (as
+// "tcp.<name>", CounterList) for /metrics and by tests to assert on
+// behaviour. The transport's parts count into one TcpStats they borrow.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace wharf::stream {
 
@@ -50,5 +54,9 @@ struct TcpStats {
   uint64_t receive_buffers_allocated = 0;   // large messages that needed a new one
   uint64_t receive_pool_bytes = 0;          // gauge: buffers kept for reuse
 };
+
+// `stats` as (name, value) pairs, names "tcp.<field>". The gauge
+// peak_incoming_buffer_bytes is not among them (stats() only).
+std::vector<std::pair<std::string, uint64_t>> CounterList(const TcpStats& stats);
 
 }  // namespace wharf::stream

@@ -1,73 +1,45 @@
-// TcpMessageTransport: opening, the public calls, and RPC bookkeeping on the
-// client side (waiting lists, floors, acks) and the server side (queueing
-// and dropping stored responses). I/O is in tcp_io.cc, frame handling in
-// tcp_handlers.cc, timers in tcp_timers.cc.
+// TcpMessageTransport: opening, the public calls, and the dispatch between
+// its parts: what an arriving frame, a finished write or a closed
+// connection means for the client side (ClientRpcs), the server side
+// (ServerRpcs) and the peers; the reads and writes of a Poll; and the timers
+// that span the parts.
 #include "stream/tcp_transport.h"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <array>
 #include <random>
 #include <string>
-
-#include "transport/tcp/tcp_syscalls.h"
+#include <utility>
 
 namespace wharf::stream {
 namespace {
 
-constexpr uint64_t kListenId = 0;  // epoll data of the listening socket
 // Read buffer shared by all connections: the most small-frame bytes one
-// system call takes (see kMaxPendingEvents in tcp_io.cc).
+// system call takes (see kMaxPendingEvents).
 constexpr size_t kScratchBytes = 64 << 10;
+// Bytes read from one connection per Poll, so one busy peer cannot starve
+// the others (epoll is level-triggered: the rest is read next time).
+constexpr size_t kMaxReadBytesPerPoll = 4 << 20;
+// Reading stops for this Poll once this many events wait for the host (and
+// small frames arrive through a 64 KiB buffer, at most ~500 messages per
+// system call), so one Poll hands the host a bounded batch: a burst of
+// 20,000 small requests would otherwise keep a server's engine busy for a
+// long stretch without polling, while its blocked responses wait for
+// EPOLLOUT and its clients hear nothing. The rest stays in the kernel (TCP
+// flow control).
+constexpr size_t kMaxPendingEvents = 512;
+// Ready sets read per Poll while they come back full.
+constexpr int kMaxReadyRounds = 4;
 
-Status ValidateConfig(const TcpConfig& c) {
-  auto bad = [](const std::string& key, const std::string& why) {
-    return InvalidArgumentError("tcp." + key + ": " + why);
-  };
-  if (c.bind.family() == transport::NetAddress::Family::kNone) {
-    return InvalidArgumentError("tcp: no address to listen on (TcpConfig::bind)");
-  }
-  if (c.chunk_bytes < 64 || c.chunk_bytes > wire::kStreamMaxChunkLimit) {
-    return bad("chunk_bytes", "expected 64.." + std::to_string(wire::kStreamMaxChunkLimit) +
-                                  ", got " + std::to_string(c.chunk_bytes));
-  }
-  if (c.notsent_lowat_bytes > (1u << 30)) return bad("notsent_lowat_bytes", "expected at most 1GiB");
-  if (c.connections_per_peer < 1 || c.connections_per_peer > 64) {
-    return bad("connections_per_peer", "expected 1..64, got " + std::to_string(c.connections_per_peer));
-  }
-  if (c.reconnect_min_ns <= 0) return bad("reconnect_min", "must be positive");
-  if (c.reconnect_max_ns < c.reconnect_min_ns) return bad("reconnect_max", "must be at least tcp.reconnect_min");
-  if (c.peer_timeout_ns < kNsPerMs) return bad("peer_timeout", "must be at least 1ms");
-  if (c.ping_interval_ns <= 0 || c.ping_interval_ns >= c.peer_timeout_ns) {
-    return bad("ping_interval", "must be positive and below tcp.peer_timeout");
-  }
-  if (c.ack_delay_ns < 0) return bad("ack_delay", "must not be negative");
-  if (c.max_inbound_connections < 1) return bad("max_inbound_connections", "must be at least 1");
-  if (c.max_peers < 1) return bad("max_peers", "must be at least 1");
-  if (c.idle_timeout_ns < c.peer_timeout_ns) {
-    // Shorter would close a connection between a paused peer's beats.
-    return bad("idle_timeout", "must be at least tcp.peer_timeout");
-  }
-  if (c.max_incoming_bytes < c.chunk_bytes) {
-    return bad("max_incoming_bytes", "must hold at least one chunk (tcp.chunk_bytes = " +
-                                         std::to_string(c.chunk_bytes) + ")");
-  }
-  if (c.send_buffer_bytes < 0 || c.recv_buffer_bytes < 0) {
-    return bad("send_buffer_bytes", "socket buffer sizes must not be negative");
-  }
-  if (c.listen_backlog < 1) return InvalidArgumentError("tcp: listen backlog must be positive");
-  return OkStatus();
-}
+std::string U(uint64_t v) { return std::to_string(v); }
 
 // Differs per process lifetime: the wall clock (restarts are later) mixed
 // with randomness (two processes started in the same nanosecond), finished
 // with splitmix64 so that nearby inputs give unrelated ids.
 uint64_t MakeInstanceId(const Clock& clock) {
   std::random_device random;
-  uint64_t x = static_cast<uint64_t>(clock.WallNs()) ^
-               ((static_cast<uint64_t>(random()) << 32) | random());
+  uint64_t x =
+      static_cast<uint64_t>(clock.WallNs()) ^ ((static_cast<uint64_t>(random()) << 32) | random());
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -79,77 +51,32 @@ uint64_t MakeInstanceId(const Clock& clock) {
 
 Result<std::unique_ptr<TcpMessageTransport>> TcpMessageTransport::Open(const TcpConfig& given,
                                                                        const Clock& clock) {
-  TcpConfig config = given;
-  // The default PING interval follows a lowered peer timeout (a tenth of
-  // it), so that setting tcp.peer_timeout alone stays valid.
-  if (config.ping_interval_ns == TcpConfig{}.ping_interval_ns &&
-      config.peer_timeout_ns < 10 * config.ping_interval_ns) {
-    config.ping_interval_ns = std::max<DurationNs>(1, config.peer_timeout_ns / 10);
-  }
-  // Likewise the default idle timeout never undercuts a raised peer timeout.
-  if (config.idle_timeout_ns == TcpConfig{}.idle_timeout_ns) {
-    config.idle_timeout_ns = std::max(config.idle_timeout_ns, config.peer_timeout_ns);
-  }
-  WHARF_RETURN_IF_ERROR(ValidateConfig(config));
-  WHARF_ASSIGN_OR_RETURN(int listen_fd, transport::tcp::OpenListener(
-                                            config.bind, config.ipv6_only, config.listen_backlog));
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd < 0) {
-    const int err = errno;
-    close(listen_fd);
-    return ErrnoToStatus(err, "tcp: epoll_create1");
-  }
-  // From here the transport owns both descriptors.
-  Result<transport::NetAddress> local = transport::tcp::LocalAddressOf(listen_fd);
-  std::unique_ptr<TcpMessageTransport> self(new TcpMessageTransport(
-      config, clock, listen_fd, epoll_fd, local.ok() ? *local : config.bind));
-  if (!local.ok()) return local.status().WithContext("tcp listener on " + config.bind.ToString());
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kListenId;
-  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) != 0) {
-    return ErrnoToStatus(errno, "tcp: epoll_ctl add listener");
-  }
+  WHARF_ASSIGN_OR_RETURN(TcpConfig config, ResolveTcpConfig(given));
+  std::unique_ptr<TcpMessageTransport> self(new TcpMessageTransport(config, clock));
+  WHARF_RETURN_IF_ERROR(self->conns_.Listen());
+  self->local_ = self->conns_.local();
   return self;
 }
 
-TcpMessageTransport::TcpMessageTransport(const TcpConfig& config, const Clock& clock,
-                                         int listen_fd, int epoll_fd,
-                                         const transport::NetAddress& local)
+TcpMessageTransport::TcpMessageTransport(const TcpConfig& config, const Clock& clock)
     : config_(config),
       clock_(clock),
-      listen_fd_(listen_fd),
-      epoll_fd_(epoll_fd),
-      local_(local),
       instance_id_(MakeInstanceId(clock)),
-      syscalls_(config.syscalls != nullptr ? config.syscalls
-                                           : &transport::tcp::TcpSyscalls::Kernel()),
       write_batch_bytes_(std::max(config.chunk_bytes, config.notsent_lowat_bytes)),
       now_(clock.NowNs()),
-      table_(config.max_stored_response_bytes),
+      log_limiter_(clock, kNsPerSec, 10),
+      budget_{.limit = config.max_incoming_bytes},
       pool_(transport::LargeBufferPool::Create({})),
-      scratch_(kScratchBytes),
-      log_limiter_(clock, kNsPerSec, 10) {
-  // Ids start from the wall clock, as homa's do: a restarted client's ids
-  // are new to every server, whatever it remembers.
-  next_client_id_ = std::max<uint64_t>(1, static_cast<uint64_t>(clock.WallNs()));
-  socket_options_.no_delay = true;
-  socket_options_.notsent_lowat_bytes = static_cast<int>(config.notsent_lowat_bytes);
-  socket_options_.user_timeout_ms =
-      static_cast<unsigned>(std::max<DurationNs>(1, config.peer_timeout_ns / kNsPerMs));
-  socket_options_.send_buffer_bytes = config.send_buffer_bytes;
-  socket_options_.recv_buffer_bytes = config.recv_buffer_bytes;
-  parser_limits_.max_chunk_bytes = config.chunk_bytes;
-  budget_.limit = config.max_incoming_bytes;
-}
+      // Ids start from the wall clock, as homa's do: a restarted client's
+      // ids are new to every server, whatever it remembers.
+      client_(config_, std::max<uint64_t>(1, static_cast<uint64_t>(clock.WallNs())), &writes_,
+              &events_, &stats_, &timers_dirty_),
+      server_(config_, &writes_, &events_, &stats_),
+      conns_(config_, &budget_, pool_.get(), static_cast<ConnectionHandler*>(this), &stats_,
+             &log_limiter_),
+      scratch_(kScratchBytes) {}
 
-TcpMessageTransport::~TcpMessageTransport() {
-  // Connections first: their parsers return memory to budget_.
-  conns_.clear();
-  graveyard_.clear();
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (listen_fd_ >= 0) close(listen_fd_);
-}
+TcpMessageTransport::~TcpMessageTransport() = default;
 
 const TcpStats& TcpMessageTransport::stats() const {
   stats_.peak_incoming_buffer_bytes = budget_.peak;
@@ -160,103 +87,52 @@ const TcpStats& TcpMessageTransport::stats() const {
   return stats_;
 }
 
+// ------------------------------------------------------------ public calls
+
 Result<uint64_t> TcpMessageTransport::SendRequest(const transport::NetAddress& server,
                                                   Buffer request, uint64_t cookie) {
   if (server.family() == transport::NetAddress::Family::kNone || server.port() == 0) {
     return InvalidArgumentError("tcp: request to an empty address ('" + server.ToString() + "')");
   }
   if (request.size() > config_.max_message_bytes) {
-    return InvalidArgumentError("tcp: request of " + std::to_string(request.size()) +
+    return InvalidArgumentError("tcp: request of " + U(request.size()) +
                                 " bytes exceeds the message limit (max_message_bytes " +
-                                std::to_string(config_.max_message_bytes) + ")");
+                                U(config_.max_message_bytes) + ")");
   }
   now_ = clock_.NowNs();
-  const uint64_t id = next_client_id_++;
-  auto rpc = std::make_unique<ClientRpc>();
-  rpc->id = id;
-  rpc->cookie = cookie;
-  rpc->request = std::move(request);
-  rpc->start_ns = now_;
   Peer& peer = peers_.Get(server);
-  rpc->peer = &peer;
-  peer.outstanding.insert(id);
-  peer.waiting.push_back(id);
-  client_rpcs_.emplace(id, std::move(rpc));
-  ++stats_.requests_sent;
-  AssignWaiting(peer);
+  const uint64_t id = client_.Start(peer, std::move(request), cookie, now_);
+  client_.AssignWaiting(peer, now_);
   // Dialling, pings and the peer-death deadline are the timer's business.
   timers_dirty_ = true;
   if (peer.CountOpen() == 0 && NeedsDial(peer) && now_ >= peer.next_dial_ns) Dial(peer);
   FlushUnlessHeld();
-  Reap();
+  conns_.Reap();
   return id;
 }
 
 Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buffer response) {
-  auto gone = [&] {
-    return NotFoundError("tcp: RPC " + std::to_string(key.client_id) + " from " +
-                         key.client.ToString() +
-                         " is gone (the client finished, cancelled, restarted or timed out)");
-  };
-  ClientRecord* record = key.client_port == 0 ? table_.Find(key.client) : nullptr;
-  if (record == nullptr) return gone();
-  auto it = record->rpcs.find(key.client_id);
-  if (it == record->rpcs.end()) return gone();
-  if (it->second.state != ServedRpc::State::kInProgress) {
-    return FailedPreconditionError("tcp: RPC " + std::to_string(key.client_id) + " from " +
-                                   key.client.ToString() + " was already answered");
-  }
-  if (response.size() > config_.max_message_bytes) {
-    return InvalidArgumentError("tcp: response of " + std::to_string(response.size()) +
-                                " bytes exceeds the message limit (max_message_bytes " +
-                                std::to_string(config_.max_message_bytes) + ")");
-  }
   now_ = clock_.NowNs();
-  ServedRpc& served = table_.Answer(*record, key.client_id, std::move(response));
-  ++stats_.responses_sent;
-  // Any open connection to the client will do; with none, the response
-  // waits: the client reconnects and re-sends the request, or a new
-  // connection from it gets every response not yet written.
-  if (Peer* peer = peers_.Find(key.client)) {
-    if (Connection* conn = peer->LeastLoaded()) QueueResponse(served, key.client_id, *conn);
-  }
-  EvictStoredResponses();
+  WHARF_RETURN_IF_ERROR(server_.Respond(key, std::move(response), peers_.Find(key.client)));
   FlushUnlessHeld();
-  Reap();
+  conns_.Reap();
   return OkStatus();
 }
 
-void TcpMessageTransport::BeginBatch() {
-  if (batch_depth_++ == 0) {
-    held_messages_ = 0;
-    batch_cut_ = false;
-  }
-}
-
-void TcpMessageTransport::FlushUnlessHeld() {
-  if (batch_depth_ == 0) {
-    FlushDirty();
-  } else if (++held_messages_ >= kMaxHeldMessages && !batch_cut_) {
-    batch_cut_ = true;
-    ++stats_.batch_cuts;
-    FlushDirty();
-  }
-}
-
 void TcpMessageTransport::EndBatch() {
-  if (batch_depth_ == 0 || --batch_depth_ > 0) return;
-  if (!dirty_.empty()) ++stats_.batched_flushes;
+  if (!writes_.End()) return;
+  if (writes_.has_dirty()) ++stats_.batched_flushes;
   FlushDirty();
-  Reap();
+  conns_.Reap();
 }
 
 bool TcpMessageTransport::Cancel(uint64_t client_id) {
-  ClientRpc* rpc = FindClientRpc(client_id);
+  ClientRpc* rpc = client_.Find(client_id);
   if (rpc == nullptr) return false;
   now_ = clock_.NowNs();
-  FinishClientRpc(*rpc);
+  client_.Finish(*rpc, now_);
   FlushDirty();
-  Reap();
+  conns_.Reap();
   return true;
 }
 
@@ -264,32 +140,29 @@ transport::PollResult TcpMessageTransport::Poll() {
   transport::PollResult result;
   now_ = clock_.NowNs();
   result.now = now_;
-  for (int round = 0; round < 4; ++round) {
-    const int n = epoll_wait(epoll_fd_, epoll_events_.data(), static_cast<int>(epoll_events_.size()), 0);
-    if (n <= 0) break;
-    for (int i = 0; i < n; ++i) {
-      const uint64_t id = epoll_events_[i].data.u64;
-      if (id == kListenId) {
+  for (int round = 0; round < kMaxReadyRounds; ++round) {
+    const std::span<const epoll_event> ready = conns_.Ready();
+    if (ready.empty()) break;
+    for (const epoll_event& event : ready) {
+      if (event.data.u64 == ConnectionTable::kListenerId) {
         AcceptAll();
-        continue;
+      } else if (Connection* conn = conns_.Find(event.data.u64)) {
+        HandleIo(*conn, event.events);
       }
-      auto it = conns_.find(id);
-      if (it == conns_.end() || it->second->closed()) continue;
-      HandleIo(*it->second, epoll_events_[i].events);
     }
-    result.work += n;
-    if (n < static_cast<int>(epoll_events_.size())) break;
+    result.work += static_cast<int>(ready.size());
+    if (ready.size() < ConnectionTable::kMaxReady) break;
   }
   FlushDirty();
   if (timers_dirty_ || now_ >= next_timer_ns_) result.work += Tick();
   FlushDirty();
-  Reap();
+  conns_.Reap();
   result.next_deadline = NextDeadline();
   return result;
 }
 
 TimeNs TcpMessageTransport::NextDeadline() const {
-  if (!events_.empty() || !dirty_.empty() || timers_dirty_) return clock_.NowNs();
+  if (!events_.empty() || writes_.has_dirty() || timers_dirty_) return clock_.NowNs();
   return next_timer_ns_;
 }
 
@@ -301,201 +174,390 @@ bool TcpMessageTransport::PopEvent(transport::MessageEvent* out) {
 }
 
 std::vector<std::pair<std::string, uint64_t>> TcpMessageTransport::Counters() const {
-  const TcpStats& s = stats();
-  return {
-      {"tcp.connections_opened", s.connections_opened},
-      {"tcp.connections_accepted", s.connections_accepted},
-      {"tcp.connect_failures", s.connect_failures},
-      {"tcp.connections_closed", s.connections_closed},
-      {"tcp.connections_reset", s.connections_reset},
-      {"tcp.protocol_errors", s.protocol_errors},
-      {"tcp.reconnects", s.reconnects},
-      {"tcp.peer_restarts", s.peer_restarts},
-      {"tcp.requests_sent", s.requests_sent},
-      {"tcp.requests_resent", s.requests_resent},
-      {"tcp.requests_delivered", s.requests_delivered},
-      {"tcp.responses_sent", s.responses_sent},
-      {"tcp.responses_resent", s.responses_resent},
-      {"tcp.responses_delivered", s.responses_delivered},
-      {"tcp.duplicate_requests", s.duplicate_requests},
-      {"tcp.late_responses", s.late_responses},
-      {"tcp.oversize_refused", s.oversize_refused},
-      {"tcp.memory_refused", s.memory_refused},
-      {"tcp.responses_evicted", s.responses_evicted},
-      {"tcp.responses_lost", s.responses_lost},
-      {"tcp.client_timeouts", s.client_timeouts},
-      {"tcp.peer_gone_failures", s.peer_gone_failures},
-      {"tcp.connections_refused", s.connections_refused},
-      {"tcp.peers_refused", s.peers_refused},
-      {"tcp.connections_idle_closed", s.connections_idle_closed},
-      {"tcp.peers_expired", s.peers_expired},
-      {"tcp.clients_expired", s.clients_expired},
-      {"tcp.pings_sent", s.pings_sent},
-      {"tcp.pongs_sent", s.pongs_sent},
-      {"tcp.acks_sent", s.acks_sent},
-      {"tcp.aborts_sent", s.aborts_sent},
-      {"tcp.bytes_sent", s.bytes_sent},
-      {"tcp.bytes_received", s.bytes_received},
-      {"tcp.writes", s.writes},
-      {"tcp.batched_flushes", s.batched_flushes},
-      {"tcp.batch_cuts", s.batch_cuts},
-      {"tcp.reads", s.reads},
-      {"tcp.receive_buffers_reused", s.receive_buffers_reused},
-      {"tcp.receive_buffers_allocated", s.receive_buffers_allocated},
-      {"tcp.receive_pool_bytes", s.receive_pool_bytes},
-  };
+  return CounterList(stats());
 }
 
-size_t TcpMessageTransport::ShutdownConnectionsForTesting() {
-  size_t count = 0;
-  for (auto& [id, conn] : conns_) {
-    if (conn->fd() >= 0 && shutdown(conn->fd(), SHUT_RDWR) == 0) ++count;
-  }
-  return count;
-}
+// ---------------------------------------------------------------- frames
 
-size_t TcpMessageTransport::ShutdownConnectionsForTesting(const transport::NetAddress& peer) {
-  size_t count = 0;
-  for (auto& [id, conn] : conns_) {
-    if (conn->peer != nullptr && conn->peer->identity == peer && conn->fd() >= 0 &&
-        shutdown(conn->fd(), SHUT_RDWR) == 0) {
-      ++count;
+Status TcpMessageTransport::OnHello(Connection& conn, const wire::StreamHello& hello) {
+  Peer* peer = conn.peer;
+  if (!conn.outbound()) {
+    // Inbound: the peer is who it says it listens as, at the address it
+    // connects from (so we can reach it by that identity later).
+    if (hello.listen_port == 0) return InvalidArgumentError("HELLO declares listen port 0");
+    const transport::NetAddress identity = conn.remote().WithPort(hello.listen_port);
+    if (peers_.size() >= config_.max_peers && peers_.Find(identity) == nullptr) {
+      // A flood of identities (sources, or one source declaring many
+      // ports) must not grow the table; known peers keep working.
+      conn.refused = true;
+      return ResourceExhaustedError("tcp: new peer " + identity.ToString() + " refused: " +
+                                    U(peers_.size()) + " peers known (tcp.max_peers)");
     }
+    peer = &peers_.Get(identity);
+    conn.peer = peer;
+    peer->connections.push_back(&conn);
+    peer->disconnected_since_ns = kNever;
   }
-  return count;
-}
-
-// ------------------------------------------------------------- client RPCs
-
-ClientRpc* TcpMessageTransport::FindClientRpc(uint64_t id) {
-  auto it = client_rpcs_.find(id);
-  return it == client_rpcs_.end() ? nullptr : it->second.get();
-}
-
-void TcpMessageTransport::AssignWaiting(Peer& peer) {
-  while (!peer.waiting.empty()) {
-    Connection* conn = peer.LeastLoaded();
-    if (conn == nullptr) return;
-    const uint64_t id = peer.waiting.front();
-    peer.waiting.pop_front();
-    ClientRpc* rpc = FindClientRpc(id);
-    if (rpc == nullptr || rpc->conn != nullptr) continue;  // finished meanwhile
-    if (rpc->server_instance != 0 && rpc->server_instance != conn->remote_instance) {
-      // Some of it reached a server process that is gone; that one may have
-      // run it, so sending it to the new one could run it twice.
-      FailClientRpc(*rpc, UnavailableError(
-                              "tcp: server " + peer.identity.ToString() + " restarted while RPC " +
-                              std::to_string(id) +
-                              " was in flight; not re-sent, since the old process may have run it"));
-      continue;
-    }
-    rpc->conn = conn;
-    rpc->handle = conn->queue().Add(wire::StreamFrameType::kRequest, id, rpc->request);
-    if (rpc->queued_before) ++stats_.requests_resent;
-    rpc->queued_before = true;
-    MarkDirty(*conn);
+  conn.remote_instance = hello.instance_id;
+  peer->last_heard_ns = now_;
+  if (peer->instance != hello.instance_id) {
+    if (peer->instance != 0) OnPeerRestart(*peer, hello.instance_id, conn);
+    peer->instance = hello.instance_id;
   }
-}
-
-void TcpMessageTransport::FinishClientRpc(ClientRpc& rpc) {
-  Peer& peer = *rpc.peer;
-  if (rpc.conn != nullptr) {
-    Connection& conn = *rpc.conn;
-    if (rpc.handle != 0) {
-      SendQueue::Removed removed = conn.queue().Remove(rpc.handle);
-      if (removed.started && !removed.will_complete && !conn.closed()) {
-        conn.queue().AddControl({.type = wire::StreamFrameType::kAbort, .rpc_id = rpc.id});
-        ++stats_.aborts_sent;
-      }
-      MarkDirty(conn);
-    }
+  conn.set_state(Connection::State::kOpen);
+  conn.deadline_ns = kNever;
+  if (peer->lost_connection) {
+    ++stats_.reconnects;
+    peer->lost_connection = false;
   }
-  // A response still arriving for it is no longer worth its memory.
-  for (Connection* conn : peer.connections) {
-    conn->parser().Discard(wire::StreamFrameType::kResponse, rpc.id);
-  }
-  peer.outstanding.erase(rpc.id);
-  // Backoff is for RPCs that wait: the next one to this peer dials at once.
-  if (peer.outstanding.empty()) peer.OnHandshake();
-  ScheduleAck(peer);
-  client_rpcs_.erase(rpc.id);  // destroys rpc
-}
-
-void TcpMessageTransport::FailIfPeerGone(Peer& peer, int err, const Status& why) {
-  if (!transport::tcp::PeerGone(err)) return;
-  if (err == ECONNREFUSED && peer.instance == 0) return;
-  // Only the waiting ones: an RPC on another open connection to the peer
-  // (one it opened to us) is still moving, and that connection will say so
-  // if it is not.
-  std::vector<uint64_t> gone;
-  for (uint64_t id : peer.outstanding) {
-    const ClientRpc* rpc = FindClientRpc(id);
-    if (rpc != nullptr && rpc->conn == nullptr) gone.push_back(id);
-  }
-  for (uint64_t id : gone) {
-    ClientRpc* rpc = FindClientRpc(id);
-    if (rpc == nullptr) continue;
-    ++stats_.peer_gone_failures;
-    FailClientRpc(*rpc, UnavailableError("tcp: " + peer.identity.ToString() + " is gone (" +
-                                         std::string(why.message()) + "; RPC " +
-                                         std::to_string(id) + ")"));
-  }
-}
-
-void TcpMessageTransport::FailClientRpc(ClientRpc& rpc, Status status) {
-  transport::MessageEvent event;
-  event.kind = transport::MessageEvent::Kind::kFailed;
-  event.client_id = rpc.id;
-  event.cookie = rpc.cookie;
-  event.status = std::move(status);
-  PushEvent(std::move(event));
-  FinishClientRpc(rpc);
-}
-
-uint64_t TcpMessageTransport::ClientFloor(const Peer& peer) const {
-  return peer.outstanding.empty() ? next_client_id_ : *peer.outstanding.begin();
-}
-
-void TcpMessageTransport::ScheduleAck(Peer& peer) {
-  if (ClientFloor(peer) <= peer.floor_sent || peer.ack_due_ns != kNever) return;
-  peer.ack_due_ns = now_ + config_.ack_delay_ns;
+  peer->OnHandshake();
+  client_.AssignWaiting(*peer, now_);
+  server_.QueueUnwritten(*peer, conn);
+  client_.ScheduleAck(*peer, now_);
+  writes_.MarkDirty(conn);
   timers_dirty_ = true;
+  return OkStatus();
 }
 
-// ----------------------------------------------------------- server side
+void TcpMessageTransport::OnPeerRestart(Peer& peer, uint64_t new_instance, Connection& via) {
+  ++stats_.peer_restarts;
+  WHARF_LOG_RATE_LIMITED(log_limiter_, kInfo, "tcp: {} restarted (instance {:x} -> {:x})",
+                         peer.identity.ToString(), peer.instance, new_instance);
+  // Its RPCs as a client belong to the old process: forget them (their
+  // answers would go nowhere; SendResponse now says NotFound).
+  (void)server_.Forget(peer.identity);
+  // Connections to the old process are dead even if no RST came yet. Their
+  // requests return to waiting, where AssignWaiting fails those the old
+  // process may have run.
+  std::vector<Connection*> stale;
+  for (Connection* c : peer.connections) {
+    if (c != &via && c->remote_instance != 0 && c->remote_instance != new_instance) {
+      stale.push_back(c);
+    }
+  }
+  peer.instance = new_instance;
+  for (Connection* c : stale) {
+    Close(*c, UnavailableError("superseded: the peer restarted"), CloseKind::kPeerRestarted);
+  }
+  peer.floor_sent = 0;
+}
 
-void TcpMessageTransport::QueueResponse(ServedRpc& served, uint64_t id, Connection& conn) {
-  if (served.queued_on != nullptr) return;
-  if (served.lost) {
-    conn.queue().AddControl({.type = wire::StreamFrameType::kResponse,
-                             .flags = wire::kStreamFlagLost,
-                             .rpc_id = id});
+Status TcpMessageTransport::OnFrame(Connection& conn, const wire::StreamFrameHeader& header) {
+  switch (header.type) {
+    case wire::StreamFrameType::kRequest:
+      if (header.ack_floor != 0) server_.AdvanceFloor(*conn.peer, header.ack_floor);
+      break;
+    case wire::StreamFrameType::kAck:
+      server_.AdvanceFloor(*conn.peer, header.ack_floor);
+      break;
+    case wire::StreamFrameType::kPing:
+      conn.queue().AddControl({.type = wire::StreamFrameType::kPong, .rpc_id = header.rpc_id});
+      ++stats_.pongs_sent;
+      writes_.MarkDirty(conn);
+      break;
+    default:
+      break;  // PONG: hearing it is the point. RESPONSE, ABORT: the parser's.
+  }
+  return OkStatus();
+}
+
+Result<FrameParser::Decision> TcpMessageTransport::OnMessageStart(
+    Connection& conn, const wire::StreamFrameHeader& first) {
+  if (first.type == wire::StreamFrameType::kResponse) {
+    return client_.OnResponseStart(*conn.peer, first, now_);
+  }
+  return server_.OnRequestStart(*conn.peer, conn, first);
+}
+
+void TcpMessageTransport::OnMessage(Connection& conn, wire::StreamFrameType type, uint64_t rpc_id,
+                                    Buffer message) {
+  if (type == wire::StreamFrameType::kResponse) {
+    client_.OnResponse(*conn.peer, rpc_id, std::move(message), now_);
   } else {
-    table_.Unmark(served);
-    served.queued_on = &conn;
-    served.handle = conn.queue().Add(wire::StreamFrameType::kResponse, id, served.response);
+    server_.OnRequest(*conn.peer, rpc_id, std::move(message));
   }
-  MarkDirty(conn);
 }
 
-void TcpMessageTransport::DetachResponse(uint64_t id, ServedRpc& served) {
-  if (served.queued_on == nullptr) return;
-  Connection& conn = *served.queued_on;
-  SendQueue::Removed removed = conn.queue().Remove(served.handle);
-  if (removed.started && !removed.will_complete && !conn.closed()) {
-    conn.queue().AddControl({.type = wire::StreamFrameType::kAbort,
-                             .flags = wire::kStreamFlagAbortResponse,
-                             .rpc_id = id});
-    ++stats_.aborts_sent;
+void TcpMessageTransport::OnMessageRefused(Connection& conn, wire::StreamFrameType type,
+                                           uint64_t rpc_id, uint32_t length) {
+  Peer& peer = *conn.peer;
+  ++stats_.memory_refused;
+  Status refused = ResourceExhaustedError(
+      "tcp: " + std::string(wire::StreamFrameTypeName(type)) + " of " + U(length) + " bytes from " +
+      peer.identity.ToString() + " refused: partially received messages would exceed " +
+      "tcp.max_incoming_bytes (" + U(config_.max_incoming_bytes) + ")");
+  if (type == wire::StreamFrameType::kResponse) {
+    client_.OnResponseRefused(peer, rpc_id, std::move(refused), now_);
+  } else {
+    server_.OnRequestRefused(peer, rpc_id, std::move(refused));
   }
-  MarkDirty(conn);
-  served.queued_on = nullptr;
-  served.handle = 0;
 }
 
-void TcpMessageTransport::EvictStoredResponses() {
-  stats_.responses_evicted +=
-      table_.EvictOverLimit([&](uint64_t id, ServedRpc& served) { DetachResponse(id, served); });
+// ----------------------------------------------------------- connections
+
+void TcpMessageTransport::AcceptAll() {
+  accepted_.clear();
+  if (conns_.AcceptAll(now_, &accepted_) == 0) return;
+  timers_dirty_ = true;  // their handshake deadlines
+  for (Connection* conn : accepted_) SendHello(*conn);
+}
+
+void TcpMessageTransport::Dial(Peer& peer) {
+  int error = 0;
+  Result<Connection*> dialled = conns_.Dial(peer.identity, now_, &error);
+  timers_dirty_ = true;  // a handshake deadline, or the next attempt's time
+  if (!dialled.ok()) {
+    peer.OnConnectionLost(now_, config_);
+    client_.FailWaiting(peer, error, dialled.status(), now_);
+    return;
+  }
+  Connection& conn = **dialled;
+  conn.peer = &peer;
+  peer.connections.push_back(&conn);
+  peer.disconnected_since_ns = kNever;
+  // The kernel's handshake is not news from the peer: it completes even
+  // while the process is stopped or hung, and counting it would keep a hung
+  // peer's RPCs alive forever through reconnects. Its HELLO is news.
+  if (conn.state() == Connection::State::kHandshake) SendHello(conn);
+}
+
+void TcpMessageTransport::SendHello(Connection& conn) {
+  std::array<std::byte, wire::kStreamHelloBytes> body{};
+  (void)wire::EncodeStreamHello({.listen_port = local_.port(), .instance_id = instance_id_}, body);
+  conn.queue().AddControl(
+      {.type = wire::StreamFrameType::kHello, .chunk_length = wire::kStreamHelloBytes}, body);
+  writes_.MarkDirty(conn);
+}
+
+void TcpMessageTransport::HandleIo(Connection& conn, uint32_t events) {
+  if (conn.state() == Connection::State::kConnecting) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+    int error = 0;
+    Status connected = conns_.FinishConnect(conn, &error);
+    if (!connected.ok()) {
+      Close(conn, connected, CloseKind::kConnectFailed, error);
+      return;
+    }
+    SendHello(conn);
+    return;
+  }
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) ReadFrom(conn);
+  if (!conn.closed() && (events & EPOLLOUT) != 0) {
+    // The socket had filled, and now takes bytes again: the peer
+    // acknowledged data (and, once its receive window filled, read it).
+    // That is news from the peer, and during a long upload to a peer that
+    // has nothing to say, the only news: its PONGs would wait behind the
+    // upload in its receive buffer.
+    const bool was_blocked = conn.epoll_out;
+    if (Flush(conn) > 0 && was_blocked && conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+  }
+}
+
+void TcpMessageTransport::ReadFrom(Connection& conn) {
+  size_t total = 0;
+  Connection::IoResult r;
+  while (total < kMaxReadBytesPerPoll && events_.size() < kMaxPendingEvents && !conn.closed()) {
+    r = conn.Read(scratch_, scratch_.size());
+    total += r.bytes;
+    stats_.bytes_received += r.bytes;
+    stats_.reads += r.calls;
+    if (r.bytes > 0) {
+      conn.last_read_ns = now_;
+      if (conn.peer != nullptr) conn.peer->last_heard_ns = now_;
+    }
+    if (r.io != Connection::Io::kOk || r.drained) break;
+  }
+  switch (r.io) {
+    case Connection::Io::kOk:
+      return;
+    case Connection::Io::kPeerClosed:
+      Close(conn, UnavailableError("closed by the peer"), CloseKind::kPeerClosed);
+      return;
+    case Connection::Io::kSocketError:
+      Close(conn, r.error, CloseKind::kSocketError, r.sys_error);
+      return;
+    case Connection::Io::kProtocolError:
+      Close(conn, r.error, conn.refused ? CloseKind::kRefused : CloseKind::kProtocolError);
+      return;
+  }
+}
+
+size_t TcpMessageTransport::Flush(Connection& conn) {
+  if (conn.closed() || conn.state() == Connection::State::kConnecting) return 0;
+  Peer* peer = conn.peer;
+  const uint64_t floor = peer != nullptr && conn.open() ? client_.Floor(*peer) : 0;
+  finished_.clear();
+  Connection::IoResult r = conn.Write(write_batch_bytes_, floor, &finished_);
+  stats_.bytes_sent += r.bytes;
+  stats_.writes += r.calls;
+  if (r.carried_floor) client_.OnFloorCarried(*peer, floor);
+  for (const SendQueue::Finished& f : finished_) {
+    if (f.type == wire::StreamFrameType::kRequest) {
+      client_.OnRequestWritten(conn, f);
+    } else if (peer != nullptr) {
+      server_.OnResponseWritten(conn, *peer, f);
+    }
+  }
+  if (r.io != Connection::Io::kOk) {
+    Close(conn, r.error, CloseKind::kSocketError, r.sys_error);
+    return r.bytes;
+  }
+  conns_.SetWantWrite(conn, r.blocked);
+  if (!finished_.empty()) server_.EvictStoredResponses();
+  return r.bytes;
+}
+
+void TcpMessageTransport::FlushDirty() {
+  // Flushing may dirty other connections (an eviction's ABORT): loop.
+  while (writes_.TakeDirty(&flushing_)) {
+    for (uint64_t id : flushing_) {
+      Connection* conn = conns_.Find(id);
+      if (conn == nullptr) continue;
+      conn->dirty = false;
+      // A connection waiting for EPOLLOUT is not writable yet.
+      if (!conn->epoll_out) Flush(*conn);
+    }
+  }
+}
+
+void TcpMessageTransport::Close(Connection& conn, const Status& reason, CloseKind kind, int err) {
+  if (conn.closed()) return;
+  Peer* peer = conn.peer;
+  conns_.CloseConnection(conn, reason, kind);
+  timers_dirty_ = true;
+  if (peer == nullptr) return;
+  client_.OnConnectionClosed(conn, *peer);
+  server_.OnConnectionClosed(conn, *peer);
+  peer->RemoveConnection(&conn);
+  if (peer->connections.empty()) peer->disconnected_since_ns = now_;
+  // Ending an idle connection loses nothing; a restart's new connection is up.
+  if (kind != CloseKind::kPeerRestarted && kind != CloseKind::kIdle) {
+    peer->OnConnectionLost(now_, config_);
+  }
+  client_.AssignWaiting(*peer, now_);
+  if (err != 0) client_.FailWaiting(*peer, err, reason, now_);
+}
+
+// ---------------------------------------------------------------- timers
+//
+// Tick runs what is due and computes when it must run next; state changes
+// that may bring a deadline forward set timers_dirty_, which makes the next
+// Poll tick.
+
+bool TcpMessageTransport::NeedsDial(const Peer& peer) const {
+  // Connections it opened to us serve as well as ours, both ways.
+  return !peer.outstanding.empty() && peer.CountInboundOpen() == 0 &&
+         peer.CountOutboundLive() < static_cast<size_t>(config_.connections_per_peer);
+}
+
+TimeNs TcpMessageTransport::IdleDeadline(const Connection& conn) const {
+  const Peer* peer = conn.peer;
+  if (peer == nullptr || !peer->outstanding.empty() || conn.queue().HasWork()) return kNever;
+  // Its requests that our application still holds: the client waits (and
+  // pings), so it is not idle; answered but unacknowledged ones do not count.
+  if (server_.HoldsRequestsOf(peer->identity)) return kNever;
+  return conn.last_read_ns + config_.idle_timeout_ns;
+}
+
+int TcpMessageTransport::Tick() {
+  timers_dirty_ = false;
+  int work = 0;
+  TimeNs next = kNever;
+  // Handshakes (and connects) that did not finish in time, and idle
+  // connections.
+  std::vector<Connection*> late;
+  std::vector<Connection*> idle;
+  conns_.ForEach([&](Connection& conn) {
+    if (conn.open()) {
+      const TimeNs idle_at = IdleDeadline(conn);
+      if (idle_at <= now_) {
+        idle.push_back(&conn);
+      } else {
+        next = std::min(next, idle_at);
+      }
+    } else if (conn.deadline_ns <= now_) {
+      late.push_back(&conn);
+    } else {
+      next = std::min(next, conn.deadline_ns);
+    }
+  });
+  for (Connection* conn : late) {
+    const CloseKind kind = conn->state() == Connection::State::kConnecting
+                               ? CloseKind::kConnectFailed
+                               : CloseKind::kTimeout;
+    Close(*conn,
+          DeadlineExceededError("no handshake from " + conn->remote().ToString() + " within " +
+                                U(config_.peer_timeout_ns / kNsPerMs) + " ms (tcp.peer_timeout)"),
+          kind);
+    ++work;
+  }
+  for (Connection* conn : idle) {
+    Close(*conn,
+          UnavailableError("nothing pending and nothing heard for " +
+                           U(config_.idle_timeout_ns / kNsPerMs) + " ms (tcp.idle_timeout)"),
+          CloseKind::kIdle);
+    ++work;
+  }
+  for (const transport::NetAddress& identity : peers_.Identities()) {
+    Peer* peer = peers_.Find(identity);
+    if (peer != nullptr) work += TickPeer(*peer, &next);
+  }
+  // Received-message blocks nobody took for a while go back to the system.
+  (void)pool_->ReleaseIdle(now_);
+  if (pool_->HasKeptBlocks()) {
+    next = std::min(next, now_ + transport::LargeBufferPool::kIdleIntervalNs);
+  }
+  // Work done above (a new dial, a close) may have set new deadlines.
+  if (timers_dirty_) next = now_;
+  timers_dirty_ = false;
+  next_timer_ns_ = next;
+  return work;
+}
+
+int TcpMessageTransport::TickPeer(Peer& peer, TimeNs* next) {
+  int work = client_.ExpireSilent(peer, now_, next);
+  if (work > 0) {
+    // Whatever connections it has are as silent as it is.
+    std::vector<Connection*> silent = peer.connections;
+    for (Connection* c : silent) {
+      Close(*c, UnavailableError("peer presumed dead"), CloseKind::kTimeout);
+    }
+  }
+  work += client_.SendPings(peer, now_, next);
+  work += client_.SendDelayedAck(peer, now_, next);
+
+  // Reconnect, with backoff, while RPCs wait on it.
+  while (NeedsDial(peer)) {
+    if (now_ < peer.next_dial_ns) {
+      *next = std::min(*next, peer.next_dial_ns);
+      break;
+    }
+    const size_t before = peer.CountOutboundLive();
+    Dial(peer);
+    ++work;
+    if (peer.CountOutboundLive() == before) {
+      *next = std::min(*next, peer.next_dial_ns);
+      break;
+    }
+  }
+
+  // A peer gone for 2 x peer_timeout: it has given up on its RPCs with us,
+  // so its at-most-once state can go, and the peer itself once idle.
+  if (peer.connections.empty()) {
+    if (peer.disconnected_since_ns == kNever) peer.disconnected_since_ns = now_;
+    const TimeNs forget_at = peer.disconnected_since_ns + 2 * config_.peer_timeout_ns;
+    if (forget_at <= now_) {
+      if (server_.Forget(peer.identity)) ++stats_.clients_expired;
+      if (peer.outstanding.empty()) {
+        ++stats_.peers_expired;
+        peers_.Erase(peer.identity);  // destroys peer
+        return work + 1;
+      }
+    } else {
+      *next = std::min(*next, forget_at);
+    }
+  }
+  return work;
 }
 
 }  // namespace wharf::stream

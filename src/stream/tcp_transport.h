@@ -3,16 +3,28 @@
 // (transport/message_transport.h): a request runs at most once even across
 // reconnects, every RPC ends in one event, a peer the kernel declares gone
 // (a refused reconnect, an unreachable host) fails its RPCs with kUnavailable
-// at once, and a peer silent for tcp.peer_timeout (seconds) after that. docs/transports.md ("TCP message transport") is the
-// specification; wire/stream_frame.h the frames.
+// at once, and a peer silent for tcp.peer_timeout (seconds) after that.
+// docs/transports.md ("TCP message transport") is the specification;
+// wire/stream_frame.h the frames.
 //
-// Files: tcp_transport.cc (setup, the public calls, RPC bookkeeping),
-// tcp_io.cc (epoll, accept, connect, read, write, close), tcp_handlers.cc
-// (what arriving frames do), tcp_timers.cc (acks, pings, peer death,
-// reconnects, forgetting). One TCP connection is a Connection (framing, send
-// queue, receive assembly); Peer holds the per-peer state, ServerTable the
-// at-most-once memory, LargeBufferPool (transport/) the reused buffers of large
-// incoming messages.
+// The transport dispatches; its parts hold the state:
+//   ConnectionTable  the listener, the epoll set, each connection's socket
+//                    from accept or dial to close (connection_table.h);
+//   Connection       one connection's framing, send queue and receive
+//                    assembly (connection.h);
+//   PeerTable        what we know of each remote transport (peer.h);
+//   ClientRpcs       our RPCs as a client, their re-sending, ack floors and
+//                    client timers (client_rpcs.h);
+//   ServerRpcs       requests classified at most once, stored responses
+//                    (server_rpcs.h, over ServerTable);
+//   WriteBatcher     which connections to write, and batches held open by
+//                    the application (write_batcher.h);
+//   LargeBufferPool  (transport/) the reused buffers of large incoming
+//                    messages.
+// What stays here: the public calls, the handshake and peer identity, what
+// an arriving frame or a closing connection means for those parts, the
+// reads and writes of a Poll, and the timers that span them (handshake and
+// idle deadlines, dialling, forgetting peers).
 //
 // Time comes only from the injected Clock, so timeouts can be driven by a
 // SimClock while real sockets move the bytes.
@@ -20,31 +32,30 @@
 
 #include <sys/epoll.h>
 
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "stream/client_rpcs.h"
 #include "stream/config.h"
 #include "stream/connection.h"
+#include "stream/connection_table.h"
 #include "stream/frame_parser.h"
 #include "stream/peer.h"
-#include "stream/server_table.h"
+#include "stream/server_rpcs.h"
 #include "stream/stats.h"
+#include "stream/write_batcher.h"
 #include "transport/message_transport.h"
-#include "transport/tcp/tcp_socket.h"
 
 namespace wharf::stream {
 
 // Owned by the engine's host (or a test). Single-threaded: every call from
 // the one thread that drives it. Borrows `clock`, which must outlive it.
-class TcpMessageTransport final : public transport::MessageTransport,
-                                  private ConnectionHandler {
+class TcpMessageTransport final : public transport::MessageTransport, private ConnectionHandler {
  public:
   // Listens on config.bind and returns the transport; errors name the key
   // ("tcp.chunk_bytes: ...") or the socket call ("bind 127.0.0.1:4000: ...").
@@ -70,10 +81,10 @@ class TcpMessageTransport final : public transport::MessageTransport,
   // still run; its response is dropped on arrival.
   bool Cancel(uint64_t client_id) override;
   // While a batch is open (they nest), SendRequest and SendResponse only
-  // queue their frames on the connections (dirty_), and EndBatch or the
-  // next Poll writes each connection once: one writev for a burst of
-  // messages instead of one each.
-  void BeginBatch() override;
+  // queue their frames on the connections, and EndBatch or the next Poll
+  // writes each connection once: one writev for a burst of messages
+  // instead of one each (WriteBatcher).
+  void BeginBatch() override { writes_.Begin(); }
   void EndBatch() override;
   // Accepts, connects, reads, writes and runs the timers that are due;
   // never blocks.
@@ -82,18 +93,18 @@ class TcpMessageTransport final : public transport::MessageTransport,
   bool PopEvent(transport::MessageEvent* out) override;
   // An epoll fd holding every socket of the transport (nested epoll: the
   // host adds it to its own set); readable when Poll has I/O to do.
-  int ReadableFd() const override { return epoll_fd_; }
+  int ReadableFd() const override { return conns_.epoll_fd(); }
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
   // --- inspection, for tests and diagnostics ---
   // Bytes of partially received messages now held (the shared budget).
   uint64_t incoming_buffer_bytes() const { return budget_.used; }
-  size_t num_client_rpcs() const { return client_rpcs_.size(); }
+  size_t num_client_rpcs() const { return client_.size(); }
   // Server RPCs remembered for at-most-once (in progress or unacknowledged).
-  size_t num_server_rpcs() const { return table_.num_rpcs(); }
+  size_t num_server_rpcs() const { return server_.table().num_rpcs(); }
   // Clients with an at-most-once record.
-  size_t num_server_clients() const { return table_.num_clients(); }
-  uint64_t stored_response_bytes() const { return table_.stored_bytes(); }
+  size_t num_server_clients() const { return server_.table().num_clients(); }
+  uint64_t stored_response_bytes() const { return server_.table().stored_bytes(); }
   // Connections not closed (any state, both directions).
   size_t num_connections() const { return conns_.size(); }
   size_t num_peers() const { return peers_.size(); }
@@ -102,26 +113,15 @@ class TcpMessageTransport final : public transport::MessageTransport,
   // Test hook: shuts down (SHUT_RDWR) every socket, or those to one peer
   // identity, as a network failure would; the transport finds out on its
   // next Poll, like the peer does. Returns how many.
-  size_t ShutdownConnectionsForTesting();
-  size_t ShutdownConnectionsForTesting(const transport::NetAddress& peer);
+  size_t ShutdownConnectionsForTesting() { return conns_.ShutdownForTesting(nullptr); }
+  size_t ShutdownConnectionsForTesting(const transport::NetAddress& peer) {
+    return conns_.ShutdownForTesting(&peer);
+  }
 
  private:
-  // How a connection ended, for the counters and the log level.
-  enum class CloseKind : uint8_t {
-    kConnectFailed,  // a dial that never connected
-    kPeerClosed,     // EOF between frames
-    kSocketError,    // reset, timeout or another kernel error
-    kProtocolError,  // malformed input
-    kTimeout,        // handshake not done, or the peer presumed dead
-    kPeerRestarted,  // superseded by a HELLO with a new instance id
-    kIdle,           // nothing pending and nothing heard for tcp.idle_timeout
-    kRefused,        // over a cap (tcp.max_peers)
-  };
+  TcpMessageTransport(const TcpConfig& config, const Clock& clock);
 
-  TcpMessageTransport(const TcpConfig& config, const Clock& clock, int listen_fd, int epoll_fd,
-                      const transport::NetAddress& local);
-
-  // --- ConnectionHandler (tcp_handlers.cc) ---
+  // --- ConnectionHandler: frames a connection's parser found
   Status OnHello(Connection& conn, const wire::StreamHello& hello) override;
   Status OnFrame(Connection& conn, const wire::StreamFrameHeader& header) override;
   Result<FrameParser::Decision> OnMessageStart(Connection& conn,
@@ -132,114 +132,83 @@ class TcpMessageTransport final : public transport::MessageTransport,
                         uint32_t length) override;
   // A known peer came back as a new process.
   void OnPeerRestart(Peer& peer, uint64_t new_instance, Connection& via);
-  // The record of `peer` as a client, created on first use.
-  ClientRecord& RecordFor(Peer& peer);
-  void AdvanceClientFloor(Peer& peer, uint64_t floor);
-  void DeliverRequest(Peer& peer, uint64_t id, Buffer message, Status status);
 
-  // --- I/O (tcp_io.cc) ---
-  Connection* AddConnection(int fd, bool outbound, const transport::NetAddress& remote,
-                            Connection::State state);
+  // --- connections
   void AcceptAll();
   void Dial(Peer& peer);
-  void OnConnected(Connection& conn);
+  void SendHello(Connection& conn);
   void HandleIo(Connection& conn, uint32_t events);
   void ReadFrom(Connection& conn);
   // Writes what `conn` has queued; returns the bytes the kernel took.
   size_t Flush(Connection& conn);
-  void MarkDirty(Connection& conn);
+  // Writes every connection on the dirty list that can take bytes.
   void FlushDirty();
-  void SetWantWrite(Connection& conn, bool want);
-  void SendHello(Connection& conn);
+  // After an API call queued a message: flushes unless a batch holds it.
+  // Inline: it runs for every message sent.
+  void FlushUnlessHeld() {
+    const WriteBatcher::Verdict verdict = writes_.NoteQueued();
+    if (verdict == WriteBatcher::Verdict::kHold) return;
+    if (verdict == WriteBatcher::Verdict::kCut) ++stats_.batch_cuts;
+    FlushDirty();
+  }
   // Closes `conn`: its requests go back to their peer's waiting list (to be
-  // re-sent on another connection), its queued responses stay stored.
-  void Close(Connection& conn, const Status& reason, CloseKind kind);
-  // Destroys closed connections (outside of any callback).
-  void Reap() { graveyard_.clear(); }
+  // re-sent on another connection), its queued responses stay stored. When
+  // a connect, read or write failed with errno `err`, the peer's waiting
+  // RPCs fail at once if that is the kernel's word that the peer is gone
+  // (ClientRpcs::FailWaiting).
+  void Close(Connection& conn, const Status& reason, CloseKind kind, int err = 0);
 
-  // --- RPC bookkeeping (tcp_transport.cc) ---
-  ClientRpc* FindClientRpc(uint64_t id);
-  // Queues the peer's waiting requests on its open connections.
-  void AssignWaiting(Peer& peer);
-  void FinishClientRpc(ClientRpc& rpc);
-  void FailClientRpc(ClientRpc& rpc, Status status);
-  uint64_t ClientFloor(const Peer& peer) const;
-  void ScheduleAck(Peer& peer);
-  void QueueResponse(ServedRpc& served, uint64_t id, Connection& conn);
-  // Takes a stored response off the connection queueing it (ABORTing a
-  // half-sent one).
-  void DetachResponse(uint64_t id, ServedRpc& served);
-  void EvictStoredResponses();
-  void PushEvent(transport::MessageEvent event) { events_.push_back(std::move(event)); }
-
-  // --- timers (tcp_timers.cc) ---
+  // --- timers
   // Runs what is due and recomputes next_timer_ns_.
   int Tick();
   int TickPeer(Peer& peer, TimeNs* next);
   bool NeedsDial(const Peer& peer) const;
   // When `conn` (open) becomes idle, or kNever while anything is pending on it.
   TimeNs IdleDeadline(const Connection& conn) const;
-  // A connect, read or write to `peer` failed with errno `err` (`why`). If
-  // that is the kernel's word that the peer is gone (transport::tcp::PeerGone),
-  // its RPCs waiting for a connection fail now with kUnavailable. A refused
-  // connect counts only once we have known a process there (its HELLO): a
-  // peer never reached may be starting, and is retried until the timeout.
-  void FailIfPeerGone(Peer& peer, int err, const Status& why);
 
-  TcpConfig config_;
+  // Constant after construction.
+  const TcpConfig config_;
   const Clock& clock_;
-  int listen_fd_;
-  int epoll_fd_;
+  const uint64_t instance_id_;
+  // The listener's address (LocalAddress), set by Open.
   transport::NetAddress local_;
-  uint64_t instance_id_;
-  transport::tcp::TcpSyscalls* syscalls_;
-  transport::tcp::SocketOptions socket_options_;
-  FrameParser::Limits parser_limits_;
-  size_t write_batch_bytes_;
+  // The most bytes one writev of a connection carries.
+  const size_t write_batch_bytes_;
 
   // The clock as read at the start of the current Poll or public call.
   TimeNs now_ = 0;
-  uint64_t next_client_id_;
-  uint64_t next_conn_id_ = 1;
+  // Set when state changed so that a deadline may be earlier than
+  // next_timer_ns_: the next Poll ticks. Also set by ClientRpcs.
+  bool timers_dirty_ = false;
+  // When Tick must run next (kNever: nothing pending).
+  TimeNs next_timer_ns_ = kNever;
 
-  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
-  // Inbound connections among conns_ (for tcp.max_inbound_connections).
-  size_t inbound_live_ = 0;
-  // Closed connections, destroyed by Reap: callbacks may still hold them.
-  std::vector<std::unique_ptr<Connection>> graveyard_;
-  // Connections with frames queued since they were last written (ids).
-  std::vector<uint64_t> dirty_;
-  // Open BeginBatch calls; while > 0 the API calls leave dirty_ to EndBatch.
-  int batch_depth_ = 0;
-  // The first kMaxHeldMessages messages of a held batch leave at once, the
-  // rest at EndBatch: the peer starts on a burst's head while its tail is
-  // still being made (see HomaHost::HeldPacketsBeforeCut).
-  static constexpr size_t kMaxHeldMessages = 16;
-  size_t held_messages_ = 0;
-  bool batch_cut_ = false;
-  // After an API call queued a message: flushes unless a batch holds it.
-  void FlushUnlessHeld();
+  // Counters (mutable: stats() folds in gauges), and the log's rate limit;
+  // the parts below count and log through them.
+  mutable TcpStats stats_;
+  RateLimitedLogger log_limiter_;
 
-  PeerTable peers_;
-  std::unordered_map<uint64_t, std::unique_ptr<ClientRpc>> client_rpcs_;
-  ServerTable table_;
+  // Events for the host, in order (PopEvent); pushed by the parts.
+  std::deque<transport::MessageEvent> events_;
+  // Bytes of partially received messages, over all connections.
   IncomingBudget budget_;
   // Whole buffers of large incoming messages, reused (shared: delivered
   // messages hold it too, see LargeBufferPool).
   std::shared_ptr<transport::LargeBufferPool> pool_;
 
-  std::deque<transport::MessageEvent> events_;
+  WriteBatcher writes_;
+  PeerTable peers_;
+  ClientRpcs client_;
+  ServerRpcs server_;
+  // Declared after what its connections borrow (budget_, pool_) and what
+  // holds pointers to them (peers_, client_, server_), so destroyed first.
+  ConnectionTable conns_;
 
-  TimeNs next_timer_ns_ = kNever;
-  bool timers_dirty_ = false;  // state changed: Tick must recompute deadlines
-
-  std::vector<std::byte> scratch_;  // read buffer shared by all connections
-  std::vector<SendQueue::Finished> finished_;
-  std::array<epoll_event, 64> epoll_events_{};
-  uint64_t next_ping_nonce_ = 1;
-
-  mutable TcpStats stats_;
-  RateLimitedLogger log_limiter_;
+  // Scratch, kept to avoid allocating per Poll or per write.
+  std::vector<std::byte> scratch_;             // read buffer shared by all connections
+  std::vector<SendQueue::Finished> finished_;  // Flush's finished messages
+  std::vector<uint64_t> flushing_;             // FlushDirty's taken dirty list
+  std::vector<Connection*> accepted_;          // AcceptAll's new connections
 };
 
 }  // namespace wharf::stream

@@ -1,11 +1,9 @@
-// UdpDatagram: opening the socket, batched GSO sends, batched GRO receives.
+// UdpDatagram: opening the socket, batched GSO sends, the hot-peer socket
+// and path errors. Receiving is UdpReceiver's, paths UdpPathTable's.
 #include "transport/udp/udp_datagram.h"
 
-#include "transport/udp/udp_egress_device.h"
-#include "transport/udp/udp_path_errors.h"
-
-#include <ifaddrs.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +11,14 @@
 #include <cstring>
 #include <string>
 
+#include "transport/udp/udp_addresses.h"
+#include "transport/udp/udp_path_errors.h"
+
 namespace wharf::transport {
 namespace {
 
 constexpr size_t kUdpHeaderBytes = 8;
 constexpr size_t kMaxUdpPayloadBytes = 65507;  // 65535 - 20 (IPv4) - 8 (UDP)
-// A GRO buffer never exceeds one maximal UDP datagram.
-constexpr size_t kGroSlotBytes = 65536;
 // UIO_MAXIOV: the kernel caps a sendmmsg/recvmmsg vector at this many.
 constexpr size_t kMaxBatch = 1024;
 constexpr uint8_t kMaxPriority = 7;
@@ -29,100 +28,6 @@ constexpr size_t kIovsPerDatagram = 2;
 // this means reports keep arriving faster than we send, so the datagram at
 // the front is dropped rather than spinning.
 constexpr int kMaxRefusedInRow = 8;
-// Kernel reads per Receive call when everything read is dropped, so that a
-// flood of oversized datagrams cannot keep Receive from returning.
-constexpr int kMaxEmptyReads = 16;
-
-bool IsV4Mapped(const std::array<uint8_t, 16>& ip) {
-  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(ip.data(), kPrefix, sizeof(kPrefix)) == 0;
-}
-
-// Writes `to` as the kernel wants it for a socket of the given family;
-// returns the address length. `ipv4_header` says whether the packet leaves
-// with an IPv4 header, which decides the TOS cmsg's level.
-socklen_t ToKernelAddress(const NetAddress& to, bool ipv6_socket, sockaddr_storage* out,
-                          bool* ipv4_header) {
-  if (ipv6_socket && to.is_v4()) {
-    std::array<uint8_t, 16> mapped{};
-    mapped[10] = 0xff;
-    mapped[11] = 0xff;
-    std::memcpy(&mapped[12], to.ip_bytes().data(), 4);
-    *ipv4_header = true;
-    return static_cast<socklen_t>(NetAddress::Ipv6(mapped, to.port()).ToSockaddr(out));
-  }
-  *ipv4_header = to.is_v4() || IsV4Mapped(to.ip_bytes());
-  return static_cast<socklen_t>(to.ToSockaddr(out));
-}
-
-// The reverse: IPv4 peers of a dual-stack socket come back as plain IPv4.
-Result<NetAddress> FromKernelAddress(const sockaddr_storage& from, socklen_t len) {
-  WHARF_ASSIGN_OR_RETURN(NetAddress address,
-                         NetAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&from), len));
-  if (address.is_v6() && IsV4Mapped(address.ip_bytes())) {
-    uint32_t be = 0;
-    std::memcpy(&be, &address.ip_bytes()[12], 4);
-    return NetAddress::Ipv4(ntohl(be), address.port());
-  }
-  return address;
-}
-
-// 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104.
-bool IsLoopbackIp(const NetAddress& a) {
-  const std::array<uint8_t, 16>& ip = a.ip_bytes();
-  if (a.is_v4()) return ip[0] == 127;
-  static constexpr std::array<uint8_t, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                          0, 0, 0, 0, 0, 0, 0, 1};
-  return ip == kV6Loopback || (IsV4Mapped(ip) && ip[12] == 127);
-}
-
-// `a` with port 0 and, when v4-mapped, as plain IPv4: the key of the path
-// caches, which do not depend on the port.
-NetAddress PathKey(const NetAddress& a) {
-  if (a.is_v6() && IsV4Mapped(a.ip_bytes())) {
-    uint32_t be = 0;
-    std::memcpy(&be, &a.ip_bytes()[12], 4);
-    return NetAddress::Ipv4(ntohl(be), 0);
-  }
-  return a.WithPort(0);
-}
-
-// What the kernel's route towards `to` says (connect() on a UDP socket only
-// looks up the route; nothing is sent): its datagram limit from IP_MTU, at
-// most `limit`, and the source address it would use (kNone if unknown).
-struct Route {
-  size_t max_bytes;
-  NetAddress source;
-};
-Route RouteTo(const NetAddress& to, size_t limit) {
-  Route route{limit, NetAddress()};
-  const bool v6 = to.is_v6();
-  int probe = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
-  if (probe < 0) return route;
-  sockaddr_storage address;
-  auto len = static_cast<socklen_t>(to.WithPort(to.port() == 0 ? 9 : to.port()).ToSockaddr(&address));
-  int mtu = 0;
-  socklen_t mtu_len = sizeof(mtu);
-  if (connect(probe, reinterpret_cast<const sockaddr*>(&address), len) == 0) {
-    if (getsockopt(probe, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu,
-                   &mtu_len) == 0 &&
-        mtu > 0) {
-      const size_t headers = (v6 ? 40 : 20) + kUdpHeaderBytes;
-      if (static_cast<size_t>(mtu) > headers) {
-        route.max_bytes = std::min(route.max_bytes, static_cast<size_t>(mtu) - headers);
-      }
-    }
-    sockaddr_storage source;
-    socklen_t source_len = sizeof(source);
-    if (getsockname(probe, reinterpret_cast<sockaddr*>(&source), &source_len) == 0) {
-      Result<NetAddress> from = NetAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&source),
-                                                         source_len);
-      if (from.ok()) route.source = PathKey(*from);
-    }
-  }
-  close(probe);
-  return route;
-}
 
 bool IsFullSocket(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS; }
 
@@ -149,6 +54,7 @@ UdpDatagram::UdpDatagram(int fd, const UdpOptions& options)
       ipv6_(options.bind.is_v6()),
       dual_stack_(options.bind.is_v6() && !options.ipv6_only),
       gso_limits_(),
+      receiver_(syscalls_, &stats_),
       gso_staging_(options.gso_copy_min_bytes) {}
 
 UdpDatagram::~UdpDatagram() {
@@ -156,79 +62,14 @@ UdpDatagram::~UdpDatagram() {
   if (hot_fd_ >= 0) close(hot_fd_);
 }
 
-size_t UdpDatagram::MaxDatagramBytesTo(const NetAddress& to) {
-  if (IsLocalPath(to)) return local_path_max_bytes_;
-  return PathTo(to).max_bytes;
-}
-
-bool UdpDatagram::IsSoftwarePath(const NetAddress& to) {
-  return IsLocalPath(to) || PathTo(to).software;
-}
-
-const UdpDatagram::PathInfo& UdpDatagram::PathTo(const NetAddress& to) {
-  const NetAddress key = PathKey(to);
-  auto cached = paths_.find(key);
-  if (cached != paths_.end()) return cached->second;
-  if (paths_.size() >= kMaxPathCacheEntries) {
-    // A cap, not an LRU: asking again costs one probe per destination.
-    stats_.path_cache_evictions += paths_.size();
-    paths_.clear();
-  }
-  const Route route = RouteTo(to, max_datagram_bytes_);
-  PathInfo info{.max_bytes = route.max_bytes, .software = false};
-  for (const NetAddress& mine : software_ips_) {
-    if (route.source.family() != NetAddress::Family::kNone && mine == route.source) {
-      info.software = true;
-    }
-  }
-  return paths_.emplace(key, info).first->second;
-}
-
-bool UdpDatagram::IsLocalPath(const NetAddress& to) {
-  if (IsLoopbackIp(to)) return true;
-  const NetAddress key = PathKey(to);
-  for (const NetAddress& mine : host_ips_) {
-    if (mine == key) return true;
-  }
-  return false;
-}
-
-void UdpDatagram::RefreshPaths() {
-  host_ips_.clear();
-  software_ips_.clear();
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) == 0) {
-    for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-      const sockaddr* sa = i->ifa_addr;
-      if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) continue;
-      const socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-      Result<NetAddress> mine = NetAddress::FromSockaddr(sa, len);
-      if (!mine.ok()) continue;
-      host_ips_.push_back(PathKey(*mine));
-      if (udp::IsSoftwareDriver(udp::InterfaceDriver(fd_, i->ifa_name))) {
-        software_ips_.push_back(PathKey(*mine));
-      }
-    }
-    freeifaddrs(list);
-  }
-  // Every local path goes through the loopback device, whatever address it
-  // names, so one route answers for all of them.
-  local_path_max_bytes_ =
-      RouteTo(ipv6_ && !dual_stack_
-                  ? NetAddress::Ipv6({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 9)
-                  : NetAddress::Ipv4(0x7f000001, 9),
-              max_datagram_bytes_)
-          .max_bytes;
-  paths_.clear();
-}
-
 size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
-  if (!path_errors_pending_ || out.empty()) return 0;
+  if (!(path_errors_pending_ || receiver_.path_errors_pending()) || out.empty()) return 0;
   bool more_main = false;
   bool more_hot = false;
   size_t n = udp::ReadPathErrors(fd_, out, &more_main);
   if (hot_fd_ >= 0) n += udp::ReadPathErrors(hot_fd_, out.subspan(n), &more_hot);
   path_errors_pending_ = more_main || more_hot;
+  receiver_.ClearPathErrors();
   stats_.path_errors += n;
   return n;
 }
@@ -303,23 +144,20 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   if (getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &bound_len) != 0) {
     return ErrnoToStatus(errno, where + ": getsockname");
   }
-  WHARF_ASSIGN_OR_RETURN(local_, FromKernelAddress(address, bound_len));
+  WHARF_ASSIGN_OR_RETURN(local_, udp::FromKernelAddress(address, bound_len));
 
   const size_t ip_header_bytes = ipv6_ ? 40 : 20;
   max_datagram_bytes_ =
       std::min(options.mtu - ip_header_bytes - kUdpHeaderBytes, kMaxUdpPayloadBytes);
   gso_ = options.enable_gso && udp::ProbeGso(fd_);
+  udp::GroMode gro = udp::GroMode::kOff;
   if (options.enable_gro) {
-    const LoopbackGro mode = IsLoopbackIp(local_) ? options.loopback_gro : LoopbackGro::kAlways;
-    if (mode == LoopbackGro::kAlways) {
-      (void)SetGro(fd_, main_reads_, true);
-    } else if (mode == LoopbackGro::kAdaptive) {
-      // Starts off. Setting 0 is a no-op where the kernel has UDP_GRO and
-      // ENOPROTOOPT where it has not, which then leaves GRO off for good.
-      gro_adaptive_ = syscalls_->SetIntOption(fd_, IPPROTO_UDP, UDP_GRO, 0) == 0;
-    }
+    const LoopbackGro mode =
+        udp::IsLoopbackIp(local_) ? options.loopback_gro : LoopbackGro::kAlways;
+    if (mode == LoopbackGro::kAlways) gro = udp::GroMode::kOn;
+    if (mode == LoopbackGro::kAdaptive) gro = udp::GroMode::kAdaptive;
   }
-  gro_capable_ = main_reads_.gro || gro_adaptive_;
+  receiver_.Open(fd_, local_, batch_, max_datagram_bytes_, gro);
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {
@@ -330,14 +168,14 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   (void)udp::SetDontFragment(fd_, ipv6_);
   // Best effort too: without it a dead peer is noticed only by its silence.
   (void)udp::EnableRecvErr(fd_, ipv6_, dual_stack_);
-  RefreshPaths();
+  paths_.Open(fd_, max_datagram_bytes_, /*ipv6_only=*/ipv6_ && !dual_stack_);
   hot_enabled_ = options.hot_peer_socket;
   hot_setup_ = {.local = local_,
                 .ipv6 = ipv6_,
                 .dual_stack = dual_stack_,
                 .recv_buffer_bytes = options.recv_buffer_bytes,
                 .send_buffer_bytes = options.send_buffer_bytes,
-                .gro = main_reads_.gro,
+                .gro = receiver_.gro_for_new_sockets(),
                 .tos_v4 = socket_tos_v4_,
                 .tos_v6 = socket_tos_v6_};
 
@@ -347,31 +185,6 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   send_controls_.resize(batch_);
   send_runs_.resize(batch_);
   send_staged_.resize(batch_);
-
-  // Where GRO can be on, a slot must hold a coalesced buffer, and a
-  // datagram over the limit then fits too: OpenMessage drops it by its
-  // length. Where it cannot, the slot is exactly the limit, so that a
-  // datagram one byte over shows up as MSG_TRUNC.
-  slot_bytes_ = gro_capable_ ? kGroSlotBytes : max_datagram_bytes_;
-  recv_buffers_.resize(batch_ * slot_bytes_);
-  recv_msgs_.resize(batch_);
-  recv_iovs_.resize(batch_);
-  recv_addrs_.resize(batch_);
-  recv_controls_.resize(batch_);
-  // The receive headers point at their slots for good; ReadMessages only
-  // resets what the kernel writes back.
-  for (size_t i = 0; i < batch_; ++i) {
-    recv_iovs_[i].iov_base = &recv_buffers_[i * slot_bytes_];
-    recv_iovs_[i].iov_len = slot_bytes_;
-    msghdr& hdr = recv_msgs_[i].msg_hdr;
-    hdr = msghdr{};
-    hdr.msg_name = &recv_addrs_[i];
-    hdr.msg_iov = &recv_iovs_[i];
-    hdr.msg_iovlen = 1;
-    // Set for good; msg_controllen, set per read, says whether it is used.
-    if (gro_capable_) hdr.msg_control = recv_controls_[i].bytes;
-  }
-  main_reads_.window = batch_;
   return OkStatus();
 }
 
@@ -431,7 +244,7 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
     msghdr& hdr = send_msgs_[messages].msg_hdr;
     hdr = msghdr{};
     bool ipv4_header = false;
-    hdr.msg_namelen = ToKernelAddress(first.to, ipv6_, &send_addrs_[messages], &ipv4_header);
+    hdr.msg_namelen = udp::ToKernelAddress(first.to, ipv6_, &send_addrs_[messages], &ipv4_header);
     hdr.msg_name = &send_addrs_[messages];
     hdr.msg_iov = iovs;
     hdr.msg_iovlen = iov_count;
@@ -537,7 +350,9 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
 void UdpDatagram::OpenHotPeer(const NetAddress& to) {
   sockaddr_storage peer;
   bool ipv4_header = false;
-  const socklen_t len = ToKernelAddress(to, ipv6_, &peer, &ipv4_header);
+  const socklen_t len = udp::ToKernelAddress(to, ipv6_, &peer, &ipv4_header);
+  // With GRO as the main socket has it now.
+  hot_setup_.gro = receiver_.gro_for_new_sockets();
   Result<int> fd = udp::OpenHotSocket(hot_setup_, peer, len);
   if (!fd.ok()) {
     // Nothing is lost: the main socket goes on serving this peer. Give up
@@ -547,160 +362,8 @@ void UdpDatagram::OpenHotPeer(const NetAddress& to) {
   }
   hot_fd_ = *fd;
   hot_peer_ = to;
-  hot_reads_.gro = hot_setup_.gro;
+  receiver_.AddHotSocket(hot_fd_, hot_setup_.gro);
   ++stats_.hot_sockets_opened;
-}
-
-Result<size_t> UdpDatagram::ReadAnySocket(size_t count) {
-  if (hot_fd_ < 0) return ReadMessages(fd_, main_reads_, count);
-  // The hot socket on every call; the main one on every kMainReadEvery-th
-  // call, first, so that a busy hot peer cannot starve the others. An idle
-  // poll then costs 1 + 1/kMainReadEvery reads instead of 2, and other
-  // peers' packets wait at most kMainReadEvery - 1 calls longer.
-  if (++reads_since_main_ < kMainReadEvery) {
-    Result<size_t> hot = ReadMessages(hot_fd_, hot_reads_, count);
-    if (!hot.ok() || *hot > 0) return hot;
-    return size_t{0};
-  }
-  reads_since_main_ = 0;
-  // An error on one socket must not keep the other from being read: the
-  // read that failed has consumed its error, so try the other.
-  Result<size_t> main = ReadMessages(fd_, main_reads_, count);
-  if (main.ok() && *main > 0) return main;
-  Result<size_t> hot = ReadMessages(hot_fd_, hot_reads_, count);
-  if (hot.ok() && *hot == 0 && !main.ok()) return main;
-  return hot;
-}
-
-Result<size_t> UdpDatagram::ReadMessages(int fd, ReadWindow& w, size_t count) {
-  count = std::min(count, w.window);
-  for (size_t i = 0; i < count; ++i) {
-    msghdr& hdr = recv_msgs_[i].msg_hdr;
-    hdr.msg_namelen = sizeof(sockaddr_storage);
-    hdr.msg_controllen = w.gro ? sizeof(recv_controls_[i].bytes) : 0;
-    hdr.msg_flags = 0;
-    recv_msgs_[i].msg_len = 0;
-  }
-  int refused_in_row = 0;
-  while (true) {
-    const int got = count == 1
-                        ? syscalls_->RecvOne(fd, recv_msgs_.data())
-                        : syscalls_->RecvMmsg(fd, recv_msgs_.data(), static_cast<unsigned>(count));
-    if (got >= 0) {
-      // A read that emptied the socket is most likely followed by a lone
-      // packet (a request, a reply): read that with a window of one, because
-      // recvmmsg tries the slot after the last datagram it finds, and that
-      // failed attempt sits on every round trip's critical path. Reads that
-      // fill their window mean a burst: widen it again, doubling, once two
-      // single reads in a row came back full (one alone is the usual lone
-      // packet, and the empty read after it is cheapest with recvfrom).
-      const auto n = static_cast<size_t>(got);
-      if (n < count) {
-        w.window = 1;
-        w.full_single_reads = 0;
-      } else if (count > 1 || ++w.full_single_reads >= 2) {
-        w.window = std::min(batch_, count * 2);
-        w.full_single_reads = 0;
-      }
-      if (gro_adaptive_ && n > 0) AdaptGro(n);
-      return n;
-    }
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      w.window = 1;
-      w.full_single_reads = 0;
-      return size_t{0};
-    }
-    // A pending ICMP report (IP_RECVERR) fails the read that meets it and is
-    // cleared by it; the datagrams behind it are still queued, and the
-    // report itself waits in the error queue (TakePathErrors).
-    if (udp::IsPathErrno(err) && ++refused_in_row <= kMaxRefusedInRow) {
-      path_errors_pending_ = true;
-      if (err == ECONNREFUSED) ++stats_.refused;
-      continue;
-    }
-    return ErrnoToStatus(err, "recvmmsg on " + local_.ToString());
-  }
-}
-
-bool UdpDatagram::OpenMessage() {
-  const mmsghdr& message = recv_msgs_[next_message_];
-  if ((message.msg_hdr.msg_flags & MSG_TRUNC) != 0) {
-    ++stats_.truncated;
-    return false;
-  }
-  const size_t len = message.msg_len;
-  size_t segment = len;
-  // Per message, not by the socket's GRO state now: adaptive GRO may have
-  // switched since this message was read, and one read with GRO off has no
-  // control message (the kernel sets msg_controllen to what it wrote).
-  if (message.msg_hdr.msg_controllen > 0) {
-    if (std::optional<size_t> gro_segment = udp::ReadGroSegmentBytes(message.msg_hdr)) {
-      segment = *gro_segment;
-    }
-  }
-  if (segment > max_datagram_bytes_) {
-    stats_.truncated += (len + segment - 1) / segment;
-    return false;
-  }
-  Result<NetAddress> from =
-      FromKernelAddress(recv_addrs_[next_message_], message.msg_hdr.msg_namelen);
-  // An AF_INET/AF_INET6 socket only reports its own families, so this is
-  // unreachable in practice; dropping is the safe answer to the impossible.
-  if (!from.ok()) return false;
-  if (segment < len) ++stats_.gro_coalesced;
-  message_from_ = *from;
-  segment_bytes_ = segment;
-  message_offset_ = 0;
-  return true;
-}
-
-size_t UdpDatagram::DrainMessages(std::span<InDatagram> out) {
-  size_t filled = 0;
-  while (filled < out.size() && next_message_ < read_messages_) {
-    if (!message_open_) {
-      if (!OpenMessage()) {
-        ++next_message_;
-        continue;
-      }
-      message_open_ = true;
-    }
-    const size_t len = recv_msgs_[next_message_].msg_len;
-    const std::byte* base = &recv_buffers_[next_message_ * slot_bytes_];
-    // do/while so that an empty datagram is still handed out once.
-    do {
-      const size_t take = std::min(segment_bytes_, len - message_offset_);
-      out[filled++] = InDatagram{message_from_, std::span(base + message_offset_, take)};
-      message_offset_ += take;
-    } while (message_offset_ < len && filled < out.size());
-    if (message_offset_ >= len) {
-      message_open_ = false;
-      ++next_message_;
-    }
-  }
-  stats_.received += filled;
-  return filled;
-}
-
-Result<size_t> UdpDatagram::Receive(std::span<InDatagram> out) {
-  if (out.empty()) return size_t{0};
-  size_t filled = 0;
-  for (int empty_reads = 0; empty_reads < kMaxEmptyReads;) {
-    if (next_message_ >= read_messages_) {
-      // Reading again would overwrite buffers `out` already points into.
-      if (filled > 0) return filled;
-      WHARF_ASSIGN_OR_RETURN(read_messages_, ReadAnySocket(std::min(out.size(), batch_)));
-      next_message_ = 0;
-      message_open_ = false;
-      if (read_messages_ == 0) return size_t{0};
-    }
-    const size_t drained = DrainMessages(out.subspan(filled));
-    filled += drained;
-    if (filled == out.size()) return filled;
-    if (drained == 0) ++empty_reads;
-  }
-  return filled;
 }
 
 void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* out) const {

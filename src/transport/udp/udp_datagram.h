@@ -1,12 +1,17 @@
 // transport/udp/udp_datagram.h: UdpDatagram, the Datagram implementation over
 // a kernel UDP socket. Sends are batched with sendmmsg and, where the kernel
 // allows, coalesced with UDP GSO; receives are batched with recvmmsg and, with
-// UDP GRO, split back into datagrams here. Priority travels as DSCP. The
+// UDP GRO, split back into datagrams. Priority travels as DSCP.
+//
+// UdpDatagram opens the socket and owns the send side; its parts hold the
+// rest: UdpReceiver (udp_receiver.h) the receive slots, the read windows and
+// adaptive GRO; UdpPathTable (udp_path_table.h) what is known about each
+// destination's path; udp_hot_peer.h the hot-peer socket's rules. The
 // socket-option probes and cmsg encoding live in udp_socket_options.h, the
-// GSO grouping rules in udp_gso_plan.h, the copy of a bulk run into one
-// piece in udp_gso_staging.h, the rule that switches GRO on a loopback
-// socket in udp_adaptive_gro.h (the switching itself in
-// udp_datagram_gro.cc). docs/transports.md explains the choices.
+// GSO grouping rules in udp_gso_plan.h, the copy of a bulk run into one piece
+// in udp_gso_staging.h, the GRO switching rule in udp_adaptive_gro.h,
+// address conversions in udp_addresses.h. docs/transports.md explains the
+// choices.
 #pragma once
 
 #include <sys/socket.h>
@@ -15,16 +20,17 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "transport/datagram.h"
 #include "transport/net_address.h"
-#include "transport/udp/udp_adaptive_gro.h"
 #include "transport/udp/udp_gso_plan.h"
 #include "transport/udp/udp_gso_staging.h"
 #include "transport/udp/udp_hot_peer.h"
+#include "transport/udp/udp_path_table.h"
+#include "transport/udp/udp_receiver.h"
 #include "transport/udp/udp_socket_options.h"
+#include "transport/udp/udp_stats.h"
 #include "transport/udp/udp_syscalls.h"
 #include "wharf/result.h"
 
@@ -103,54 +109,6 @@ struct UdpOptions {
   udp::UdpSyscalls* syscalls = nullptr;
 };
 
-// Counters since Open. Monotonic; read them with stats().
-struct UdpStats {
-  // Datagrams the kernel accepted (a GSO send counts each segment).
-  uint64_t sent = 0;
-  // sendmmsg calls that accepted at least one message.
-  uint64_t send_batches = 0;
-  // Messages that carried two or more datagrams as one GSO send.
-  uint64_t gso_sends = 0;
-  // Of those, messages whose parts were copied into one buffer first
-  // (UdpOptions::gso_copy_min_bytes).
-  uint64_t gso_copied_sends = 0;
-  // Datagrams handed out by Receive.
-  uint64_t received = 0;
-  // Kernel receive buffers that held two or more datagrams (GRO) and were
-  // split here.
-  uint64_t gro_coalesced = 0;
-  // Datagrams dropped on receive because they were larger than
-  // MaxDatagramBytes() (MSG_TRUNC, or an oversized GRO segment).
-  uint64_t truncated = 0;
-  // ECONNREFUSED reports consumed. The kernel delivers them only when the
-  // socket asked for ICMP errors (IP_RECVERR) and always on the call after
-  // the one that provoked them, so the datagram that met the error is
-  // retried, not dropped.
-  uint64_t refused = 0;
-  // Datagrams dropped because the kernel rejected their destination
-  // (no route, host down, firewall) or a refusal repeated.
-  uint64_t send_dropped = 0;
-  // 1 once a GSO send failed where the same datagrams sent plain succeeded,
-  // which turns GSO off for this socket.
-  uint64_t gso_fallbacks = 0;
-  // ICMP reports read from the error queues and handed out by
-  // TakePathErrors (port / host / network unreachable, ...).
-  uint64_t path_errors = 0;
-  // Entries of the remote path-MTU cache dropped because it was full.
-  uint64_t path_cache_evictions = 0;
-  // Datagrams sent through the hot-peer socket, and whether it was opened
-  // (1) or could not be (failures).
-  uint64_t hot_sends = 0;
-  uint64_t hot_sockets_opened = 0;
-  uint64_t hot_socket_failures = 0;
-  // Adaptive GRO (LoopbackGro::kAdaptive): times it was turned on and off,
-  // and turn-offs put back because a datagram was already queued (it may
-  // be a coalesced buffer, which only reads with GRO on can split).
-  uint64_t gro_enabled_times = 0;
-  uint64_t gro_disabled_times = 0;
-  uint64_t gro_disable_deferred = 0;
-};
-
 // Owned by whoever opened it (the engine); closes its socket on
 // destruction. Not thread-safe: one thread calls every method.
 class UdpDatagram final : public Datagram {
@@ -174,7 +132,7 @@ class UdpDatagram final : public Datagram {
   // read again. 0 means nothing is waiting, or that 16 reads in a row found
   // only oversized datagrams (dropped, counted); the fd then stays readable,
   // so wait on it level-triggered.
-  Result<size_t> Receive(std::span<InDatagram> out) override;
+  Result<size_t> Receive(std::span<InDatagram> out) override { return receiver_.Receive(out); }
   int ReadableFd() const override { return fd_; }
   // The hot-peer socket's fd (-1 until one is open). Readable like
   // ReadableFd(): whoever waits on that must wait on this too. Once open it
@@ -186,18 +144,18 @@ class UdpDatagram final : public Datagram {
   // path the loopback route's (read by RefreshPaths); otherwise asked of the
   // kernel once per destination IP through a connected probe socket and
   // kept in a cache of at most kMaxPathCacheEntries IPs.
-  size_t MaxDatagramBytesTo(const NetAddress& to) override;
-  static constexpr size_t kMaxPathCacheEntries = 4096;
+  size_t MaxDatagramBytesTo(const NetAddress& to) override { return paths_.MaxDatagramBytesTo(to); }
+  static constexpr size_t kMaxPathCacheEntries = udp::UdpPathTable::kMaxCacheEntries;
   // Loopback addresses and this host's own interface addresses, from the
   // list RefreshPaths read: no system call.
-  bool IsLocalPath(const NetAddress& to) override;
+  bool IsLocalPath(const NetAddress& to) override { return paths_.IsLocal(to); }
   // Local paths, and remote ones whose route leaves from an address of a
   // software interface (udp_egress_device.h), found with the same cached
   // probe as MaxDatagramBytesTo.
-  bool IsSoftwarePath(const NetAddress& to) override;
+  bool IsSoftwarePath(const NetAddress& to) override { return paths_.IsSoftware(to); }
   // Re-reads the host's interface addresses and the loopback route's MTU
   // (getifaddrs and a probe socket); done at Open.
-  void RefreshPaths() override;
+  void RefreshPaths() override { paths_.Refresh(); }
   // The ICMP reports waiting on the main and hot-peer sockets' error queues
   // (IP_RECVERR is set on both). Reads the queues only after a send or
   // receive met the error the kernel raises alongside each report, so it is
@@ -208,12 +166,12 @@ class UdpDatagram final : public Datagram {
   // if the kernel later rejects a GSO send).
   bool gso_enabled() const { return gso_; }
   // Whether the socket receives GRO-coalesced buffers now.
-  bool gro_enabled() const { return main_reads_.gro; }
+  bool gro_enabled() const { return receiver_.gro_enabled(); }
   // Whether GRO switches with the load (LoopbackGro::kAdaptive on a
   // loopback socket, while the kernel accepts UDP_GRO).
-  bool gro_adaptive() const { return gro_adaptive_; }
+  bool gro_adaptive() const { return receiver_.gro_adaptive(); }
   // Whether the hot-peer socket is open with GRO on.
-  bool hot_gro_enabled() const { return hot_fd_ >= 0 && hot_reads_.gro; }
+  bool hot_gro_enabled() const { return receiver_.hot_gro_enabled(); }
   // Buffer sizes as the kernel reports them (about twice the request, see
   // udp::SetBufferBytes); 0 when the option asked for the default.
   int recv_buffer_bytes() const { return recv_buffer_bytes_; }
@@ -227,26 +185,10 @@ class UdpDatagram final : public Datagram {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>* out) const override;
 
  private:
-  // Control-message room for one outgoing / incoming message, aligned as
-  // the kernel's cmsg walker requires.
+  // Control-message room for one outgoing message, aligned as the kernel's
+  // cmsg walker requires.
   struct alignas(cmsghdr) SendControl {
     std::byte bytes[udp::kSendControlBytes];
-  };
-  struct alignas(cmsghdr) ReceiveControl {
-    std::byte bytes[udp::kReceiveControlBytes];
-  };
-
-  // Per socket: how many kernel messages the next read asks for
-  // (1..batch_), adapted by ReadMessages, and whether UDP_GRO is on for it.
-  // One window per socket: the main socket's empty reads must not shrink a
-  // busy hot-peer socket's window (under a burst that cut reads to one or
-  // two datagrams each, and the protocol's poll to one read).
-  struct ReadWindow {
-    size_t window = 1;
-    int full_single_reads = 0;  // single-message reads in a row that found one
-    // Changed only by a setsockopt the kernel accepted, so it is what the
-    // kernel does: while true, reads pass a control buffer.
-    bool gro = false;
   };
 
   UdpDatagram(int fd, const UdpOptions& options);
@@ -256,27 +198,10 @@ class UdpDatagram final : public Datagram {
   // Fills send_msgs_ with up to batch_ messages for the front of `rest`;
   // returns how many.
   size_t PlanMessages(std::span<const OutDatagram> rest);
-  // Reads up to `count` kernel messages into the receive slots; returns how
-  // many (0 when the socket is empty).
-  Result<size_t> ReadMessages(int fd, ReadWindow& window, size_t count);
-  // Reads the hot-peer socket on every call and the main socket, first, on
-  // every kMainReadEvery-th (just the main socket while there is no hot one).
-  Result<size_t> ReadAnySocket(size_t count);
   // Opens the hot-peer socket for `to` (once; a failure is counted).
   void OpenHotPeer(const NetAddress& to);
-  // Hands out datagrams from the read messages into `out`; returns how many.
-  size_t DrainMessages(std::span<InDatagram> out);
-  // Prepares the message at next_message_ for draining; false when it is
-  // dropped (counted) instead.
-  bool OpenMessage();
-  // Adaptive GRO: feeds a read of `messages` kernel messages (the front
-  // receive slots) to gro_policy_ and switches as it says.
-  void AdaptGro(size_t messages);
-  void TurnGroOn();
-  void TurnGroOff();
-  // setsockopt UDP_GRO on one socket; updates `reads.gro` when accepted.
-  bool SetGro(int fd, ReadWindow& reads, bool on);
 
+  // Constant after Open.
   const int fd_;
   // Borrowed; see UdpOptions::syscalls.
   udp::UdpSyscalls* const syscalls_;
@@ -288,30 +213,6 @@ class UdpDatagram final : public Datagram {
   const udp::GsoLimits gso_limits_;
   NetAddress local_;
   size_t max_datagram_bytes_ = 0;
-  // What MaxDatagramBytesTo and IsSoftwarePath learnt about remote IPs
-  // (port 0), cleared when it reaches kMaxPathCacheEntries.
-  struct PathInfo {
-    size_t max_bytes = 0;
-    bool software = false;  // leaves from a software interface's address
-  };
-  std::unordered_map<NetAddress, PathInfo> paths_;
-  // The cached entry for `to` (a remote IP), probing the route on a miss.
-  const PathInfo& PathTo(const NetAddress& to);
-  // This host's interface IPs (port 0, IPv4 plain) and the loopback
-  // route's datagram limit, as RefreshPaths last read them.
-  std::vector<NetAddress> host_ips_;
-  // The subset held by software interfaces (veth, tun, dummy, vrf).
-  std::vector<NetAddress> software_ips_;
-  size_t local_path_max_bytes_ = 0;
-  // Set when a send or receive failed with an ICMP-raised errno: the error
-  // queues hold reports for TakePathErrors.
-  bool path_errors_pending_ = false;
-  bool gso_ = false;
-  // GRO may be on now or later (always, or adaptive): receive slots are
-  // kGroSlotBytes and carry a control buffer.
-  bool gro_capable_ = false;
-  bool gro_adaptive_ = false;
-  udp::AdaptiveGro gro_policy_;
   // The TOS byte the socket puts on packets with an IPv4 / IPv6 header when
   // no control message overrides it (UdpOptions::default_priority, if the
   // kernel accepted it).
@@ -319,19 +220,28 @@ class UdpDatagram final : public Datagram {
   int socket_tos_v6_ = 0;
   int recv_buffer_bytes_ = 0;
   int send_buffer_bytes_ = 0;
+
+  // Counters; the parts below count into it too.
+  UdpStats stats_;
+  udp::UdpPathTable paths_{&stats_};
+  udp::UdpReceiver receiver_;
+
+  // Set when a send failed with an ICMP-raised errno: the error queues hold
+  // reports for TakePathErrors (the receiver notes its own).
+  bool path_errors_pending_ = false;
+  // Whether sends coalesce with GSO now.
+  bool gso_ = false;
   // Set after a GSO send was rejected: the next attempt goes out plain, and
   // if that works GSO is turned off for good.
   bool retry_plain_ = false;
-  UdpStats stats_;
 
-  // The hot-peer socket (udp_hot_peer.h): -1 until open.
+  // The hot-peer socket (udp_hot_peer.h): -1 until open; owned (closed with
+  // the datagram), and read by receiver_ too.
   bool hot_enabled_ = false;
   udp::HotPeerTracker hot_tracker_{kHotAfterSends};
   udp::HotSocketSetup hot_setup_;
   int hot_fd_ = -1;
   NetAddress hot_peer_;
-  static constexpr int kMainReadEvery = 4;
-  int reads_since_main_ = 0;
 
   // Send scratch, sized at Open so that Send never allocates. Message i uses
   // send_iovs_[i * 2 * max_segments ...] (two per datagram: its bytes and its
@@ -345,28 +255,6 @@ class UdpDatagram final : public Datagram {
   std::vector<size_t> send_runs_;
   std::vector<uint8_t> send_staged_;
   udp::GsoStaging gso_staging_;
-
-  // Receive slots, sized at Open: slot i is recv_buffers_[i * slot_bytes_]
-  // with its iovec, source address and control room.
-  size_t slot_bytes_ = 0;
-  std::vector<std::byte> recv_buffers_;
-  std::vector<mmsghdr> recv_msgs_;
-  std::vector<iovec> recv_iovs_;
-  std::vector<sockaddr_storage> recv_addrs_;
-  std::vector<ReceiveControl> recv_controls_;
-  ReadWindow main_reads_;
-  ReadWindow hot_reads_;
-
-  // Drain cursor over the last recvmmsg result: messages [next_message_,
-  // read_messages_) are not fully handed out; within next_message_ (when
-  // message_open_) the next datagram starts at message_offset_, is at most
-  // segment_bytes_ long and came from message_from_.
-  size_t read_messages_ = 0;
-  size_t next_message_ = 0;
-  bool message_open_ = false;
-  size_t message_offset_ = 0;
-  size_t segment_bytes_ = 0;
-  NetAddress message_from_;
 };
 
 }  // namespace wharf::transport
