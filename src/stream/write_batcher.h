@@ -5,7 +5,7 @@
 // API wait for its end, one writev per connection for the whole burst,
 // except that the first kMaxHeldMessages leave at once (the cut), so that the
 // peer starts on a burst's head while its tail is still being made (see
-// HomaHost::HeldPacketsBeforeCut).
+// TxBatcher::HeadPackets in src/homa).
 //
 // It does not write and does not own connections: the transport takes the
 // dirty list and writes each connection it still finds open. Header only:
