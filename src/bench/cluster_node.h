@@ -7,7 +7,7 @@
 // format: docs/benchmarks.md, "The cluster node".
 //
 // The run is transport-neutral: the protocol comes in as a pair of
-// factories (ClusterNodeTransports), so that wharf-grpc-node (src/tools/grpc)
+// factories (ClusterNodeTransports), so that wharf-grpc-node (src/bench/grpc)
 // runs the same node, flags, samples and summary over gRPC without gRPC
 // linking into wharf.
 #pragma once

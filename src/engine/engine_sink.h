@@ -3,7 +3,7 @@
 // is events: an operation finished (id, Status, Buffer, value), a request for
 // a served method arrived, a client withdrew a request it had sent. The
 // embedded host (src/client) turns them into Completions and handler calls;
-// the daemon will turn them into completion-ring entries.
+// wharfd (daemon/app_session.h) turns them into completion-ring entries.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // `wharf bench`: benchmarks. For now one subcommand, `wharf bench baseline`,
 // which measures wharf (embedded and managed) beside the baselines it is
 // compared against (UDP, TCP and shared-memory ping-pong, iperf3 goodput)
-// and prints them as a table, ratio lines and, optionally, JSON. The measuring code is in bench/ (wharf_bench_lib); this file
+// and prints them as a table, ratio lines and, optionally, JSON. The measuring code is in src/bench/ (wharf_bench); this file
 // holds the flags and the printing.
 #pragma once
 
