@@ -76,7 +76,8 @@ TEST(ConnectionTable, Listen__PicksAPortAndReportsNothingReadyUntilAClientConnec
   ASSERT_TRUE(WaitReadable(t.table->epoll_fd()));
   const std::span<const epoll_event> ready = t.table->Ready();
   ASSERT_EQ(ready.size(), 1u);
-  EXPECT_EQ(ready[0].data.u64, ConnectionTable::kListenerId);
+  const uint64_t id = ready[0].data.u64;  // a copy: epoll_event is packed on x86-64
+  EXPECT_EQ(id, ConnectionTable::kListenerId);
 }
 
 TEST(ConnectionTable, Listen__ABoundPortIsAnErrorNamingTheAddress) {
@@ -132,7 +133,8 @@ TEST(ConnectionTable, Dial__ConnectsAndCountsTheConnectionOnceEstablished) {
     ASSERT_TRUE(WaitReadable(client.table->epoll_fd()));
     const std::span<const epoll_event> ready = client.table->Ready();
     ASSERT_EQ(ready.size(), 1u);
-    EXPECT_EQ(ready[0].data.u64, conn.id());
+    const uint64_t id = ready[0].data.u64;  // a copy: epoll_event is packed on x86-64
+    EXPECT_EQ(id, conn.id());
     ASSERT_TRUE(client.table->FinishConnect(conn, &error).ok());
   }
   EXPECT_EQ(conn.state(), Connection::State::kHandshake);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "integration/sanitizer_build.h"
 #include "integration/wharfd_process.h"
 #include "wire/endpoint_id.h"
 #include "wire/packet.h"
@@ -69,6 +70,11 @@ std::vector<std::byte> FirstPacket(uint64_t rpc_id, uint32_t length) {
 }
 
 TEST(DaemonFloodTest, MemoryAFloodTookIsGivenBackOnceItsRpcsDie) {
+  if (kSanitizedBuild) {
+    // ASan keeps freed memory in its quarantine and maps shadow for it: the
+    // resident size measures the sanitizer, not wharfd's pool.
+    GTEST_SKIP() << "resident memory is not wharfd's under a sanitizer";
+  }
   auto dir = TempDir::Create("wharfd-flood");
   ASSERT_TRUE(dir.ok()) << dir.status();
   auto daemon = WharfdProcess::Start({.socket = (*dir)->path() + "/wharfd.sock",

@@ -26,19 +26,12 @@
 
 #include "integration/call_stream.h"
 #include "integration/liveness_scenarios.h"
+#include "integration/sanitizer_build.h"
 #include "integration/wharf_process.h"
 #include "netns/status_testing.h"
 #include "netns/subprocess.h"
 #include "wharf/endpoint.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WHARF_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WHARF_TEST_SANITIZED 1
-#endif
 
 namespace wharf::integration {
 namespace {
