@@ -15,6 +15,7 @@ namespace wharf {
 
 namespace internal {
 struct CompletionState;
+class PublicAccess;
 }  // namespace internal
 
 // Copyable: copies refer to the same operation. Thread-safe: any thread may
@@ -25,8 +26,6 @@ class Completion {
   static constexpr std::chrono::nanoseconds kForever = std::chrono::nanoseconds::max();
 
   Completion() = default;
-  explicit Completion(std::shared_ptr<internal::CompletionState> state)
-      : state_(std::move(state)) {}
 
   // False for a default-constructed handle.
   bool valid() const { return state_ != nullptr; }
@@ -49,6 +48,11 @@ class Completion {
   void Cancel();
 
  private:
+  // Made by the endpoint (through internal::PublicAccess).
+  friend class internal::PublicAccess;
+  explicit Completion(std::shared_ptr<internal::CompletionState> state)
+      : state_(std::move(state)) {}
+
   std::shared_ptr<internal::CompletionState> state_;
 };
 

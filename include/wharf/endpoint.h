@@ -37,6 +37,7 @@ namespace wharf {
 namespace internal {
 class EndpointCore;
 struct ResponderState;
+class PublicAccess;
 }  // namespace internal
 
 // Where an endpoint's engine runs (EndpointOptions::hosting).
@@ -133,10 +134,11 @@ class Responder {
   std::chrono::steady_clock::time_point deadline() const;
   bool valid() const { return state_ != nullptr; }
 
-  // Internal: made by the endpoint.
+ private:
+  // Made by the endpoint (through internal::PublicAccess).
+  friend class internal::PublicAccess;
   explicit Responder(std::shared_ptr<internal::ResponderState> state) : state_(std::move(state)) {}
 
- private:
   std::shared_ptr<internal::ResponderState> state_;
 };
 
@@ -215,10 +217,9 @@ class Endpoint {
   // Counters for tools and tests ("homa.requests_delivered" -> n, ...).
   std::vector<std::pair<std::string, uint64_t>> Stats() const;
 
-  // Internal: the shared engine host, for Connection and Group.
-  const std::shared_ptr<internal::EndpointCore>& core() const { return core_; }
-
  private:
+  // Group reaches core_ through internal::PublicAccess.
+  friend class internal::PublicAccess;
   explicit Endpoint(std::shared_ptr<internal::EndpointCore> core) : core_(std::move(core)) {}
   // Shared with Connections and Completions so they stay safe after the
   // Endpoint is destroyed (they then fail with kCancelled).

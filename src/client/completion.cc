@@ -2,7 +2,7 @@
 #include "wharf/completion.h"
 
 #include "base/clock.h"
-#include "engine/completion_state.h"
+#include "client/completion_state.h"
 
 namespace wharf {
 namespace {

@@ -2,12 +2,14 @@
 #include "wharf/endpoint.h"
 
 #include "client/endpoint_core.h"
+#include "client/public_access.h"
 #include "engine/uri.h"
 
 namespace wharf {
 namespace {
 
 using internal::EndpointCore;
+using internal::PublicAccess;
 using StatePtr = EndpointCore::StatePtr;
 
 Status Closed(const EndpointCore& core) {
@@ -62,10 +64,10 @@ Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds ti
 
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
-  if (core_->closed()) return Completion(core_->Failed(Closed(*core_)));
+  if (core_->closed()) return PublicAccess::MakeCompletion(core_->Failed(Closed(*core_)));
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
-  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
+  return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
     Result<const engine::Uri*> uri = core_->ResolveLocked(address);
     if (!uri.ok()) {
       core_->OnComplete(op, uri.status(), Buffer(), 0);
@@ -145,14 +147,15 @@ std::string Connection::peer() const {
 }
 
 Completion Connection::ISend(Buffer message) {
-  return Completion(core_->Start(
+  return PublicAccess::MakeCompletion(core_->Start(
       [&](engine::EngineApi& e, uint64_t op) { e.Send(op, id_, std::move(message)); }));
 }
 
 Status Connection::Send(Buffer message) { return ISend(std::move(message)).Wait(); }
 
 Completion Connection::IRecv() {
-  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Recv(op, id_); }));
+  return PublicAccess::MakeCompletion(
+      core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Recv(op, id_); }));
 }
 
 Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
@@ -174,7 +177,7 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
 
 Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
-  return Completion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
+  return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
     e.CallOnConnection(op, id_, method, std::move(request), deadline);
   }));
 }
@@ -188,7 +191,7 @@ Result<Buffer> Connection::Call(uint32_t method, Buffer request, const CallOptio
 Status Connection::Disconnect() {
   StatePtr state =
       core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Disconnect(op, id_); });
-  return Completion(state).Wait();
+  return PublicAccess::MakeCompletion(state).Wait();
 }
 
 }  // namespace wharf

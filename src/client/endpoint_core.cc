@@ -7,6 +7,7 @@
 
 #include "client/daemon_link.h"
 #include "client/managed_engine.h"
+#include "client/public_access.h"
 #include "engine/uri.h"
 
 namespace wharf::internal {
@@ -389,7 +390,8 @@ void EndpointCore::RunCall(PendingCall& call) {
         responders_[call.ref] = state;
       }
       answered_here = false;
-      call.handler->async(context, std::move(call.request), Responder(std::move(state)));
+      call.handler->async(context, std::move(call.request),
+                          PublicAccess::MakeResponder(std::move(state)));
     }
   } catch (const std::exception& e) {
     status = InternalError(std::string("handler threw: ") + e.what());

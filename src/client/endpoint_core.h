@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "client/completion_state.h"
 #include "client/engine_host.h"
 #include "client/responder_state.h"
-#include "engine/completion_state.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_sink.h"
@@ -36,7 +36,7 @@ namespace wharf::internal {
 
 // Shared by the Endpoint and everything that may outlive it (Connections,
 // Completions hold it weakly). Thread-safe.
-class EndpointCore final : public engine::ProgressDriver,
+class EndpointCore final : public ProgressDriver,
                            public engine::EngineSink,
                            public std::enable_shared_from_this<EndpointCore> {
  public:
@@ -125,7 +125,7 @@ class EndpointCore final : public engine::ProgressDriver,
   void OnRequest(engine::IncomingCall call) override;
   void OnCallCancelled(const engine::ServerCallRef& ref) override;
 
-  // engine::ProgressDriver
+  // ProgressDriver
   int PollOnce() override;
   bool AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns) override;
   TimeNs NowNs() const override { return clock_.NowNs(); }

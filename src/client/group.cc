@@ -2,6 +2,7 @@
 #include "wharf/group.h"
 
 #include "client/endpoint_core.h"
+#include "client/public_access.h"
 #include "engine/uri.h"
 
 namespace wharf {
@@ -25,13 +26,15 @@ Result<std::unique_ptr<Group>> Group::Join(Endpoint& endpoint, std::vector<std::
                                 " is outside 0.." + std::to_string(members.size() - 1));
   }
   if (members.size() > UINT32_MAX) return InvalidArgumentError("group: too many members");
-  WHARF_RETURN_IF_ERROR(endpoint.core()->Resolve(members[0]).status().WithContext(
-      "group '" + name + "': coordinator (rank 0)"));
+  WHARF_RETURN_IF_ERROR(internal::PublicAccess::Core(endpoint)
+                            ->Resolve(members[0])
+                            .status()
+                            .WithContext("group '" + name + "': coordinator (rank 0)"));
   return std::unique_ptr<Group>(new Group(endpoint, std::move(members), rank, std::move(name)));
 }
 
 Status Group::Barrier(std::chrono::nanoseconds timeout) {
-  auto& core = *endpoint_.core();
+  auto& core = *internal::PublicAccess::Core(endpoint_);
   WHARF_ASSIGN_OR_RETURN(engine::Uri coordinator, core.Resolve(members_[0]));
   TimeNs deadline = core.DeadlineAfter(timeout);
   uint64_t round = round_++;

@@ -57,7 +57,7 @@ namespace wharf::daemon {
 
 // An application's endpoint on one of the daemon's sockets: the transport
 // there, and (wrapping it) the one the engine drives, which delivers to
-// other endpoints of the same daemon in-process (engine/switched_transport.h).
+// other endpoints of the same daemon in-process (daemon/switched_transport.h).
 struct AppEndpoint {
   std::unique_ptr<transport::MessageTransport> inner;
   std::unique_ptr<transport::MessageTransport> outer;  // destroyed first

@@ -10,8 +10,8 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "daemon/switched_transport.h"
 #include "daemon/unattached_limits.h"
-#include "engine/switched_transport.h"
 #include "engine/uri.h"
 #include "wire/endpoint_id.h"
 
@@ -55,7 +55,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   d->transports_ = std::make_unique<engine::TransportSet>(d->config_.engine, clock);
   // One read of the shared socket per pass, not one per application.
   d->transports_->SetOwnerPollsSockets();
-  d->switch_ = std::make_unique<engine::LocalSwitch>(clock);
+  d->switch_ = std::make_unique<LocalSwitch>(clock);
   // This host's addresses: a peer named by any of them is local.
   ifaddrs* ifs = nullptr;
   if (::getifaddrs(&ifs) == 0) {
@@ -152,8 +152,8 @@ Status Daemon::Admit(const shm::PeerCredentials& peer) {
 Result<AppEndpoint> Daemon::Switched(std::unique_ptr<transport::MessageTransport> inner,
                                      uint16_t endpoint_id) {
   AppEndpoint e;
-  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<engine::SwitchedTransport> outer,
-                         engine::SwitchedTransport::Create(switch_.get(), inner.get(), endpoint_id));
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<SwitchedTransport> outer,
+                         SwitchedTransport::Create(switch_.get(), inner.get(), endpoint_id));
   e.inner = std::move(inner);
   e.outer = std::move(outer);
   return e;

@@ -25,10 +25,10 @@
 #include "base/clock.h"
 #include "daemon/app_session.h"
 #include "daemon/daemon_config.h"
+#include "daemon/local_switch.h"
 #include "daemon/loop_watchdog.h"
 #include "daemon/status_report.h"
 #include "engine/engine.h"
-#include "engine/local_switch.h"
 #include "engine/transport_set.h"
 #include "engine/waiter.h"
 #include "shm/background_closer.h"
@@ -104,7 +104,7 @@ class Daemon final : public SessionHost {
   std::unique_ptr<shm::BackgroundCloser> closer_;
   std::unique_ptr<engine::TransportSet> transports_;
   // Same-host delivery between applications' endpoints; outlives them.
-  std::unique_ptr<engine::LocalSwitch> switch_;
+  std::unique_ptr<LocalSwitch> switch_;
   std::unique_ptr<RefusingSink> refusing_sink_;
   std::vector<std::unique_ptr<OwnEndpoint>> own_;
   transport::NetAddress homa_bind_;  // listen.homa, port resolved

@@ -1,7 +1,7 @@
-// engine/switched_transport.h: SwitchedTransport, the MessageTransport an
+// daemon/switched_transport.h: SwitchedTransport, the MessageTransport an
 // endpoint hosted by wharfd drives. It wraps the endpoint's real transport
 // (a homa endpoint on the daemon's shared socket, or a tcp transport) and
-// registers with the daemon's LocalSwitch (engine/local_switch.h); requests
+// registers with the daemon's LocalSwitch (daemon/local_switch.h); requests
 // to another registered endpoint on this host are delivered in-process (no
 // socket, no copy of the payload), everything else goes to the inner
 // transport. The semantics are MessageTransport's either way: at most one
@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "engine/local_switch.h"
+#include "daemon/local_switch.h"
 #include "homa/id_map.h"
 #include "transport/message_transport.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 
-namespace wharf::engine {
+namespace wharf::daemon {
 
 struct SwitchLimits {
   // Local RPCs this transport may have pending as a client, and (separately)
@@ -179,4 +179,4 @@ class SwitchedTransport final : public transport::MessageTransport {
   Counts counts_;
 };
 
-}  // namespace wharf::engine
+}  // namespace wharf::daemon

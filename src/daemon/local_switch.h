@@ -1,7 +1,7 @@
-// engine/local_switch.h: LocalSwitch, wharfd's registry of the endpoints it
+// daemon/local_switch.h: LocalSwitch, wharfd's registry of the endpoints it
 // hosts, through which two applications attached to one daemon reach each
 // other without the network stack. Each endpoint's transport is wrapped in a
-// SwitchedTransport (engine/switched_transport.h) that registers here under
+// SwitchedTransport (daemon/switched_transport.h) that registers here under
 // (scheme, port, endpoint id); a request addressed to one of this host's
 // addresses at a registered (scheme, port, endpoint) is handed to the target
 // in-process instead of going to a socket. The switch holds only the
@@ -20,7 +20,7 @@
 #include "transport/net_address.h"
 #include "wharf/result.h"
 
-namespace wharf::engine {
+namespace wharf::daemon {
 
 class SwitchedTransport;
 
@@ -85,4 +85,4 @@ class LocalSwitch {
   uint64_t next_local_id_ = uint64_t{1} << 63;
 };
 
-}  // namespace wharf::engine
+}  // namespace wharf::daemon

@@ -1,9 +1,9 @@
-// Tests of engine::LocalSwitch: its address rules, then component tests of
+// Tests of daemon::LocalSwitch: its address rules, then component tests of
 // engines hosted as wharfd hosts them: several endpoints on one HomaHost
 // socket, each engine on a SwitchedTransport registered with one switch,
 // plus a remote engine on another address of the FakeNetwork. The
 // transport-level details are switched_transport_test.cc's.
-#include "engine/local_switch.h"
+#include "daemon/local_switch.h"
 
 #include <gtest/gtest.h>
 
@@ -16,17 +16,19 @@
 #include <vector>
 
 #include "base/sim_clock.h"
-#include "engine/switched_transport.h"
+#include "daemon/switched_transport.h"
 #include "engine/testing/test_host.h"
 #include "homa/homa_transport.h"
 #include "transport/fake/fake_datagram.h"
 #include "transport/fake/fake_network.h"
 
-namespace wharf::engine {
+namespace wharf::daemon {
 namespace {
 
-using testing::OpPtr;
-using testing::TestHost;
+using engine::IncomingCall;
+using engine::Uri;
+using engine::testing::OpPtr;
+using engine::testing::TestHost;
 using transport::MessageTransport;
 using transport::NetAddress;
 
@@ -363,4 +365,4 @@ TEST_F(LocalSwitchEngineTest, LargePayloadsMoveWithoutACopy) {
 }
 
 }  // namespace
-}  // namespace wharf::engine
+}  // namespace wharf::daemon

@@ -1,8 +1,8 @@
-// Unit tests of engine::SwitchedTransport at the transport interface: two
+// Unit tests of daemon::SwitchedTransport at the transport interface: two
 // endpoints on one HomaHost socket (as in wharfd), each wrapped and
 // registered with one LocalSwitch, plus a remote homa endpoint on another
 // address of the FakeNetwork. The engines on top are local_switch_test.cc's.
-#include "engine/switched_transport.h"
+#include "daemon/switched_transport.h"
 
 #include <gtest/gtest.h>
 
@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "base/sim_clock.h"
-#include "engine/local_switch.h"
+#include "daemon/local_switch.h"
 #include "homa/homa_transport.h"
 #include "transport/fake/fake_datagram.h"
 #include "transport/fake/fake_network.h"
 
-namespace wharf::engine {
+namespace wharf::daemon {
 namespace {
 
 using transport::MessageEvent;
@@ -420,4 +420,4 @@ TEST_F(SwitchedTransportTest, SwitchClosingFirstDetachesItsTransports) {
 }
 
 }  // namespace
-}  // namespace wharf::engine
+}  // namespace wharf::daemon

@@ -1,12 +1,12 @@
-// engine/switched_transport.cc: SwitchedTransport: routing each call to the
+// daemon/switched_transport.cc: SwitchedTransport: routing each call to the
 // local path or the inner transport, the local RPC tables of both sides,
 // the local event queue, and the failures an endpoint's death causes.
-#include "engine/switched_transport.h"
+#include "daemon/switched_transport.h"
 
 #include <algorithm>
 #include <string>
 
-namespace wharf::engine {
+namespace wharf::daemon {
 
 using transport::MessageEvent;
 using transport::NetAddress;
@@ -258,4 +258,4 @@ std::vector<std::pair<std::string, uint64_t>> SwitchedTransport::Counters() cons
   return all;
 }
 
-}  // namespace wharf::engine
+}  // namespace wharf::daemon

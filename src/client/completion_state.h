@@ -1,4 +1,4 @@
-// engine/completion_state.h: the shared state behind a public Completion, and
+// client/completion_state.h: the shared state behind a public Completion, and
 // ProgressDriver, the interface through which a waiter drives the engine that
 // will complete it.
 #pragma once
@@ -13,7 +13,7 @@
 #include "wharf/buffer.h"
 #include "wharf/status.h"
 
-namespace wharf::engine {
+namespace wharf::internal {
 
 // Implemented by whatever hosts an engine (the embedded endpoint core).
 class ProgressDriver {
@@ -32,10 +32,6 @@ class ProgressDriver {
   virtual void CancelOp(uint64_t op_id) = 0;
 };
 
-}  // namespace wharf::engine
-
-namespace wharf::internal {
-
 // Shared (hence shared_ptr) between the engine, which completes it, and any
 // number of public Completion handles, which may outlive the endpoint.
 struct CompletionState {
@@ -47,7 +43,7 @@ struct CompletionState {
   uint64_t value = 0;  // e.g. the connection id an Accept/Connect produced
   std::function<void(const Status&)> callback;
   uint64_t op_id = 0;
-  std::weak_ptr<engine::ProgressDriver> driver;
+  std::weak_ptr<ProgressDriver> driver;
 
   // Completes once; later calls are ignored. Returns the callback the
   // application attached (empty if none) for the caller to run once it is

@@ -1,12 +1,12 @@
-// engine/local_switch.cc: LocalSwitch: the host's addresses and the registry
+// daemon/local_switch.cc: LocalSwitch: the host's addresses and the registry
 // of switched transports.
-#include "engine/local_switch.h"
+#include "daemon/local_switch.h"
 
 #include <string>
 
-#include "engine/switched_transport.h"
+#include "daemon/switched_transport.h"
 
-namespace wharf::engine {
+namespace wharf::daemon {
 
 LocalSwitch::~LocalSwitch() {
   // Each Detach unregisters its transport.
@@ -68,4 +68,4 @@ void LocalSwitch::Unregister(uint8_t scheme_index, uint16_t port, uint16_t endpo
   registry_.erase(Key(scheme_index, port, endpoint_id));
 }
 
-}  // namespace wharf::engine
+}  // namespace wharf::daemon
