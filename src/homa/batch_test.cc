@@ -137,11 +137,8 @@ class BatchWorld {
   bool RunUntilResponses(size_t responses) {
     const TimeNs end = clock_.NowNs() + kNsPerSec;
     while (done_.size() < responses && clock_.NowNs() < end) {
-      bool work = false;
       for (int i = 0; i < 100; ++i) {
-        bool any = PollOnce();
-        work |= any;
-        if (!any) break;
+        if (!PollOnce()) break;
       }
       if (done_.size() >= responses) break;
       TimeNs next = std::min({clock_.NextDeadline(), client_->NextDeadline(),
