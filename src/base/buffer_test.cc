@@ -9,11 +9,12 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace wharf {
 namespace {
@@ -32,18 +33,18 @@ class RecordingOwner : public BufferOwner {
     if (destroyed_ != nullptr) *destroyed_ = true;
   }
   void Release(std::span<std::byte> whole) noexcept override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     calls_.push_back({whole.data(), whole.size(), std::this_thread::get_id()});
   }
   std::vector<Call> calls() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return calls_;
   }
 
  private:
   bool* destroyed_;
-  std::mutex mu_;
-  std::vector<Call> calls_;
+  Mutex mu_;
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 // A lent range: stands in for a slice of an application's shared-memory heap.

@@ -42,11 +42,13 @@ spdlog::level::level_enum ToSpdlog(LogLevel level) {
 // Process-wide output state. Leaked on purpose: threads and static
 // destructors may log during exit, after a static object would be gone.
 struct Output {
-  std::mutex mu;
-  LogSink sink;  // guarded by mu; empty means stderr
+  Mutex mu;
+  LogSink sink ABSL_GUARDED_BY(mu);  // empty means stderr
   // Our own logger rather than spdlog's default one, so that whatever else in
   // the process configures spdlog (a library, a test) cannot change our format.
   // A shared_ptr because that is how spdlog's API hands loggers around.
+  // Set once, before GetOutput returns; the logger is spdlog's thread-safe
+  // kind (stderr_sink_mt), written under mu all the same.
   std::shared_ptr<spdlog::logger> stderr_logger;
 };
 
@@ -97,7 +99,7 @@ LogLevel GetLogLevel() {
 void LogLine(LogLevel level, std::string_view message) {
   if (!LogEnabled(level)) return;
   Output& out = GetOutput();
-  std::lock_guard<std::mutex> lock(out.mu);
+  MutexLock lock(out.mu);
   if (out.sink) {
     out.sink(level, message);
   } else {
@@ -107,14 +109,14 @@ void LogLine(LogLevel level, std::string_view message) {
 
 LogSink SetLogSink(LogSink sink) {
   Output& out = GetOutput();
-  std::lock_guard<std::mutex> lock(out.mu);
+  MutexLock lock(out.mu);
   std::swap(out.sink, sink);
   return sink;
 }
 
 ScopedLogCapture::ScopedLogCapture(LogLevel level) : previous_level_(GetLogLevel()) {
   previous_sink_ = SetLogSink([this](LogLevel line_level, std::string_view message) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lines_.push_back(fmt::format("{}: {}", LogLevelName(line_level), message));
   });
   SetLogLevel(level);
@@ -126,19 +128,19 @@ ScopedLogCapture::~ScopedLogCapture() {
 }
 
 std::vector<std::string> ScopedLogCapture::Lines() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lines_;
 }
 
 bool ScopedLogCapture::Contains(std::string_view needle) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::any_of(lines_.begin(), lines_.end(), [&](const std::string& line) {
     return line.find(needle) != std::string::npos;
   });
 }
 
 void ScopedLogCapture::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   lines_.clear();
 }
 

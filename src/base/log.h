@@ -15,12 +15,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "wharf/result.h"
 
 namespace wharf {
@@ -81,8 +81,8 @@ class ScopedLogCapture {
  private:
   // The installed sink writes lines_ from whichever thread logs; the
   // destructor uninstalls it (under log.cc's mutex) before members die.
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
   LogSink previous_sink_;
   LogLevel previous_level_;
 };

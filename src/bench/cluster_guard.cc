@@ -78,12 +78,12 @@ ClusterGuard::~ClusterGuard() {
 }
 
 void ClusterGuard::Protect(std::string tag) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   tags_.push_back(std::move(tag));
 }
 
 void ClusterGuard::Unprotect(const std::string& tag) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::erase(tags_, tag);
 }
 
@@ -105,7 +105,7 @@ void ClusterGuard::Watch() {
 void ClusterGuard::TearDownAndReraise(int signo) {
   std::vector<std::string> tags;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tags = tags_;
   }
   std::fprintf(stderr, "\nwharf: %s: removing %zu cluster(s) before exiting\n",

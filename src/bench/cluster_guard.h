@@ -19,11 +19,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "wharf/result.h"
 
 namespace wharf::bench {
@@ -44,9 +44,9 @@ class ClusterGuard {
 
   // Removes the cluster tagged `tag` (NetnsCluster::tag()) if a signal
   // comes; call it right after the cluster is created.
-  void Protect(std::string tag);
+  void Protect(std::string tag) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets `tag` (after the run destroyed the cluster itself, or --keep).
-  void Unprotect(const std::string& tag);
+  void Unprotect(const std::string& tag) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   ClusterGuard(int read_fd, int write_fd);
@@ -54,12 +54,12 @@ class ClusterGuard {
   // down and re-raise, a 0 byte means the guard is going away.
   void Watch();
   // Removes every protected cluster, then dies of `signo`.
-  [[noreturn]] void TearDownAndReraise(int signo);
+  [[noreturn]] void TearDownAndReraise(int signo) ABSL_LOCKS_EXCLUDED(mu_);
 
   int read_fd_;
   int write_fd_;
-  std::mutex mu_;
-  std::vector<std::string> tags_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::string> tags_ ABSL_GUARDED_BY(mu_);
   std::thread watcher_;
 };
 

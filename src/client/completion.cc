@@ -50,14 +50,14 @@ Status Completion::status() const {
 
 Buffer Completion::TakeMessage() {
   if (!done()) return Buffer();
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return std::move(state_->message);
 }
 
 void Completion::OnComplete(std::function<void(const Status&)> fn) {
   if (state_ == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (!state_->done.load(std::memory_order_acquire)) {
       state_->callback = std::move(fn);
       return;

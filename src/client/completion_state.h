@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "wharf/buffer.h"
 #include "wharf/status.h"
 
@@ -37,11 +37,13 @@ class ProgressDriver {
 struct CompletionState {
   // Set last, with release order, after status/message/value are written.
   std::atomic<bool> done{false};
-  std::mutex mu;  // guards the fields below against callback registration
+  Mutex mu;  // against callback registration and TakeMessage
+  // Unguarded: written once, under mu, before `done` is released, and read
+  // without the lock only after `done` was seen (acquire); never written again.
   Status status;
-  Buffer message;
   uint64_t value = 0;  // e.g. the connection id an Accept/Connect produced
-  std::function<void(const Status&)> callback;
+  Buffer message ABSL_GUARDED_BY(mu);  // Completion::TakeMessage moves it out
+  std::function<void(const Status&)> callback ABSL_GUARDED_BY(mu);
   uint64_t op_id = 0;
   std::weak_ptr<ProgressDriver> driver;
 
@@ -49,8 +51,9 @@ struct CompletionState {
   // application attached (empty if none) for the caller to run once it is
   // safe to re-enter the engine.
   [[nodiscard]] std::function<void(const Status&)> Complete(Status s, Buffer m = Buffer(),
-                                                            uint64_t v = 0) {
-    std::lock_guard<std::mutex> lock(mu);
+                                                            uint64_t v = 0)
+      ABSL_LOCKS_EXCLUDED(mu) {
+    MutexLock lock(mu);
     if (done.load(std::memory_order_relaxed)) return {};
     status = std::move(s);
     message = std::move(m);

@@ -71,7 +71,7 @@ Result<std::string> QueryDaemonStatus(const std::string& path, std::chrono::mill
 // ------------------------------------------------------------- heap areas
 
 std::optional<Buffer> SendArea::Allocate(size_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Result<uint64_t> at = allocator_.Allocate(size + Buffer::kHeadroom);
   if (!at.ok()) return std::nullopt;
   std::span<std::byte> whole = *region_->HeapRange(*at, size + Buffer::kHeadroom);
@@ -85,12 +85,12 @@ std::optional<std::pair<uint64_t, uint64_t>> SendArea::RangeOf(const Buffer& b) 
 }
 
 void SendArea::Release(std::span<std::byte> whole) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   (void)allocator_.Free(static_cast<uint64_t>(whole.data() - region_->heap().data()));
 }
 
 uint64_t SendArea::bytes_in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return allocator_.bytes_in_use();
 }
 
@@ -103,20 +103,20 @@ Buffer ReceiveArea::Wrap(uint64_t heap_offset, uint64_t length) {
 }
 
 void ReceiveArea::Release(std::span<std::byte> whole) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (detached_) return;
   released_.emplace_back(static_cast<uint64_t>(whole.data() - region_->heap().data()),
                          whole.size());
 }
 
 void ReceiveArea::TakeReleased(std::vector<std::pair<uint64_t, uint64_t>>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out->insert(out->end(), released_.begin(), released_.end());
   released_.clear();
 }
 
 void ReceiveArea::Detach() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   detached_ = true;
   released_.clear();
 }

@@ -11,12 +11,12 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "shm/attach_protocol.h"
 #include "shm/control_socket.h"
 #include "shm/heap_allocator.h"
@@ -45,16 +45,18 @@ class SendArea final : public BufferOwner, public std::enable_shared_from_this<S
       : region_(std::move(region)), allocator_(std::move(allocator)) {}
   // A Buffer of `size` bytes in the send area, with Buffer::kHeadroom bytes
   // in front for wharfd's frame header; nullopt when the area is full.
-  std::optional<Buffer> Allocate(size_t size);
+  std::optional<Buffer> Allocate(size_t size) ABSL_LOCKS_EXCLUDED(mu_);
   // The heap offset and length of a Buffer this area lent; nullopt if not ours.
   std::optional<std::pair<uint64_t, uint64_t>> RangeOf(const Buffer& b) const;
-  void Release(std::span<std::byte> whole) noexcept override;
-  uint64_t bytes_in_use() const;
+  void Release(std::span<std::byte> whole) noexcept override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t bytes_in_use() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Unguarded: set by the constructor, never changed (the mapping is
+  // read-only state; the bytes in it belong to whoever holds a Buffer).
   std::shared_ptr<shm::Region> region_;
-  mutable std::mutex mu_;
-  shm::HeapAllocator allocator_;
+  mutable Mutex mu_;
+  shm::HeapAllocator allocator_ ABSL_GUARDED_BY(mu_);
 };
 
 // The receive area's Buffers: wharfd lent them; dropping one queues a
@@ -65,17 +67,17 @@ class ReceiveArea final : public BufferOwner, public std::enable_shared_from_thi
  public:
   explicit ReceiveArea(std::shared_ptr<shm::Region> region) : region_(std::move(region)) {}
   Buffer Wrap(uint64_t heap_offset, uint64_t length);
-  void Release(std::span<std::byte> whole) noexcept override;
+  void Release(std::span<std::byte> whole) noexcept override ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the ranges released since the last call.
-  void TakeReleased(std::vector<std::pair<uint64_t, uint64_t>>* out);
+  void TakeReleased(std::vector<std::pair<uint64_t, uint64_t>>* out) ABSL_LOCKS_EXCLUDED(mu_);
   // The link is gone: later releases go nowhere.
-  void Detach();
+  void Detach() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  std::shared_ptr<shm::Region> region_;
-  std::mutex mu_;
-  std::vector<std::pair<uint64_t, uint64_t>> released_;
-  bool detached_ = false;
+  std::shared_ptr<shm::Region> region_;  // unguarded: set by the constructor, never changed
+  Mutex mu_;
+  std::vector<std::pair<uint64_t, uint64_t>> released_ ABSL_GUARDED_BY(mu_);
+  bool detached_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class DaemonLink {

@@ -39,13 +39,13 @@ void DriverSeat::WakeAll() {
 void DriverSeat::Notify() {
   // Taken (and released) first: a waiter between its check and its sleep
   // holds it, so the notify cannot fall between the two.
-  { std::lock_guard<std::mutex> lock(mu_); }
-  cv_.notify_all();
+  { MutexLock lock(mu_); }
+  cv_.NotifyAll();
 }
 
 void DriverSeat::Wait(const Look& seen, const std::function<bool()>& done, TimeNs until_ns,
                       bool dispatches, const Clock& clock) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Counted before the check below (both sequentially consistent): a note
   // made after the check sees the waiter and notifies.
   waiting_.fetch_add(1);
@@ -56,7 +56,9 @@ void DriverSeat::Wait(const Look& seen, const std::function<bool()>& done, TimeN
   };
   const TimeNs now = clock.NowNs();
   if (until_ns > now && !ready()) {
-    cv_.wait_for(lock, std::chrono::nanoseconds(until_ns - now), ready);
+    const auto deadline = CondVar::Clock::now() + std::chrono::nanoseconds(until_ns - now);
+    while (!ready() && cv_.WaitUntil(mu_, deadline)) {
+    }
   }
   waiting_.fetch_sub(1);
   if (dispatches) dispatching_waiters_.fetch_sub(1);

@@ -19,12 +19,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace wharf::internal {
 
@@ -64,13 +63,13 @@ class DriverSeat {
   // `until_ns` on `clock`. The caller then re-checks its condition and
   // tries the seat.
   void Wait(const Look& seen, const std::function<bool()>& done, TimeNs until_ns,
-            bool dispatches, const Clock& clock);
+            bool dispatches, const Clock& clock) ABSL_LOCKS_EXCLUDED(mu_);
 
   // How often waiters were woken (for tests).
   uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
 
  private:
-  void Notify();
+  void Notify() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Threads driving now: 0 or 1, 2 while the keeper drives beside.
   std::atomic<int> drivers_{0};
@@ -85,8 +84,10 @@ class DriverSeat {
   std::atomic<int> waiting_{0};
   std::atomic<int> dispatching_waiters_{0};
   std::atomic<uint64_t> wakeups_{0};
-  std::mutex mu_;  // pairs the waiters' checks with the notes (no lost wake-up)
-  std::condition_variable cv_;
+  // Guards no field (the state above is atomics, read without it): it pairs
+  // the waiters' checks with the notes (no lost wake-up).
+  Mutex mu_;
+  CondVar cv_;
 };
 
 }  // namespace wharf::internal

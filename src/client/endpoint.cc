@@ -68,6 +68,7 @@ Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer req
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
   return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
+    core_->AssertLocked();  // Start's
     Result<const engine::Uri*> uri = core_->ResolveLocked(address);
     if (!uri.ok()) {
       core_->OnComplete(op, uri.status(), Buffer(), 0);
@@ -127,7 +128,10 @@ void Endpoint::Shutdown() { core_->Shutdown(); }
 int Endpoint::fd() const { return core_->fd(); }
 
 std::vector<std::pair<std::string, uint64_t>> Endpoint::Stats() const {
-  return core_->WithEngine([&](engine::EngineApi&) { return core_->Counters(); });
+  return core_->WithEngine([&](engine::EngineApi&) {
+    core_->AssertLocked();  // WithEngine's
+    return core_->Counters();
+  });
 }
 
 // ------------------------------------------------------------- Connection

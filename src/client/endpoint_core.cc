@@ -38,13 +38,14 @@ Result<std::shared_ptr<EndpointCore>> EndpointCore::Open(const EndpointOptions& 
   // on a new one.
   WHARF_ASSIGN_OR_RETURN(core->host_,
                          EngineHost::OpenOrJoin(uri, core->config_, &core->own_transport_));
-  std::lock_guard<HostMutex> lock(core->host_->mu());
+  HostLock lock(core->host_->mu());
   transport::MessageTransport* primary = core->own_transport_.get();
   // Transports for other schemes open on first use, under the engine's lock
   // (the engine asks from inside a call the host serialises).
   EndpointCore* raw = core.get();
   engine::TransportOpener opener =
       [raw](std::string_view scheme) -> Result<transport::MessageTransport*> {
+    raw->AssertLocked();  // the engine calls it from inside a call, under the lock
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::MessageTransport> opened,
                            raw->host_->OpenSecondary(scheme));
     raw->secondary_transports_.push_back(std::move(opened));
@@ -65,7 +66,7 @@ Status EndpointCore::OpenManaged(const EndpointOptions& options, const engine::U
   ManagedOptions managed{.socket_path = DaemonSocketPath(options.daemon_socket),
                          .address = engine::FormatUri(uri)};
   WHARF_ASSIGN_OR_RETURN(host_, EngineHost::Private(config_));
-  std::lock_guard<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   WHARF_ASSIGN_OR_RETURN(std::unique_ptr<ManagedEngine> engine,
                          ManagedEngine::Attach(managed, clock_, this));
   address_ = engine->address();
@@ -87,7 +88,7 @@ std::vector<std::pair<std::string, uint64_t>> EndpointCore::Counters() const {
 EndpointCore::~EndpointCore() {
   Close();
   if (host_ == nullptr) return;  // Open failed before the host
-  std::lock_guard<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   host_->Detach(this);
   // The engine's last completions (Shutdown) reach this sink: gone first,
   // then the transport it borrowed, while the host's sockets still exist.
@@ -99,7 +100,7 @@ EndpointCore::~EndpointCore() {
 void EndpointCore::Close() {
   if (host_ == nullptr) return;  // Open failed before the host
   {
-    std::lock_guard<HostMutex> lock(host_->mu());
+    HostLock lock(host_->mu());
     if (closed_.exchange(true)) return;
     if (engine_ == nullptr) return;  // Open failed part-way
     engine_->Shutdown(CancelledError("endpoint " + address_ + " closed"));
@@ -112,7 +113,7 @@ void EndpointCore::Close() {
 }
 
 int EndpointCore::fd() const {
-  std::lock_guard<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   // The application sleeps in its own epoll from now on, without telling
   // the engine first: a managed engine must have wharfd ring every time.
   engine_->KeepAwake();
@@ -120,7 +121,7 @@ int EndpointCore::fd() const {
 }
 
 Result<engine::Uri> EndpointCore::Resolve(std::string_view address) {
-  std::lock_guard<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   WHARF_ASSIGN_OR_RETURN(const engine::Uri* uri, ResolveLocked(address));
   return *uri;
 }
@@ -143,7 +144,7 @@ TimeNs EndpointCore::DeadlineAfter(std::chrono::nanoseconds timeout) const {
 
 int EndpointCore::PollOnce() {
   if (InCallback()) return 0;  // a callback inside a poll pass, or a handler
-  std::unique_lock<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   if (closed_) return 0;
   host_->waiter().ClearReadable();  // fd() is level-triggered
   int work = host_->PollLocked().work;
@@ -200,7 +201,7 @@ Status EndpointCore::Await(CompletionState& state, TimeNs deadline_ns) {
   bool finished =
       AwaitUntil([&state] { return state.done.load(std::memory_order_acquire); }, deadline_ns);
   if (!finished) return DeadlineExceededError("wait timed out");
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(state.mu);
   return state.status;
 }
 
@@ -276,7 +277,7 @@ void EndpointCore::OnComplete(uint64_t op_id, Status status, Buffer message, uin
 // ----------------------------------------------------------------- serving
 
 Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandler async) {
-  std::lock_guard<HostMutex> lock(host_->mu());
+  HostLock lock(host_->mu());
   if (closed_) return CancelledError("endpoint " + address_ + " closed");
   auto handler = std::make_unique<Handler>();
   handler->sync = std::move(sync);
@@ -337,12 +338,12 @@ int EndpointCore::DispatchCalls() {
   if (keeping_ == this || in_handler_ == this || host_->InPoll()) return 0;
   int ran = 0;
   while (calls_pending_.load(std::memory_order_acquire)) {
-    std::unique_lock<std::mutex> dispatching(dispatch_mu_, std::try_to_lock);
     // Another thread is running handlers; it looks again after its batch.
-    if (!dispatching.owns_lock()) return ran;
+    if (!dispatch_mu_.try_lock()) return ran;
+    MutexLock dispatching(dispatch_mu_, kAdoptLock);
     size_t n;
     {
-      std::lock_guard<HostMutex> lock(host_->mu());
+      HostLock lock(host_->mu());
       std::swap(pending_calls_, running_calls_);
       n = pending_n_;
       pending_n_ = 0;
@@ -386,7 +387,7 @@ void EndpointCore::RunCall(PendingCall& call) {
       state->ref = call.ref;
       state->deadline_ns = call.deadline_ns;
       {
-        std::lock_guard<HostMutex> lock(host_->mu());
+        HostLock lock(host_->mu());
         responders_[call.ref] = state;
       }
       answered_here = false;
@@ -447,6 +448,7 @@ void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
 
 void EndpointCore::Respond(ResponderState& responder, Status status, Buffer payload) {
   WithEngine([&](engine::EngineApi& e) {
+    AssertLocked();  // WithEngine's
     responders_.erase(responder.ref);
     e.Respond(responder.ref, std::move(status), std::move(payload));
   });
@@ -460,18 +462,18 @@ void EndpointCore::StartKeeper() {
 }
 
 void EndpointCore::WakeKeeper() {
-  std::lock_guard<std::mutex> lock(keeper_mu_);
+  MutexLock lock(keeper_mu_);
   keeper_parked_.store(false);
-  keeper_cv_.notify_one();
+  keeper_cv_.NotifyOne();
 }
 
 void EndpointCore::StopKeeper() {
   {
-    std::lock_guard<std::mutex> lock(keeper_mu_);
+    MutexLock lock(keeper_mu_);
     keeper_stop_ = true;
     keeper_parked_.store(false);
   }
-  keeper_cv_.notify_one();
+  keeper_cv_.NotifyOne();
   if (keeper_.joinable()) keeper_.join();
 }
 
@@ -482,20 +484,22 @@ void EndpointCore::KeeperLoop() {
   const auto period = std::chrono::nanoseconds(config_.keeper_after_ns);
   uint64_t last_seen = handler_seq_.load();
   int idle_checks = 0;
-  std::unique_lock<std::mutex> lock(keeper_mu_);
+  MutexLock lock(keeper_mu_);
   while (!keeper_stop_) {
     if (idle_checks >= kIdleChecksBeforeParking) {
       keeper_parked_.store(true);
       // Dekker with RunCall: it bumps the sequence, then reads the flag.
       if (handler_seq_.load() == last_seen) {
-        keeper_cv_.wait(lock, [this] { return keeper_stop_ || !keeper_parked_.load(); });
+        while (!keeper_stop_ && keeper_parked_.load()) keeper_cv_.Wait(keeper_mu_);
       }
       keeper_parked_.store(false);
       idle_checks = 0;
       last_seen = handler_seq_.load();
       continue;
     }
-    keeper_cv_.wait_for(lock, period, [this] { return keeper_stop_; });
+    const auto look_at = CondVar::Clock::now() + period;
+    while (!keeper_stop_ && keeper_cv_.WaitUntil(keeper_mu_, look_at)) {
+    }
     if (keeper_stop_) break;
     const uint64_t seq = handler_seq_.load();
     if (seq != last_seen || (seq & 1) == 0) {

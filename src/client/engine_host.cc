@@ -18,8 +18,11 @@ namespace {
 // Hosts by "scheme://bound address", while any endpoint holds them. The only
 // process-wide state of the library: endpoints opened on the same address
 // share a socket instead of failing to bind it.
-std::mutex g_registry_mu;
-std::map<std::string, std::weak_ptr<EngineHost>>& Registry() {
+Mutex g_registry_mu;
+// A function's static, so not annotated (GUARDED_BY names fields and
+// globals): Registry() says what guards it.
+std::map<std::string, std::weak_ptr<EngineHost>>& Registry()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_registry_mu) {
   static auto* registry = new std::map<std::string, std::weak_ptr<EngineHost>>();
   return *registry;
 }
@@ -36,18 +39,21 @@ Result<std::shared_ptr<EngineHost>> EngineHost::OpenOrJoin(
   // Declared before the registry lock: a host that ends up unused is
   // destroyed after the lock is released (its destructor takes it).
   std::shared_ptr<EngineHost> host;
-  std::lock_guard<std::mutex> registry_lock(g_registry_mu);
+  MutexLock registry_lock(g_registry_mu);
   // Port 0 asks for a new socket; any other address may be ours already.
   if (uri.address.port() != 0) {
     auto it = Registry().find(KeyOf(uri.scheme, uri.address));
     if (it != Registry().end() && (host = it->second.lock()) != nullptr) {
-      std::lock_guard<HostMutex> lock(host->mu_);
+      HostLock lock(host->mu_);
       WHARF_ASSIGN_OR_RETURN(*endpoint, host->transports_->OpenEndpoint(
                                             uri.scheme, uri.address, uri.endpoint_id));
       return host;
     }
   }
   host.reset(new EngineHost(config));
+  // Nobody else sees the new host yet; its lock is taken all the same (once
+  // per host, uncontended) so that the analysis checks this path too.
+  HostLock new_host_lock(host->mu_);
   WHARF_ASSIGN_OR_RETURN(host->waiter_, engine::Waiter::Open(host->clock_));
   host->waiter_->set_yield_while_spinning(config.YieldsWhileSpinning(/*managed=*/false));
   host->transports_ = std::make_unique<engine::TransportSet>(host->config_, host->clock_);
@@ -69,7 +75,7 @@ Result<std::shared_ptr<EngineHost>> EngineHost::Private(const engine::EngineConf
 
 EngineHost::~EngineHost() {
   if (registry_key_.empty()) return;  // never registered (its open failed)
-  std::lock_guard<std::mutex> registry_lock(g_registry_mu);
+  MutexLock registry_lock(g_registry_mu);
   auto it = Registry().find(registry_key_);
   // A new host may have taken the address since this one's last endpoint
   // let go: remove only our own (expired) entry.
@@ -83,6 +89,7 @@ Result<std::unique_ptr<transport::MessageTransport>> EngineHost::OpenSecondary(
 }
 
 void EngineHost::Attach(EndpointCore* core) {
+  core->AssertLocked();  // ours: the cores on a host share its mutex
   if (said_idle_.load(std::memory_order_relaxed)) core->SetIdle(true);
   cores_.push_back(core);
   core_count_ = cores_.size();
@@ -101,7 +108,9 @@ transport::PollResult EngineHost::PollLocked() {
   // By index: a handler may run with the lock released inside a core's
   // poll, and another endpoint may attach meanwhile.
   for (size_t i = 0; i < cores_.size(); ++i) {
-    transport::PollResult r = cores_[i]->PollEngineLocked();
+    EndpointCore* core = cores_[i];
+    core->AssertLocked();  // ours: the cores on a host share its mutex
+    transport::PollResult r = core->PollEngineLocked();
     all.work += r.work;
     all.next_deadline = std::min(all.next_deadline, r.next_deadline);
     all.now = std::max(all.now, r.now);
@@ -115,7 +124,10 @@ transport::PollResult EngineHost::PollLocked() {
 void EngineHost::AfterEngineCall(TimeNs next_deadline_ns) {
   // The waiter keeps one deadline for all endpoints: the earliest.
   if (cores_.size() > 1) {
-    for (EndpointCore* core : cores_) next_deadline_ns = std::min(next_deadline_ns, core->NextDeadline());
+    for (EndpointCore* core : cores_) {
+      core->AssertLocked();  // ours: the cores on a host share its mutex
+      next_deadline_ns = std::min(next_deadline_ns, core->NextDeadline());
+    }
   }
   waiter_->ArmTimer(next_deadline_ns);
   if (waiter_->watching()) WatchNewFds();
@@ -126,7 +138,10 @@ void EngineHost::WatchNewFds() {
   // finds a hot-peer socket a send just opened. Endpoints on one socket
   // report its fds each: the list is sorted and unique before counting.
   fds_scratch_.clear();
-  for (EndpointCore* core : cores_) core->AppendReadableFds(&fds_scratch_);
+  for (EndpointCore* core : cores_) {
+    core->AssertLocked();  // ours: the cores on a host share its mutex
+    core->AppendReadableFds(&fds_scratch_);
+  }
   if (cores_.size() > 1) {
     std::sort(fds_scratch_.begin(), fds_scratch_.end());
     fds_scratch_.erase(std::unique(fds_scratch_.begin(), fds_scratch_.end()), fds_scratch_.end());
@@ -145,7 +160,7 @@ int EngineHost::DispatchCalls(EndpointCore* caller) {
   // Per thread, reused: a server runs this for every request.
   thread_local std::vector<std::shared_ptr<EndpointCore>> ready;
   {
-    std::lock_guard<HostMutex> lock(mu_);
+    HostLock lock(mu_);
     for (EndpointCore* core : cores_) {
       if (!core->has_calls_pending()) continue;
       // Null for one whose destructor waits for this lock to detach it.
@@ -169,7 +184,10 @@ bool EngineHost::HandlerRunningLocked() const {
 void EngineHost::SetIdleLocked(bool idle) {
   if (said_idle_.load(std::memory_order_relaxed) == idle) return;
   said_idle_.store(idle, std::memory_order_relaxed);
-  for (EndpointCore* core : cores_) core->SetIdle(idle);
+  for (EndpointCore* core : cores_) {
+    core->AssertLocked();  // ours: the cores on a host share its mutex
+    core->SetIdle(idle);
+  }
 }
 
 bool EngineHost::AwaitUntil(const std::function<bool()>& done, TimeNs deadline_ns,
@@ -196,11 +214,12 @@ bool EngineHost::Drive(const std::function<bool()>& done, TimeNs deadline_ns, En
   auto turn = [&] {
     transport::PollResult r;
     r.next_deadline = kNever;
-    {
-      std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
+    if (!mu_.try_lock()) {
       // Taken: another thread is making progress for everybody.
-      if (!lock.owns_lock()) turns_lock_busy_.fetch_add(1, std::memory_order_relaxed);
-      if (lock.owns_lock() && !closed) {
+      turns_lock_busy_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      HostLock lock(mu_, kAdoptLock);
+      if (!closed) {
         if (!reports_idle_) {
           r = PollLocked();
         } else {
@@ -224,13 +243,16 @@ bool EngineHost::Drive(const std::function<bool()>& done, TimeNs deadline_ns, En
   auto before_sleep = [&] {
     // The fds are kept current only while someone sleeps (see PollLocked);
     // from BeginSleep on every engine call keeps them so.
-    std::unique_lock<HostMutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return;
+    if (!mu_.try_lock()) return;
+    HostLock lock(mu_, kAdoptLock);
     WatchNewFds();
     // A managed engine raises its "wake me" flag now; one that finds work
     // arrived meanwhile must not sleep.
     bool sleep = true;
-    for (EndpointCore* core : cores_) sleep = core->PrepareToSleep() && sleep;
+    for (EndpointCore* core : cores_) {
+      core->AssertLocked();  // ours: the cores on a host share its mutex
+      sleep = core->PrepareToSleep() && sleep;
+    }
     if (!sleep) waiter_->WakeAlways();
   };
   const bool finished = waiter_->SpinThenBlock(done, turn, before_sleep,
@@ -239,7 +261,7 @@ bool EngineHost::Drive(const std::function<bool()>& done, TimeNs deadline_ns, En
   // Back to the application's own work: no longer idle, whatever the last
   // turn found.
   if (said_idle_.load(std::memory_order_relaxed)) {
-    std::lock_guard<HostMutex> lock(mu_);
+    HostLock lock(mu_);
     SetIdleLocked(false);
   }
   return finished;

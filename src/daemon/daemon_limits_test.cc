@@ -6,10 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
 #include "wharf/endpoint.h"
@@ -37,34 +36,38 @@ class HoldingServer {
  public:
   explicit HoldingServer(Endpoint& ep) : ep_(ep) {
     Status s = ep_.ServeAsync(kMethod, [this](const RpcContext&, Buffer request, Responder r) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       held_.push_back({std::move(r), std::move(request)});
-      cv_.notify_all();
+      cv_.NotifyAll();
     });
     EXPECT_TRUE(s.ok()) << s;
     running_ = std::make_unique<testing::ServerThread>(ep_);
   }
   // True once `n` requests are held (within `timeout`).
   bool WaitHeld(size_t n, std::chrono::nanoseconds timeout = 5s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return held_.size() >= n; });
+    const auto until = SteadyClock::now() + timeout;
+    MutexLock lock(mu_);
+    while (held_.size() < n) {
+      if (!cv_.WaitUntil(mu_, until)) return held_.size() >= n;
+    }
+    return true;
   }
   size_t held() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return held_.size();
   }
   // Echoes every held request.
   void AnswerAll() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [r, request] : held_) EXPECT_TRUE(r.Respond(std::move(request)).ok());
     held_.clear();
   }
 
  private:
   Endpoint& ep_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<Responder, Buffer>> held_;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<std::pair<Responder, Buffer>> held_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<testing::ServerThread> running_;
 };
 

@@ -38,7 +38,7 @@ Waiter::~Waiter() {
 }
 
 Status Waiter::Watch(const std::vector<int>& fds) {
-  std::lock_guard<std::mutex> lock(fds_mu_);
+  MutexLock lock(fds_mu_);
   for (auto it = fds_.begin(); it != fds_.end();) {
     if (std::find(fds.begin(), fds.end(), *it) != fds.end()) {
       ++it;
@@ -66,7 +66,7 @@ Status Waiter::Watch(const std::vector<int>& fds) {
 
 int Waiter::Expose() {
   {
-    std::lock_guard<std::mutex> lock(fds_mu_);
+    MutexLock lock(fds_mu_);
     exposed_ = true;
     SetFdsInEpoll(true);
   }
@@ -132,7 +132,7 @@ void Waiter::ClearReadable() {
 }
 
 void Waiter::UnwatchWhileSpinning() {
-  std::lock_guard<std::mutex> lock(fds_mu_);
+  MutexLock lock(fds_mu_);
   if (sleeping_in_epoll_ == 0 && !exposed_ && !keep_fds_) SetFdsInEpoll(false);
 }
 
@@ -146,13 +146,13 @@ void Waiter::Sleep(TimeNs until_ns) {
   {
     // Added while the socket already holds data, a level-triggered fd is
     // reported at once: nothing that arrived since the last poll is missed.
-    std::lock_guard<std::mutex> lock(fds_mu_);
+    MutexLock lock(fds_mu_);
     if (sleeping_in_epoll_++ == 0) SetFdsInEpoll(true);
   }
   epoll_event events[4];
   int n = epoll_pwait2(epoll_fd_, events, 4, &ts, nullptr);
   {
-    std::lock_guard<std::mutex> lock(fds_mu_);
+    MutexLock lock(fds_mu_);
     --sleeping_in_epoll_;
   }
   spin_turns_.store(0, std::memory_order_relaxed);

@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "transport/message_transport.h"
 #include "wharf/result.h"
 
@@ -37,10 +37,10 @@ class Waiter {
 
   // Watches exactly `fds` from now on: adds the new ones, drops those gone
   // (a closed endpoint's listener). Call it when the list changed.
-  Status Watch(const std::vector<int>& fds);
+  Status Watch(const std::vector<int>& fds) ABSL_LOCKS_EXCLUDED(fds_mu_);
   // The epoll fd for applications; from the first call on the transports'
   // fds stay in the set and the timer is always armed.
-  int Expose();
+  int Expose() ABSL_LOCKS_EXCLUDED(fds_mu_);
   // Spins by giving the CPU to any other runnable thread (sched_yield)
   // rather than by pausing: for a loop that shares its CPU with the very
   // processes it waits for (wharfd beside an application on a 2-CPU host),
@@ -69,8 +69,8 @@ class Waiter {
   // The fds stay in the epoll set from now on (no timer: for a host whose
   // only sleeper is its own loop, which sleeps often; moving them in and
   // out of the set costs two epoll_ctl calls per fd per sleep).
-  void KeepFdsWatched() {
-    std::lock_guard<std::mutex> lock(fds_mu_);
+  void KeepFdsWatched() ABSL_LOCKS_EXCLUDED(fds_mu_) {
+    MutexLock lock(fds_mu_);
     keep_fds_ = true;
     SetFdsInEpoll(true);
   }
@@ -147,7 +147,7 @@ class Waiter {
   // 100 ms). Callers bracket it with BeginSleep/EndSleep and re-check their
   // condition between BeginSleep and Sleep (Dekker with ArmTimer/Wake).
   void BeginSleep() { sleepers_.fetch_add(1); }
-  void Sleep(TimeNs until_ns);
+  void Sleep(TimeNs until_ns) ABSL_LOCKS_EXCLUDED(fds_mu_);
   void EndSleep() { sleepers_.fetch_sub(1); }
   // Whether the watched fds matter now: someone sleeps, or the fd is
   // exposed. While not, keeping them current can wait (a spinning thread
@@ -156,8 +156,8 @@ class Waiter {
   // sched_yield calls made while spinning (for tests).
   uint64_t yields() const { return yields_.load(std::memory_order_relaxed); }
   // Whether the watched fds are in the epoll set now (for tests).
-  bool fds_in_epoll() {
-    std::lock_guard<std::mutex> lock(fds_mu_);
+  bool fds_in_epoll() ABSL_LOCKS_EXCLUDED(fds_mu_) {
+    MutexLock lock(fds_mu_);
     return fds_in_epoll_;
   }
 
@@ -168,11 +168,11 @@ class Waiter {
     __builtin_ia32_pause();
 #endif
   }
-  // Adds (or removes) the watched fds to (from) the epoll set. Under fds_mu_.
-  void SetFdsInEpoll(bool in);
+  // Adds (or removes) the watched fds to (from) the epoll set.
+  void SetFdsInEpoll(bool in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(fds_mu_);
   // Takes the fds out of the epoll set for a thread that keeps spinning,
   // unless someone sleeps, the fd is exposed or they are kept.
-  void UnwatchWhileSpinning();
+  void UnwatchWhileSpinning() ABSL_LOCKS_EXCLUDED(fds_mu_);
 
   // Spin turns since a thread last slept (any thread; a heuristic, so
   // relaxed). See the file comment.
@@ -192,14 +192,15 @@ class Waiter {
   std::atomic<bool> exposed_{false};
   // The watched fds, and whether they are in the epoll set now: while
   // threads sleep (sleeping_in_epoll_ > 0) or once exposed.
-  std::mutex fds_mu_;
-  std::vector<int> fds_;
-  bool fds_in_epoll_ = false;
-  bool keep_fds_ = false;  // KeepFdsWatched
+  Mutex fds_mu_;
+  std::vector<int> fds_ ABSL_GUARDED_BY(fds_mu_);
+  bool fds_in_epoll_ ABSL_GUARDED_BY(fds_mu_) = false;
+  bool keep_fds_ ABSL_GUARDED_BY(fds_mu_) = false;  // KeepFdsWatched
+  int sleeping_in_epoll_ ABSL_GUARDED_BY(fds_mu_) = 0;
+  // Unguarded: set once by the owner before any thread waits, then only read.
   bool yield_while_spinning_ = false;
   bool yield_only_after_handoff_ = false;
   std::atomic<uint64_t> yields_{0};
-  int sleeping_in_epoll_ = 0;
 };
 
 }  // namespace wharf::engine

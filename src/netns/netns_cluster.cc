@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -24,6 +23,7 @@
 
 #include "base/config_value.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "netns/bottleneck.h"
 #include "netns/subprocess.h"
 
@@ -42,8 +42,8 @@ constexpr DurationNs kProbeTimeoutNs = 10 * kNsPerSec;
 // process that had the same pid. Never destroyed: a cluster held by a static
 // may be destroyed after this would be.
 struct LiveClusters {
-  std::mutex mu;
-  std::set<int> counters;  // guarded by mu
+  Mutex mu;
+  std::set<int> counters ABSL_GUARDED_BY(mu);
 };
 LiveClusters& Live() {
   static auto* live = new LiveClusters;
@@ -53,7 +53,7 @@ std::atomic<int> g_next_counter{0};
 
 bool IsLive(int counter) {
   LiveClusters& live = Live();
-  std::lock_guard<std::mutex> lock(live.mu);
+  MutexLock lock(live.mu);
   return live.counters.contains(counter);
 }
 
@@ -247,7 +247,7 @@ NetnsCluster::NetnsCluster(ClusterOptions options, int pid, int counter, int sub
              .address = "198.18." + std::to_string(subnet_octet_) + "." + std::to_string(i + 1)});
   }
   LiveClusters& live = Live();
-  std::lock_guard<std::mutex> lock(live.mu);
+  MutexLock lock(live.mu);
   live.counters.insert(counter_);
 }
 
@@ -380,7 +380,7 @@ Status NetnsCluster::Destroy() {
     }
   }
   LiveClusters& live = Live();
-  std::lock_guard<std::mutex> lock(live.mu);
+  MutexLock lock(live.mu);
   live.counters.erase(counter_);
   return status;
 }

@@ -4,27 +4,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace wharf::shm {
 
 struct BackgroundCloser::State {
-  std::mutex mu;
-  std::condition_variable work;  // fds queued, or stop
-  std::condition_variable idle;  // the queue ran empty
-  std::deque<int> fds;           // guarded by mu
-  bool closing_one = false;      // guarded by mu: the thread is inside close()
-  bool stop = false;             // guarded by mu
-  Counters counters;             // guarded by mu
+  Mutex mu;
+  CondVar work;  // fds queued, or stop
+  CondVar idle;  // the queue ran empty
+  std::deque<int> fds ABSL_GUARDED_BY(mu);
+  bool closing_one ABSL_GUARDED_BY(mu) = false;  // the thread is inside close()
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  Counters counters ABSL_GUARDED_BY(mu);
 };
 
 void BackgroundCloser::CloseLoop(const std::shared_ptr<State>& state) {
-  std::unique_lock<std::mutex> lock(state->mu);
+  MutexLock lock(state->mu);
   while (true) {
-    state->work.wait(lock, [&] { return state->stop || !state->fds.empty(); });
+    while (!state->stop && state->fds.empty()) state->work.Wait(state->mu);
     if (state->fds.empty()) return;  // stopped and drained
     const int fd = state->fds.front();
     state->fds.pop_front();
@@ -40,7 +40,7 @@ void BackgroundCloser::CloseLoop(const std::shared_ptr<State>& state) {
     state->closing_one = false;
     ++state->counters.closed;
     state->counters.sockets_aborted += aborted ? 1 : 0;
-    if (state->fds.empty()) state->idle.notify_all();
+    if (state->fds.empty()) state->idle.NotifyAll();
   }
 }
 
@@ -51,29 +51,34 @@ BackgroundCloser::BackgroundCloser(std::chrono::milliseconds drain_on_exit)
 
 BackgroundCloser::~BackgroundCloser() {
   (void)WaitIdle(drain_on_exit_);
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->stop = true;
-  state_->work.notify_all();
+  state_->work.NotifyAll();
   // The thread ends once the queue is empty; if a close blocks it, it ends
   // after that close, holding the state alive until then.
 }
 
 void BackgroundCloser::Close(UniqueFd fd) {
   if (!fd.valid()) return;
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->fds.push_back(fd.Release());
   ++state_->counters.queued;
-  state_->work.notify_one();
+  state_->work.NotifyOne();
 }
 
 bool BackgroundCloser::WaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->idle.wait_for(lock, timeout,
-                               [&] { return state_->fds.empty() && !state_->closing_one; });
+  const auto deadline = CondVar::Clock::now() + timeout;
+  MutexLock lock(state_->mu);
+  while (!state_->fds.empty() || state_->closing_one) {
+    if (!state_->idle.WaitUntil(state_->mu, deadline)) {
+      return state_->fds.empty() && !state_->closing_one;
+    }
+  }
+  return true;
 }
 
 BackgroundCloser::Counters BackgroundCloser::counters() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->counters;
 }
 

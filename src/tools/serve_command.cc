@@ -4,12 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <map>
 #include <algorithm>
 #include <set>
@@ -17,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::tools {
@@ -46,8 +45,8 @@ class ExecutionLog {
   static constexpr uint64_t kMaxSequence = uint64_t{1} << 26;  // 8 MiB of bits per client
   static constexpr size_t kMaxOthers = size_t{1} << 20;
 
-  void Record(std::string_view peer, const Buffer& request) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Record(std::string_view peer, const Buffer& request) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(mu_);
     ++executed_;
     if (request.size() < 8) return;
     uint64_t id;
@@ -69,8 +68,8 @@ class ExecutionLog {
     if (((*bits)[word] & mask) != 0) ++duplicates_;
     (*bits)[word] |= mask;
   }
-  std::string Summary() {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::string Summary() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(mu_);
     std::string s = "executed " + std::to_string(executed_) + " duplicates " +
                     std::to_string(duplicates_);
     if (untracked_ > 0) s += " untracked " + std::to_string(untracked_);
@@ -78,7 +77,8 @@ class ExecutionLog {
   }
 
  private:
-  std::vector<uint64_t>* Bits(std::string_view peer, uint64_t base) {
+  std::vector<uint64_t>* Bits(std::string_view peer, uint64_t base)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (last_ != nullptr && base == last_base_ && peer == last_peer_) return last_;
     auto it = seen_.find(std::make_pair(std::string(peer), base));
     if (it == seen_.end()) {
@@ -91,15 +91,15 @@ class ExecutionLog {
     return last_;
   }
 
-  std::mutex mu_;
-  uint64_t executed_ = 0;
-  uint64_t duplicates_ = 0;
-  uint64_t untracked_ = 0;
-  std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> seen_;
-  std::set<std::pair<std::string, uint64_t>> others_;
-  std::string last_peer_;
-  uint64_t last_base_ = 0;
-  std::vector<uint64_t>* last_ = nullptr;
+  Mutex mu_;
+  uint64_t executed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t untracked_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> seen_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, uint64_t>> others_ ABSL_GUARDED_BY(mu_);
+  std::string last_peer_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_base_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t>* last_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 // Answers held calls once their delay has passed, from a thread of its own
@@ -111,17 +111,17 @@ class DelayLine {
       : delay_(delay), thread_([this] { Loop(); }) {}
   ~DelayLine() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_one();
+    cv_.NotifyOne();
     thread_.join();
   }
-  void Hold(Responder responder, Buffer response) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Hold(Responder responder, Buffer response) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(mu_);
     due_.emplace(std::chrono::steady_clock::now() + delay_,
                  Held{std::move(responder), std::move(response)});
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
 
  private:
@@ -129,15 +129,15 @@ class DelayLine {
     Responder responder;
     Buffer response;
   };
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(mu_);
     while (!stop_) {
       if (due_.empty()) {
-        cv_.wait(lock);
+        cv_.Wait(mu_);
         continue;
       }
       auto first = due_.begin();
-      if (cv_.wait_until(lock, first->first) == std::cv_status::no_timeout) continue;
+      if (cv_.WaitUntil(mu_, first->first)) continue;  // woken before it was due
       Held held = std::move(due_.begin()->second);
       due_.erase(due_.begin());
       lock.unlock();
@@ -146,10 +146,10 @@ class DelayLine {
     }
   }
   const std::chrono::nanoseconds delay_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::multimap<std::chrono::steady_clock::time_point, Held> due_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::multimap<std::chrono::steady_clock::time_point, Held> due_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -37,7 +37,7 @@ void LargeBufferPool::FreeBlock(const Block& block) noexcept {
 Buffer LargeBufferPool::Take(size_t size) {
   Block block;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Smallest kept block that holds `size` and is at most twice it (a
     // small message must not pin a large block).
     auto best = kept_.end();
@@ -66,7 +66,7 @@ void LargeBufferPool::Release(std::span<std::byte> whole) noexcept {
   std::memcpy(&block.capacity, block.base, sizeof block.capacity);
   std::vector<Block> evicted;  // empty (no allocation) unless over a limit
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     block.kept_epoch = epoch_;
     kept_.push_back(block);
     stats_.kept_bytes += block.capacity;
@@ -86,7 +86,7 @@ void LargeBufferPool::Release(std::span<std::byte> whole) noexcept {
 size_t LargeBufferPool::ReleaseIdle(TimeNs now_ns) {
   std::vector<Block> idle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (now_ns < next_sweep_ns_) return 0;
     next_sweep_ns_ = now_ns + kIdleIntervalNs;
     // Kept before the previous sweep and not taken since: idle for at
@@ -110,12 +110,12 @@ size_t LargeBufferPool::ReleaseIdle(TimeNs now_ns) {
 }
 
 bool LargeBufferPool::HasKeptBlocks() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return !kept_.empty();
 }
 
 LargeBufferPool::Stats LargeBufferPool::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

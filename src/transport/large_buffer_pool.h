@@ -25,11 +25,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "wharf/buffer.h"
 
 namespace wharf::transport {
@@ -80,21 +80,21 @@ class LargeBufferPool final : public BufferOwner,
   // A Buffer of exactly `size` bytes (uninitialised, Buffer::kHeadroom of
   // headroom in front, like Buffer::Allocate), from the smallest kept block
   // that holds it without wasting more than half, else from a new block.
-  Buffer Take(size_t size);
+  Buffer Take(size_t size) ABSL_LOCKS_EXCLUDED(mu_);
 
   // BufferOwner: a lent block comes back (kept, or freed over the limits).
-  void Release(std::span<std::byte> whole) noexcept override;
+  void Release(std::span<std::byte> whole) noexcept override ABSL_LOCKS_EXCLUDED(mu_);
 
   // The idle timeout: frees the blocks kept since the previous sweep and
   // not taken since. Its user calls it from its timer, as often as it
   // likes; a sweep happens at most every kIdleIntervalNs of `now_ns`.
   // Returns the number of blocks freed.
-  size_t ReleaseIdle(TimeNs now_ns);
+  size_t ReleaseIdle(TimeNs now_ns) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether ReleaseIdle has anything to do (for users whose timer runs
   // only when they have a deadline).
-  bool HasKeptBlocks() const;
+  bool HasKeptBlocks() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  Stats stats() const;
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   explicit LargeBufferPool(const Limits& limits) : limits_(limits) {
@@ -114,15 +114,15 @@ class LargeBufferPool final : public BufferOwner,
   static void FreeBlock(const Block& block) noexcept;
 
   const Limits limits_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Oldest first; at most max_blocks + 1, so a vector (no allocation once
-  // grown). Guarded by mu_.
-  std::vector<Block> kept_;
-  Stats stats_;             // guarded by mu_
+  // grown).
+  std::vector<Block> kept_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   // Sweeps so far; blocks kept in an earlier epoch than the current one
-  // are idle. Guarded by mu_.
-  uint64_t epoch_ = 0;
-  TimeNs next_sweep_ns_ = 0;  // guarded by mu_
+  // are idle.
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  TimeNs next_sweep_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace wharf::transport

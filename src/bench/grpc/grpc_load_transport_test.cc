@@ -6,11 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "bench/grpc/echo_server.h"
 
 namespace wharf::bench::grpc_node {
@@ -47,12 +46,12 @@ class WrongSizeService final : public wharf::bench::Echo::Service {
 class GatedService final : public wharf::bench::Echo::Service {
  public:
   void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     open_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   int held() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return held_;
   }
 
@@ -60,17 +59,19 @@ class GatedService final : public wharf::bench::Echo::Service {
   grpc::Status Echo(grpc::ServerContext*, const wharf::bench::EchoRequest* request,
                     wharf::bench::EchoResponse* response) override {
     if (request->payload().size() > 1) {
-      std::unique_lock<std::mutex> lock(mu_);
+      const auto until = CondVar::Clock::now() + std::chrono::seconds(20);
+      MutexLock lock(mu_);
       ++held_;
-      cv_.wait_for(lock, std::chrono::seconds(20), [this] { return open_; });
+      while (!open_ && cv_.WaitUntil(mu_, until)) {
+      }
     }
     response->set_payload(request->payload());
     return grpc::Status::OK;
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  int held_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
