@@ -87,8 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (pos + 2 <= size && rounds < 64) {
     size_t len = std::min<size_t>(data[pos], size - pos - 2);
     uint8_t steer = data[pos + 1];
-    std::vector<std::byte> packet(len);
-    std::memcpy(packet.data(), data + pos + 2, len);
+    // An empty vector's data() may be null, which memcpy must never get.
+    std::vector<std::byte> packet(reinterpret_cast<const std::byte*>(data + pos + 2),
+                                  reinterpret_cast<const std::byte*>(data + pos + 2 + len));
     pos += 2 + len;
     if ((steer & 1) && len >= wire::kCommonHeaderBytes) {
       // A plausible header: right version and endpoint id, an id near real
