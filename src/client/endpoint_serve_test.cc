@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/sanitizer_build.h"
 #include "client/testing/server_thread.h"
 #include "wharf/endpoint.h"
 
@@ -275,13 +276,17 @@ TEST_P(EndpointServeTest, AThreadBlockedInAcceptStaysOffTheCpuWhileAnotherRuns) 
   // Never both turning the engine: a turn that finds the lock taken by the
   // other thread (which, preempted while holding it, stalled the spinner
   // for a scheduler slice) is rare; the few left are the acceptor issuing
-  // and cancelling its Accepts (about 100 here, against 30,000 when both
-  // spun).
+  // and cancelling its Accepts and this thread starting its calls (about
+  // 100 here, against 30,000 when both spun). Under ASan every lock is held
+  // several times longer and the driver spins through more turns meanwhile
+  // (2,146 in one sanitized run): the bound there only tells spinning from
+  // waiting, and the CPU bound below is the same.
   uint64_t busy = 0;
   for (const auto& [name, value] : server->Stats()) {
     if (name == "endpoint.driver_turns_lock_busy") busy = value;
   }
-  EXPECT_LT(busy, 1000u) << "turns that found the lock taken";
+  const uint64_t max_busy = kSanitizedBuild ? 10'000 : 1'000;
+  EXPECT_LT(busy, max_busy) << "turns that found the lock taken";
   // And together they use at most one CPU's time (a little slack).
   EXPECT_LT(acceptor_used + runner_used, wall * 11 / 10)
       << "acceptor " << acceptor_used.count() / 1000 << " us, runner "

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "integration/sanitizer_build.h"
+#include "base/sanitizer_build.h"
 #include "integration/wharfd_process.h"
 #include "wire/endpoint_id.h"
 #include "wire/packet.h"

@@ -26,7 +26,7 @@
 
 #include "integration/call_stream.h"
 #include "integration/liveness_scenarios.h"
-#include "integration/sanitizer_build.h"
+#include "base/sanitizer_build.h"
 #include "integration/wharf_process.h"
 #include "netns/status_testing.h"
 #include "netns/subprocess.h"

@@ -1,7 +1,8 @@
-// integration/sanitizer_build.h: whether this test binary (and so wharfd and
-// wharf, built with the same flags) runs under ASan or TSan. Tests that
-// measure time or memory of another process widen or skip their bounds there:
-// a sanitizer's shadow memory and quarantine are not wharf's.
+// base/sanitizer_build.h: whether this binary (and so, in a test, the wharfd
+// and wharf built with the same flags) runs under ASan or TSan. Tests that
+// measure time, memory or lock contention widen or skip their bounds there:
+// a sanitizer's shadow memory and quarantine are not wharf's, and its checks
+// hold every lock several times longer.
 #pragma once
 
 #if defined(__has_feature)
@@ -13,7 +14,7 @@
 #define WHARF_TEST_SANITIZED 1
 #endif
 
-namespace wharf::integration {
+namespace wharf {
 
 #ifdef WHARF_TEST_SANITIZED
 inline constexpr bool kSanitizedBuild = true;
@@ -21,4 +22,4 @@ inline constexpr bool kSanitizedBuild = true;
 inline constexpr bool kSanitizedBuild = false;
 #endif
 
-}  // namespace wharf::integration
+}  // namespace wharf
