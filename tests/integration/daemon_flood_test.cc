@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "base/unique_fd.h"
 #include "base/sanitizer_build.h"
+#include "base/unique_fd.h"
 #include "integration/wharfd_process.h"
 #include "wire/endpoint_id.h"
 #include "wire/packet.h"

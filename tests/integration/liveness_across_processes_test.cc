@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/sanitizer_build.h"
 #include "integration/call_stream.h"
 #include "integration/liveness_scenarios.h"
-#include "base/sanitizer_build.h"
 #include "integration/wharf_process.h"
 #include "netns/status_testing.h"
 #include "netns/subprocess.h"
