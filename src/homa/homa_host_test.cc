@@ -4,7 +4,8 @@
 // and the decisions of the host's parts (grant scheduler, timer) put on the
 // wire, as packet logs.
 // The single-endpoint protocol is tested through HomaTransport in
-// homa_transport_test.cc, handlers_test.cc and timer_test.cc.
+// homa_transport_test.cc, handlers_test.cc and timer_test.cc; receives
+// placed in an endpoint's allocator in homa_host_receive_test.cc.
 #include "homa/homa_host.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 
 #include "base/sim_clock.h"
 #include "homa/homa_endpoint.h"
+#include "homa/testing/host_world.h"
 #include "homa/testing/scenario.h"
 #include "transport/fake/fake_network.h"
 #include "transport/fake/packet_predicate.h"
@@ -27,146 +29,7 @@
 namespace wharf::homa {
 namespace {
 
-using sim::Scenario;
-using transport::fake::DescriptionStartsWithAnyOf;
-using transport::fake::FakeDatagram;
-using transport::fake::FakeNetwork;
-using transport::fake::FlowDescriptionStartsWith;
-
-constexpr DurationNs kSecond = kNsPerSec;
-constexpr uint16_t kA = 1;
-constexpr uint16_t kB = 2;
-
-// What one endpoint saw, and how it serves.
-struct Inbox {
-  bool echo = true;                     // answer requests with their bytes
-  std::vector<HomaEvent> held;          // requests kept when !echo
-  std::map<uint64_t, HomaEvent> done;   // client side: completions by id
-  int requests = 0;
-};
-
-// Hosts on one FakeNetwork, each a HomaHost with endpoints the test opens.
-// Every endpoint's Poll() is called each round, so a host is polled once per
-// endpoint: harmless by design.
-class World {
- public:
-  World() : clock_(0), net_(clock_, 1) {
-    net_.SetDescriber([](std::span<const std::byte> bytes) { return wire::Describe(bytes); });
-  }
-
-  HomaHost& AddHost(const std::string& name, const HomaConfig& config = {}) {
-    Node& node = nodes_[name];
-    auto address = transport::NetAddress::Ipv4((198u << 24) | (18u << 16) | next_host_++, 4000);
-    node.net = net_.Attach(name, address);
-    auto host = HomaHost::Create(config, node.net.get(), clock_);
-    EXPECT_TRUE(host.ok()) << host.status();
-    node.host = std::move(host).value();
-    return *node.host;
-  }
-  HomaEndpoint& Open(const std::string& name, uint16_t id) {
-    Node& node = nodes_.at(name);
-    auto ep = node.host->OpenEndpoint(id);
-    EXPECT_TRUE(ep.ok()) << ep.status();
-    HomaEndpoint& ref = **ep;
-    node.endpoints[id] = std::move(ep).value();
-    return ref;
-  }
-  HomaHost& host(const std::string& name) { return *nodes_.at(name).host; }
-  HomaEndpoint& ep(const std::string& name, uint16_t id) {
-    return *nodes_.at(name).endpoints.at(id);
-  }
-  Inbox& inbox(const std::string& name, uint16_t id) { return inboxes_[{name, id}]; }
-  transport::NetAddress address(const std::string& name) {
-    return nodes_.at(name).net->LocalAddress();
-  }
-  // Closes and destroys an endpoint.
-  void Drop(const std::string& name, uint16_t id) { nodes_.at(name).endpoints.erase(id); }
-  SimClock& clock() { return clock_; }
-  FakeNetwork& net() { return net_; }
-  // Completions and deliveries in the order they happened: "B req 1000",
-  // "A done <id>".
-  const std::vector<std::string>& order() const { return order_; }
-
-  uint64_t Call(const std::string& from, uint16_t from_ep, const std::string& to, uint16_t to_ep,
-                size_t size) {
-    auto id = ep(from, from_ep).SendRequestTo(address(to), to_ep, Scenario::Pattern(size));
-    EXPECT_TRUE(id.ok()) << id.status();
-    return id.ok() ? *id : 0;
-  }
-
-  bool RunUntil(const std::function<bool()>& done, DurationNs limit_ns) {
-    const TimeNs end = clock_.NowNs() + limit_ns;
-    while (!done()) {
-      for (int i = 0; i < 1000 && PollAll(); ++i) {
-      }
-      if (done()) break;
-      TimeNs next = clock_.NextDeadline();
-      for (auto& [name, node] : nodes_) {
-        for (auto& [id, ep] : node.endpoints) next = std::min(next, ep->NextDeadline());
-      }
-      next = std::max(next, clock_.NowNs() + 1);
-      if (next > end) {
-        clock_.AdvanceTo(end);
-        PollAll();
-        return done();
-      }
-      clock_.AdvanceTo(next);
-    }
-    return true;
-  }
-  void RunFor(DurationNs duration_ns) {
-    RunUntil([] { return false; }, duration_ns);
-  }
-
- private:
-  struct Node {
-    std::unique_ptr<FakeDatagram> net;
-    std::unique_ptr<HomaHost> host;
-    std::map<uint16_t, std::unique_ptr<HomaEndpoint>> endpoints;
-  };
-
-  bool PollAll() {
-    bool any = false;
-    for (auto& [name, node] : nodes_) {
-      for (auto& [id, ep] : node.endpoints) {
-        any |= ep->Poll().work > 0;
-        Inbox& box = inbox(name, id);
-        const std::string who = name + "/" + std::to_string(id);
-        HomaEvent event;
-        while (ep->PopEvent(&event)) {
-          any = true;
-          if (event.kind == HomaEvent::Kind::kRequest) {
-            ++box.requests;
-            order_.push_back(who + " req " + std::to_string(event.message.size()));
-            if (box.echo) {
-              EXPECT_TRUE(ep->SendResponse(event.server_key, std::move(event.message)).ok());
-            } else {
-              box.held.push_back(std::move(event));
-            }
-          } else {
-            order_.push_back(who + " done " + std::to_string(event.client_id));
-            box.done[event.client_id] = std::move(event);
-          }
-        }
-      }
-    }
-    return any;
-  }
-
-  SimClock clock_;
-  FakeNetwork net_;
-  std::map<std::string, Node> nodes_;
-  std::map<std::pair<std::string, uint16_t>, Inbox> inboxes_;
-  std::vector<std::string> order_;
-  int next_host_ = 1;
-};
-
-size_t IndexOf(const std::vector<std::string>& lines, const std::string& line) {
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i] == line) return i;
-  }
-  return lines.size();
-}
+using namespace host_world;  // the fixture: World, Inbox, kA, kB, kSecond
 
 // ------------------------------------------------------------- opening
 
@@ -248,110 +111,6 @@ TEST(HomaHostTest, RequestsReachTheEndpointTheirDportNames) {
   w.RunFor(20 * kNsPerMs);  // acks
   EXPECT_EQ(w.host("S").num_server_rpcs(), 0u);
   EXPECT_EQ(w.ep("S", kA).num_server_rpcs(), 0u);
-}
-
-// --------------------------------------------- host-placed receives
-
-// Hands out ranges of its own storage until `room` runs out, and records
-// what it was asked for and what came back.
-class FakeReceiveAllocator final : public transport::ReceiveAllocator {
- public:
-  explicit FakeReceiveAllocator(size_t room) : storage_(room) {}
-  Buffer AllocateReceive(size_t bytes) override {
-    asked.push_back(bytes);
-    if (bytes > storage_.size() - used_) return Buffer();
-    std::span<std::byte> range(storage_.data() + used_, bytes);
-    used_ += bytes;
-    return Buffer::Wrap(range, [this](std::span<std::byte> whole) {
-      returned.push_back(whole.size());
-    });
-  }
-  bool Holds(const Buffer& b) const {
-    return b.data() >= storage_.data() && b.data() < storage_.data() + storage_.size();
-  }
-  std::vector<size_t> asked, returned;
-
- private:
-  std::vector<std::byte> storage_;
-  size_t used_ = 0;
-};
-
-TEST(HomaHostTest, MessagesAreReceivedIntoTheEndpointsAllocator) {
-  // Declared first: the world's Buffers give their memory back to them.
-  FakeReceiveAllocator client_memory(1 << 16), server_memory(1 << 16);
-  World w;
-  w.AddHost("C");
-  w.AddHost("S");
-  w.Open("C", wire::kDefaultEndpoint).SetReceiveAllocator(&client_memory);
-  w.Open("S", kA).SetReceiveAllocator(&server_memory);
-  w.inbox("S", kA).echo = false;
-  const uint64_t small = w.Call("C", 0, "S", kA, 100);
-  const uint64_t large = w.Call("C", 0, "S", kA, 5000);  // several packets
-  Inbox& server = w.inbox("S", kA);
-  ASSERT_TRUE(w.RunUntil([&] { return server.held.size() == 2; }, kSecond));
-  EXPECT_EQ(server_memory.asked, (std::vector<size_t>{100, 5000}));
-  for (HomaEvent& request : server.held) {
-    EXPECT_TRUE(server_memory.Holds(request.message));
-    const size_t size = request.message.size();
-    EXPECT_TRUE(Scenario::MatchesPattern(request.message, size));
-    ASSERT_TRUE(w.ep("S", kA).SendResponse(request.server_key, std::move(request.message)).ok());
-  }
-  server.held.clear();
-  EXPECT_TRUE(server_memory.returned.empty()) << "the echo is sent from it until acked";
-  Inbox& client = w.inbox("C", 0);
-  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 2; }, kSecond));
-  EXPECT_TRUE(client_memory.Holds(client.done.at(small).message));
-  EXPECT_TRUE(client_memory.Holds(client.done.at(large).message));
-  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(small).message, 100));
-  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(large).message, 5000));
-  EXPECT_EQ(w.host("C").stats().receives_placed, 2u);
-  EXPECT_EQ(w.host("S").stats().receives_placed, 2u);
-  w.RunFor(20 * kNsPerMs);  // acks: the server lets go of its answers
-  std::sort(server_memory.returned.begin(), server_memory.returned.end());
-  EXPECT_EQ(server_memory.returned, (std::vector<size_t>{100, 5000}));
-}
-
-TEST(HomaHostTest, AMessageAbandonedHalfWayGivesItsPlacedMemoryBack) {
-  FakeReceiveAllocator server_memory(1 << 16);  // outlives the world
-  World w;
-  w.AddHost("C");
-  w.AddHost("S");
-  w.Open("C", wire::kDefaultEndpoint);
-  w.Open("S", kA).SetReceiveAllocator(&server_memory);
-  (void)w.Call("C", 0, "S", kA, 5000);  // several packets
-  // The first packet reaches the server; the client is cut off before the
-  // rest (a partition also drops what is in flight) and never comes back.
-  ASSERT_TRUE(w.RunUntil([&] { return server_memory.asked.size() == 1; }, kSecond));
-  w.net().Partition("C", "S");
-  EXPECT_EQ(server_memory.asked, std::vector<size_t>{5000});
-  EXPECT_TRUE(server_memory.returned.empty()) << "held while the request may still complete";
-  // The server gives up on the silent client (seconds, not one missed
-  // packet) and frees the half-received request's memory with its RPC.
-  ASSERT_TRUE(w.RunUntil([&] { return !server_memory.returned.empty(); }, 60 * kSecond));
-  EXPECT_EQ(server_memory.returned, std::vector<size_t>{5000});
-  EXPECT_TRUE(w.inbox("S", kA).held.empty());
-  EXPECT_EQ(w.host("S").num_server_rpcs(), 0u);
-}
-
-TEST(HomaHostTest, AnAllocatorWithoutRoomOrNoneLeavesMessagesInTheHostsMemory) {
-  FakeReceiveAllocator full(50);  // less than one 100-byte message; outlives the world
-  World w;
-  w.AddHost("C");
-  w.AddHost("S");
-  HomaEndpoint& client_ep = w.Open("C", wire::kDefaultEndpoint);
-  client_ep.SetReceiveAllocator(&full);
-  w.Open("S", kA);
-  const uint64_t first = w.Call("C", 0, "S", kA, 100);
-  Inbox& client = w.inbox("C", 0);
-  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 1; }, kSecond));
-  EXPECT_EQ(full.asked, std::vector<size_t>{100});
-  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(first).message, 100));
-  client_ep.SetReceiveAllocator(nullptr);
-  const uint64_t second = w.Call("C", 0, "S", kA, 40);
-  ASSERT_TRUE(w.RunUntil([&] { return client.done.size() == 2; }, kSecond));
-  EXPECT_EQ(full.asked.size(), 1u) << "not asked once unset";
-  EXPECT_TRUE(Scenario::MatchesPattern(client.done.at(second).message, 40));
-  EXPECT_EQ(w.host("C").stats().receives_placed, 0u);
 }
 
 // ------------------------------------------------- SRPT across endpoints
