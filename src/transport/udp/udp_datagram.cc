@@ -277,7 +277,7 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
     int send_fd = fd_;
     if (messages == 1 && hot_enabled_) {
       const NetAddress& to = batch[done].to;
-      if (hot_tracker_.NoteSend(to) && hot_fd_ < 0) OpenHotPeer(to);
+      if (hot_tracker_.NoteSend(to)) MakeHot(to);
       if (hot_fd_ >= 0 && to == hot_peer_) {
         // Connected: no address, and so no route lookup.
         send_fd = hot_fd_;
@@ -347,10 +347,21 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
   return done;
 }
 
-void UdpDatagram::OpenHotPeer(const NetAddress& to) {
+void UdpDatagram::MakeHot(const NetAddress& to) {
   sockaddr_storage peer;
   bool ipv4_header = false;
   const socklen_t len = udp::ToKernelAddress(to, ipv6_, &peer, &ipv4_header);
+  if (hot_fd_ >= 0) {
+    // Hand the socket over: same fd, same queue (udp_hot_peer.h).
+    if (!udp::ConnectHotSocket(hot_fd_, peer, len).ok()) {
+      ++stats_.hot_socket_failures;
+      return;
+    }
+    hot_peer_ = to;
+    hot_tracker_.MadeHot(to);
+    ++stats_.hot_handovers;
+    return;
+  }
   // With GRO as the main socket has it now.
   hot_setup_.gro = receiver_.gro_for_new_sockets();
   Result<int> fd = udp::OpenHotSocket(hot_setup_, peer, len);
@@ -362,6 +373,7 @@ void UdpDatagram::OpenHotPeer(const NetAddress& to) {
   }
   hot_fd_ = *fd;
   hot_peer_ = to;
+  hot_tracker_.MadeHot(to);
   receiver_.AddHotSocket(hot_fd_, hot_setup_.gro);
   ++stats_.hot_sockets_opened;
 }
@@ -381,6 +393,7 @@ void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* 
                            {"udp.path_cache_evictions", stats_.path_cache_evictions},
                            {"udp.hot_sends", stats_.hot_sends},
                            {"udp.hot_sockets_opened", stats_.hot_sockets_opened},
+                           {"udp.hot_handovers", stats_.hot_handovers},
                            {"udp.hot_socket_failures", stats_.hot_socket_failures},
                            {"udp.gro_enabled_times", stats_.gro_enabled_times},
                            {"udp.gro_disabled_times", stats_.gro_disabled_times},

@@ -94,8 +94,10 @@ struct UdpOptions {
   // Open a second socket, connected to the first peer that receives
   // kHotAfterSends single-datagram sends in a row, sharing this socket's
   // port (udp_hot_peer.h). Sends to that peer skip the kernel's per-packet
-  // route lookup. One per socket, kept until it closes: an endpoint that
-  // mostly talks to one peer gains; one that serves many pays an extra
+  // route lookup. One per socket, kept until it closes, and connected to
+  // another peer once that one has such a run while the hot peer has had
+  // no send for kHandOverAfterIdleSends: an endpoint that mostly talks to
+  // one peer at a time gains; one that serves many at once pays an extra
   // empty read on most polls once some peer became hot, and its other
   // peers' datagrams wait up to kMainReadEvery - 1 polls longer.
   bool hot_peer_socket = true;
@@ -136,10 +138,19 @@ class UdpDatagram final : public Datagram {
   int ReadableFd() const override { return fd_; }
   // The hot-peer socket's fd (-1 until one is open). Readable like
   // ReadableFd(): whoever waits on that must wait on this too. Once open it
-  // stays open, with the same fd, until the UdpDatagram is destroyed.
+  // stays open, with the same fd, until the UdpDatagram is destroyed (a new
+  // hot peer gets the same socket, connected again).
   int hot_fd() const { return hot_fd_; }
+  // The peer the hot-peer socket is connected to (meaningless while
+  // hot_fd() is -1).
+  const NetAddress& hot_peer() const { return hot_peer_; }
   // Single-datagram sends in a row to one peer that make it the hot peer.
   static constexpr size_t kHotAfterSends = 32;
+  // Single-datagram sends to others, none to the hot peer, after which
+  // another peer's run of kHotAfterSends takes the socket over. About a
+  // millisecond of a busy server's sends: long enough that clients served
+  // in turns keep the socket where it is, short next to a client's life.
+  static constexpr size_t kHandOverAfterIdleSends = 1024;
   // The route's MTU towards `to`, capped by UdpOptions::mtu: for a local
   // path the loopback route's (read by RefreshPaths); otherwise asked of the
   // kernel once per destination IP through a connected probe socket and
@@ -198,8 +209,10 @@ class UdpDatagram final : public Datagram {
   // Fills send_msgs_ with up to batch_ messages for the front of `rest`;
   // returns how many.
   size_t PlanMessages(std::span<const OutDatagram> rest);
-  // Opens the hot-peer socket for `to` (once; a failure is counted).
-  void OpenHotPeer(const NetAddress& to);
+  // Makes `to` the hot peer: opens the hot-peer socket connected to it, or
+  // connects the open one to it instead of the old peer. A failure is
+  // counted; after three to open, none is tried again.
+  void MakeHot(const NetAddress& to);
 
   // Constant after Open.
   const int fd_;
@@ -238,7 +251,7 @@ class UdpDatagram final : public Datagram {
   // The hot-peer socket (udp_hot_peer.h): -1 until open; owned (closed with
   // the datagram), and read by receiver_ too.
   bool hot_enabled_ = false;
-  udp::HotPeerTracker hot_tracker_{kHotAfterSends};
+  udp::HotPeerTracker hot_tracker_{kHotAfterSends, kHandOverAfterIdleSends};
   udp::HotSocketSetup hot_setup_;
   int hot_fd_ = -1;
   NetAddress hot_peer_;

@@ -39,6 +39,37 @@ struct FdGuard {
 
 }  // namespace
 
+bool HotPeerTracker::NoteSend(const NetAddress& to) {
+  if (has_hot_ && to == hot_) {
+    sends_since_hot_ = 0;
+    run_ = 0;
+    return false;
+  }
+  if (has_hot_) ++sends_since_hot_;
+  if (run_ > 0 && to == candidate_) {
+    ++run_;
+  } else {
+    candidate_ = to;
+    run_ = 1;
+  }
+  if (run_ < threshold_ || (has_hot_ && sends_since_hot_ < idle_sends_)) return false;
+  run_ = 0;
+  return true;
+}
+
+void HotPeerTracker::MadeHot(const NetAddress& to) {
+  has_hot_ = true;
+  hot_ = to;
+  sends_since_hot_ = 0;
+}
+
+Status ConnectHotSocket(int fd, const sockaddr_storage& peer, socklen_t peer_len) {
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&peer), peer_len) != 0) {
+    return ErrnoToStatus(errno, "hot-peer socket: connect");
+  }
+  return OkStatus();
+}
+
 Result<int> OpenHotSocket(const HotSocketSetup& setup, const sockaddr_storage& peer,
                           socklen_t peer_len) {
   const std::string where = "hot-peer socket on " + setup.local.ToString();

@@ -12,11 +12,19 @@
 // match beats a wildcard one) and everyone else's to the main socket, and
 // UdpDatagram reads both. Nothing changes on the wire.
 //
-// The price: a second socket to read on every receive, and a short race
-// when the hot peer changes: the old socket is read until empty and then
-// closed, and a datagram that reaches it between those two calls is lost
-// (the protocol's resends recover it). Hence the hysteresis: a peer becomes
-// hot only after kHotAfterSends single-datagram sends in a row.
+// The price: a second socket to read on every receive. The socket follows
+// the traffic: when another peer takes over (a server whose first client
+// left, or a client whose sizing probe went to another server), the socket
+// is connected to the new peer instead. Connecting again moves the socket in
+// the kernel's lookup without touching its queue, so datagrams the old peer
+// sent before are still read from it and later ones reach the main socket:
+// nothing is lost, and the fd stays the same (so do the epoll sets that hold
+// it). A stale hot peer costs more than none (every poll reads an empty
+// socket, and the main one only every few polls), hence the hand-over; and
+// a peer becomes hot only after kHotAfterSends single-datagram sends in a
+// row, and takes over only from one that has had none for
+// kHandOverAfterIdleSends, so that two peers served in turns never make the
+// socket flap between them.
 #pragma once
 
 #include <sys/socket.h>
@@ -29,26 +37,31 @@
 
 namespace wharf::transport::udp {
 
-// Decides when a destination has become hot: after `threshold` sends in a
-// row to it. Pure bookkeeping, no sockets.
+// Decides which destination is hot: the first after `threshold` sends in a
+// row to it; a later one after such a run once the hot peer has had no send
+// for `idle_sends` sends. Counts single-datagram sends only (the ones the
+// hot socket carries). Pure bookkeeping, no sockets.
 class HotPeerTracker {
  public:
-  explicit HotPeerTracker(size_t threshold) : threshold_(threshold) {}
-  // Records a send to `to`; true exactly when this send completes the run
-  // that makes `to` hot.
-  bool NoteSend(const NetAddress& to) {
-    if (run_ > 0 && to == candidate_) {
-      return ++run_ == threshold_;
-    }
-    candidate_ = to;
-    run_ = 1;
-    return run_ == threshold_;
-  }
+  HotPeerTracker(size_t threshold, size_t idle_sends)
+      : threshold_(threshold), idle_sends_(idle_sends) {}
+  // Records a send to `to`; true when `to` should become the hot peer now.
+  // The caller then calls MadeHot (or, if it could not, nothing: the run
+  // starts over either way, so a failure is retried after another run).
+  bool NoteSend(const NetAddress& to);
+  // `to` is the hot peer from now on.
+  void MadeHot(const NetAddress& to);
+  bool has_hot() const { return has_hot_; }
 
  private:
   size_t threshold_;
+  size_t idle_sends_;
   NetAddress candidate_;
   size_t run_ = 0;
+  bool has_hot_ = false;
+  NetAddress hot_;
+  // Sends to other peers since the last one to hot_.
+  size_t sends_since_hot_ = 0;
 };
 
 // What the hot socket must share with the main one.
@@ -62,6 +75,10 @@ struct HotSocketSetup {
   int tos_v4 = 0;  // the main socket's default marking
   int tos_v6 = 0;
 };
+
+// Connects the hot-peer socket `fd` to another peer (the kernel address as
+// for OpenHotSocket). On failure it stays connected to the peer it had.
+Status ConnectHotSocket(int fd, const sockaddr_storage& peer, socklen_t peer_len);
 
 // Opens a non-blocking socket bound to setup.local with SO_REUSEPORT and
 // connected to `peer` (as the kernel wants it for the socket's family:

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "transport/udp/udp_test_support.h"
@@ -21,7 +23,7 @@ using udp_testing::Received;
 using udp_testing::ReceiveUpTo;
 
 TEST(HotPeerTrackerTest, APeerIsHotAfterThresholdSendsInARow) {
-  HotPeerTracker tracker(3);
+  HotPeerTracker tracker(3, 10);
   const NetAddress a = NetAddress::Ipv4(0x7F000001, 1000);
   const NetAddress b = NetAddress::Ipv4(0x7F000001, 1001);
   EXPECT_FALSE(tracker.NoteSend(a));
@@ -29,8 +31,52 @@ TEST(HotPeerTrackerTest, APeerIsHotAfterThresholdSendsInARow) {
   EXPECT_FALSE(tracker.NoteSend(b));  // the run starts over
   EXPECT_FALSE(tracker.NoteSend(a));
   EXPECT_FALSE(tracker.NoteSend(a));
-  EXPECT_TRUE(tracker.NoteSend(a));   // third in a row
-  EXPECT_FALSE(tracker.NoteSend(a));  // reported once, not on every later send
+  EXPECT_TRUE(tracker.NoteSend(a));  // third in a row
+  tracker.MadeHot(a);
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(tracker.NoteSend(a)) << "reported again at " << i;
+}
+
+TEST(HotPeerTrackerTest, AFailedAttemptIsRetriedAfterAnotherRun) {
+  HotPeerTracker tracker(3, 10);
+  const NetAddress a = NetAddress::Ipv4(0x7F000001, 1000);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_TRUE(tracker.NoteSend(a));
+  // No MadeHot: the caller could not open the socket.
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_FALSE(tracker.NoteSend(a));
+  EXPECT_TRUE(tracker.NoteSend(a));
+  EXPECT_FALSE(tracker.has_hot());
+}
+
+// A new peer takes over only once the hot one has been idle for idle_sends
+// sends, however long its own run.
+TEST(HotPeerTrackerTest, ANewPeerTakesOverOnlyFromAnIdleOne) {
+  HotPeerTracker tracker(3, 10);
+  const NetAddress a = NetAddress::Ipv4(0x7F000001, 1000);
+  const NetAddress b = NetAddress::Ipv4(0x7F000001, 1001);
+  for (int i = 0; i < 3; ++i) (void)tracker.NoteSend(a);
+  tracker.MadeHot(a);
+  for (int i = 1; i < 10; ++i) EXPECT_FALSE(tracker.NoteSend(b)) << "b took over after " << i;
+  EXPECT_TRUE(tracker.NoteSend(b));  // the tenth send since a's last
+  tracker.MadeHot(b);
+  EXPECT_FALSE(tracker.NoteSend(b));
+  // And back, by the same rule: a's run counts only from b's last send.
+  for (int i = 1; i < 10; ++i) EXPECT_FALSE(tracker.NoteSend(a)) << "a took over after " << i;
+  EXPECT_TRUE(tracker.NoteSend(a));
+}
+
+// Two peers served in turns (a server with two clients) leave the socket
+// with the first, even when each turn is a run well over the threshold.
+TEST(HotPeerTrackerTest, PeersServedInTurnsNeverMoveTheSocket) {
+  HotPeerTracker tracker(3, 10);
+  const NetAddress a = NetAddress::Ipv4(0x7F000001, 1000);
+  const NetAddress b = NetAddress::Ipv4(0x7F000001, 1001);
+  for (int i = 0; i < 3; ++i) (void)tracker.NoteSend(a);
+  tracker.MadeHot(a);
+  for (int turn = 0; turn < 1000; ++turn) {
+    for (int i = 0; i < 9; ++i) ASSERT_FALSE(tracker.NoteSend(b)) << "turn " << turn;
+    ASSERT_FALSE(tracker.NoteSend(a)) << "turn " << turn;
+  }
 }
 
 void SendOne(UdpDatagram& from, const NetAddress& to, uint32_t index) {
@@ -118,6 +164,66 @@ TEST_P(HotPeerSocketTest, ABurstFromTheHotPeerIsReadInBatches) {
   EXPECT_EQ(received, kBurst);
   // The window doubles from 1 to 32 in about seven reads; then 32 a read.
   EXPECT_LE(calls, 20) << "reads of the hot socket do not batch";
+}
+
+// A server's first client leaves and another takes its place: the socket
+// is connected to the new one (same fd, no new socket), and whatever the
+// old peer had sent to it before, or sends after, still arrives.
+TEST_P(HotPeerSocketTest, TheSocketMovesToTheNextPeerAndLosesNothing) {
+  auto a = MustOpen(OptionsFor(GetParam()));
+  auto first = MustOpen(OptionsFor(GetParam()));
+  auto next = MustOpen(OptionsFor(GetParam()));
+  ASSERT_TRUE(a && first && next);
+  const size_t run = UdpDatagram::kHotAfterSends;
+  for (uint32_t i = 0; i < run; ++i) SendOne(*a, first->LocalAddress(), i);
+  ASSERT_GE(a->hot_fd(), 0);
+  ASSERT_EQ(a->hot_peer(), first->LocalAddress());
+  const int hot_fd = a->hot_fd();
+  // Queued on the hot socket while it is still first's, read only after
+  // the hand-over.
+  for (uint32_t i = 0; i < 3; ++i) SendOne(*first, a->LocalAddress(), 100 + i);
+  pollfd queued{hot_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&queued, 1, udp_testing::kPollTimeoutMs), 1);
+
+  const size_t before_hand_over = UdpDatagram::kHandOverAfterIdleSends - 1;
+  for (uint32_t i = 0; i < before_hand_over; ++i) SendOne(*a, next->LocalAddress(), i);
+  EXPECT_EQ(a->hot_peer(), first->LocalAddress()) << "moved before first was idle long enough";
+  EXPECT_EQ(a->stats().hot_handovers, 0u);
+  const uint32_t after = 10;
+  for (uint32_t i = 0; i < 1 + after; ++i) SendOne(*a, next->LocalAddress(), 5000 + i);
+  EXPECT_EQ(a->hot_peer(), next->LocalAddress());
+  EXPECT_EQ(a->hot_fd(), hot_fd) << "a new socket instead of the same one connected again";
+  EXPECT_EQ(a->stats().hot_sockets_opened, 1u);
+  EXPECT_EQ(a->stats().hot_handovers, 1u);
+  // The send that made first hot, then next's since it took over.
+  EXPECT_EQ(a->stats().hot_sends, 1 + 1 + after);
+
+  // next got everything, from a's one address.
+  std::vector<Received> at_next = ReceiveUpTo(*next, before_hand_over + 1 + after);
+  ASSERT_EQ(at_next.size(), before_hand_over + 1 + after);
+  for (const Received& r : at_next) EXPECT_EQ(r.from, a->LocalAddress());
+  EXPECT_TRUE(at_next.back().bytes == udp_testing::Payload(5000 + after, 64));
+
+  // first's three queued datagrams, two it sends now (the main socket's),
+  // and next's answers (the hot socket's now) all reach a.
+  for (uint32_t i = 0; i < 2; ++i) SendOne(*first, a->LocalAddress(), 200 + i);
+  for (uint32_t i = 0; i < 4; ++i) SendOne(*next, a->LocalAddress(), 300 + i);
+  std::vector<Received> at_a = ReceiveUpTo(*a, 9);
+  ASSERT_EQ(at_a.size(), 9u);
+  std::vector<std::vector<std::byte>> from_first;
+  size_t from_next = 0;
+  for (const Received& r : at_a) {
+    if (r.from == first->LocalAddress()) from_first.push_back(r.bytes);
+    if (r.from == next->LocalAddress()) ++from_next;
+  }
+  ASSERT_EQ(from_first.size(), 5u);
+  // The two sockets are read in turns, so only each one's order is kept.
+  for (uint32_t payload : {100, 101, 102, 200, 201}) {
+    EXPECT_NE(std::find(from_first.begin(), from_first.end(), udp_testing::Payload(payload, 64)),
+              from_first.end())
+        << "lost datagram " << payload;
+  }
+  EXPECT_EQ(from_next, 4u);
 }
 
 TEST_P(HotPeerSocketTest, ThePortStaysExclusive) {

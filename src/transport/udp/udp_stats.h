@@ -42,10 +42,12 @@ struct UdpStats {
   uint64_t path_errors = 0;
   // Entries of the remote path-MTU cache dropped because it was full.
   uint64_t path_cache_evictions = 0;
-  // Datagrams sent through the hot-peer socket, and whether it was opened
-  // (1) or could not be (failures).
+  // Datagrams sent through the hot-peer socket; whether it was opened (1);
+  // how often it was handed over to a new peer; attempts to open or hand
+  // it over that the kernel refused.
   uint64_t hot_sends = 0;
   uint64_t hot_sockets_opened = 0;
+  uint64_t hot_handovers = 0;
   uint64_t hot_socket_failures = 0;
   // Adaptive GRO (LoopbackGro::kAdaptive): times it was turned on and off,
   // and turn-offs put back because a datagram was already queued (it may
