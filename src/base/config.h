@@ -100,6 +100,14 @@ class ConfigDoc {
   Status CheckNoUnknownKeys() const;
 
   const std::string& source_name() const { return source_name_; }
+  // The 1-based line of `key` in the file (of the item, for a list item), or
+  // 0 when the file does not have it. For readers whose own checks name the
+  // place ("pinglist.yaml:14: arrows.0.to: no group 'x'"). Does not mark the
+  // key as known.
+  int LineOf(std::string_view key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? 0 : it->second.line;
+  }
 
  private:
   // What a key holds in the file.

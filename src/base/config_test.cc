@@ -595,3 +595,20 @@ TEST_F(ConfigFileTest, EmptyFileIsAllDefaults) {
 
 }  // namespace
 }  // namespace wharf
+
+namespace wharf {
+namespace {
+
+TEST(ConfigDocTest, LineOfGivesEachKeysLineAndZeroForAbsentOnes) {
+  Result<ConfigDoc> doc = ConfigDoc::Parse("a:\n  b: 1\nlist:\n  - x\n  - y\n", "f.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(doc->LineOf("a"), 1);
+  EXPECT_EQ(doc->LineOf("a.b"), 2);
+  EXPECT_EQ(doc->LineOf("list.1"), 5);
+  EXPECT_EQ(doc->LineOf("nope"), 0);
+  // Asking for a line does not make a key known.
+  EXPECT_FALSE(doc->CheckNoUnknownKeys().ok());
+}
+
+}  // namespace
+}  // namespace wharf

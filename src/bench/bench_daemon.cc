@@ -70,7 +70,7 @@ std::vector<std::string> BenchDaemon::Argv(const BenchDaemonOptions& o,
   std::vector<std::string> argv = o.command;
   argv.insert(argv.end(), {"--socket", socket_path, "--log-level", "warn",
                            "--set", "listen.homa=" + HomaListen(o.address),
-                           "--set", "listen.tcp="});
+                           "--set", "listen.tcp=", "--set", "http.listen="});
   return argv;
 }
 

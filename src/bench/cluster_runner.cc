@@ -88,7 +88,7 @@ class SeriesRunner {
         std::vector<std::string> argv = {
             self_, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
             "listen.homa=" + cluster_.address(h) + ":" + std::to_string(ClusterNodePort(proto)), "--set",
-            "listen.tcp=", "--set", "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"};
+            "listen.tcp=", "--set", "http.listen=", "--set", "homa.link_rate=" + std::to_string(c_.link_bps) + "bps"};
         for (const std::string& s : settings_) argv.insert(argv.end(), {"--set", s});
         WHARF_ASSIGN_OR_RETURN(auto d, NetnsProcess::Spawn(cluster_, h, argv));
         daemons.push_back(std::move(d));

@@ -193,7 +193,7 @@ class PathRunner {
         std::vector<std::string> argv = {
             c_.self, "daemon", "--socket", sockets[h], "--log-level", "warn", "--set",
             "listen.homa=" + hosts_.address(h) + ":" + std::to_string(port), "--set",
-            "listen.tcp="};
+            "listen.tcp=", "--set", "http.listen="};
         for (const std::string& kv : c_.settings) argv.insert(argv.end(), {"--set", kv});
         WHARF_ASSIGN_OR_RETURN(auto d, hosts_.Spawn(h, argv));
         daemon_pids.push_back(d->pid());

@@ -131,6 +131,13 @@ Status ReadDaemonKeys(const ConfigDoc& f, const ConfigDoc& o, DaemonConfig* c) {
   WHARF_RETURN_IF_ERROR(uint("limits.max_connections", &l.max_connections, 1, 1 << 24));
   WHARF_RETURN_IF_ERROR(uint("limits.max_backlog", &l.max_backlog, 16, 1 << 24));
   WHARF_RETURN_IF_ERROR(uint("limits.commands_per_pass", &l.commands_per_pass, 1, 1 << 16));
+  MeshSettings& m = c->mesh;
+  WHARF_RETURN_IF_ERROR(str("http.listen", &m.http_listen));
+  WHARF_RETURN_IF_ERROR(str("mesh.pinglist", &m.pinglist));
+  WHARF_RETURN_IF_ERROR(str("mesh.name", &m.name));
+  WHARF_RETURN_IF_ERROR(uint("mesh.max_probes_per_second", &m.max_probes_per_second, 1, 1000000));
+  WHARF_RETURN_IF_ERROR(
+      duration("mesh.reload_check", &m.reload_check_ns, 100 * kNsPerMs, 3600 * kNsPerSec));
   return OkStatus();
 }
 

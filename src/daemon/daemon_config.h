@@ -42,6 +42,26 @@ struct AppLimits {
   size_t commands_per_pass = 64;
 };
 
+// The mesh prober's and the HTTP server's keys. wharfd's daemon module only
+// reads them; the mesh module (mesh/mesh_service.h) acts on them.
+struct MeshSettings {
+  // http.listen: where /metrics, /api/v1 and the dashboard are served;
+  // loopback by default (the figures describe the network), "" = off.
+  std::string http_listen = "127.0.0.1:4002";
+  // mesh.pinglist: the pinglist file (mesh/pinglist.h); "" = probe nobody
+  // (the daemon still answers others' probes).
+  std::string pinglist;
+  // mesh.name: this host's name in the pinglist; "" = found by address and
+  // port.
+  std::string name;
+  // mesh.max_probes_per_second: every target together; intervals stretch
+  // alike to stay under it.
+  uint32_t max_probes_per_second = 10000;
+  // mesh.reload_check: how often the pinglist file is checked for a change
+  // (SIGHUP checks at once).
+  DurationNs reload_check_ns = kNsPerSec;
+};
+
 struct DaemonConfig {
   // daemon.socket: the control socket. `--socket` and WHARF_SOCKET override.
   std::string socket_path = "/run/wharf/wharfd.sock";
@@ -89,6 +109,8 @@ struct DaemonConfig {
   AppLimits limits;
   // homa.*, tcp.*, udp.*, endpoint.*: as in docs/configuration.md.
   engine::EngineConfig engine;
+  // http.*, mesh.*
+  MeshSettings mesh;
 };
 
 // Loads `file` (empty: built-in defaults) then `overrides`. Unknown keys

@@ -17,14 +17,35 @@
 
 namespace wharf::daemon {
 
-// Requests to the daemon's own endpoints: nothing is served yet (the mesh
-// prober will be), so the engine answers kUnimplemented; operations are
-// never started on them.
-class Daemon::RefusingSink final : public engine::EngineSink {
+// The sink of one own endpoint's engine: requests for the service's methods
+// and the completions of its operations go to the service; without one,
+// nothing is served (the engine answers kUnimplemented) and no operation is
+// ever started.
+class Daemon::OwnSink final : public engine::EngineSink {
  public:
-  void OnComplete(uint64_t, Status, Buffer, uint64_t) override {}
-  void OnRequest(engine::IncomingCall) override {}
+  OwnSink(std::string scheme, const Clock& clock, std::unique_ptr<DaemonService>* service)
+      : scheme_(std::move(scheme)), clock_(clock), service_(*service) {}
+  void set_engine(engine::EngineApi* engine) { engine_ = engine; }
+  void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t) override {
+    if (service_ != nullptr) {
+      service_->OnComplete(scheme_, op_id, std::move(status), std::move(message), clock_.NowNs());
+    }
+  }
+  void OnRequest(engine::IncomingCall call) override {
+    if (service_ != nullptr && engine_ != nullptr) {
+      service_->OnRequest(scheme_, *engine_, std::move(call), clock_.NowNs());
+    }
+  }
+  // The service's handlers answer from inside OnRequest, and quickly.
+  bool MayRunHandlersInline() const override { return false; }
   void OnCallCancelled(const engine::ServerCallRef&) override {}
+
+ private:
+  const std::string scheme_;
+  const Clock& clock_;
+  // The daemon's slot: the service may be added after the endpoint opened.
+  const std::unique_ptr<DaemonService>& service_;
+  engine::EngineApi* engine_ = nullptr;
 };
 
 Daemon::Daemon(DaemonConfig config, const Clock& clock)
@@ -65,11 +86,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
                                                             : sizeof(sockaddr_in);
       if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
       Result<transport::NetAddress> a = transport::NetAddress::FromSockaddr(i->ifa_addr, len);
-      if (a.ok()) d->switch_->AddLocalAddress(*a);
+      if (!a.ok()) continue;
+      d->switch_->AddLocalAddress(*a);
+      d->host_addresses_.push_back(*a);
     }
     ::freeifaddrs(ifs);
   }
-  d->refusing_sink_ = std::make_unique<RefusingSink>();
   // The control socket first: a second wharfd started with the same
   // configuration then says a daemon is already listening there, rather
   // than that listen.homa's port is taken. Applications that connect before
@@ -122,10 +144,42 @@ Status Daemon::OpenOwnEndpoint(std::string_view scheme, const std::string& addre
   }
   own->transport = std::move(*t);
   if (scheme == "homa") homa_bind_ = own->transport->LocalAddress();
+  own->sink = std::make_unique<OwnSink>(std::string(scheme), clock_, &service_);
   own->engine = std::make_unique<engine::Engine>(own->transport.get(), nullptr, clock_,
-                                                 config_.engine.limits, refusing_sink_.get());
+                                                 config_.engine.limits, own->sink.get());
+  own->sink->set_engine(own->engine.get());
   own_.push_back(std::move(own));
   return OkStatus();
+}
+
+Status Daemon::AddService(std::unique_ptr<DaemonService> service) {
+  if (service_ != nullptr) return FailedPreconditionError("wharfd: a service is already running");
+  Result<std::vector<uint32_t>> methods = service->Attach(this);
+  if (!methods.ok()) return methods.status();
+  service_ = std::move(service);
+  for (auto& own : own_) {
+    for (uint32_t method : *methods) own->engine->SetServed(method, true);
+  }
+  return OkStatus();
+}
+
+void Daemon::RequestReload() {
+  if (service_ != nullptr) service_->RequestReload();
+  if (waiter_ != nullptr) waiter_->WakeAlways();
+}
+
+engine::EngineApi* Daemon::OwnEngine(std::string_view scheme) {
+  for (auto& own : own_) {
+    if (own->transport->scheme() == scheme) return own->engine.get();
+  }
+  return nullptr;
+}
+
+transport::NetAddress Daemon::OwnAddress(std::string_view scheme) const {
+  for (const auto& own : own_) {
+    if (own->transport->scheme() == scheme) return own->transport->LocalAddress();
+  }
+  return {};
 }
 
 std::string Daemon::homa_address() const {
@@ -312,6 +366,11 @@ transport::PollResult Daemon::Pass() {
     // endpoint's poll is a system call of its own).
     if (!check_control && own->transport->scheme() != "homa") continue;
     transport::PollResult r = own->engine->Poll();
+    all.work += r.work;
+    all.next_deadline = std::min(all.next_deadline, r.next_deadline);
+  }
+  if (service_ != nullptr) {
+    transport::PollResult r = service_->Poll(after);
     all.work += r.work;
     all.next_deadline = std::min(all.next_deadline, r.next_deadline);
   }

@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "daemon/app_session.h"
 #include "daemon/daemon_config.h"
+#include "daemon/daemon_service.h"
 #include "daemon/local_switch.h"
 #include "daemon/loop_watchdog.h"
 #include "daemon/status_report.h"
@@ -36,7 +37,7 @@
 
 namespace wharf::daemon {
 
-class Daemon final : public SessionHost {
+class Daemon final : public SessionHost, public ServiceHost {
  public:
   // Opens the control socket and the listen sockets. The caller runs Run().
   static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config,
@@ -48,9 +49,15 @@ class Daemon final : public SessionHost {
   // Thread-safe; Run returns soon after.
   void Stop();
 
+  // Runs `service` on the loop from now on (one at most; before Run): it
+  // serves its methods on the own endpoints and is polled every pass.
+  Status AddService(std::unique_ptr<DaemonService> service);
+  // Thread-safe: asks the service to re-read its files (SIGHUP).
+  void RequestReload();
+
   // The daemon as `wharf status` shows it. On the Run thread (the sessions
   // answer status requests with it).
-  DaemonReport Report() const;
+  DaemonReport Report() const override;
   Result<std::string> StatusJson() const { return RenderStatusJson(Report()); }
   const DaemonCounters& counters() const { return counters_; }
   LoopStats loop_stats() const { return watchdog_.Stats(); }
@@ -68,14 +75,23 @@ class Daemon final : public SessionHost {
   const DaemonConfig& config() const override { return config_; }
   const Clock& clock() const override { return clock_; }
 
+  // ServiceHost
+  engine::EngineApi* OwnEngine(std::string_view scheme) override;
+  transport::NetAddress OwnAddress(std::string_view scheme) const override;
+  const std::vector<transport::NetAddress>& HostAddresses() const override {
+    return host_addresses_;
+  }
+  void WakeLoop() override { waiter_->WakeAlways(); }
+
  private:
   // The daemon's own endpoint on a listen socket: it keeps the socket
   // polled while no application is attached, and answers requests to it.
+  class OwnSink;
   struct OwnEndpoint {
+    std::unique_ptr<OwnSink> sink;
     std::unique_ptr<transport::MessageTransport> transport;
     std::unique_ptr<engine::Engine> engine;
   };
-  class RefusingSink;
 
   Daemon(DaemonConfig config, const Clock& clock);
   Status OpenOwnEndpoint(std::string_view scheme, const std::string& address);
@@ -105,9 +121,11 @@ class Daemon final : public SessionHost {
   std::unique_ptr<engine::TransportSet> transports_;
   // Same-host delivery between applications' endpoints; outlives them.
   std::unique_ptr<LocalSwitch> switch_;
-  std::unique_ptr<RefusingSink> refusing_sink_;
+  // Declared before own_: the own endpoints' sinks point at it.
+  std::unique_ptr<DaemonService> service_;
   std::vector<std::unique_ptr<OwnEndpoint>> own_;
   transport::NetAddress homa_bind_;  // listen.homa, port resolved
+  std::vector<transport::NetAddress> host_addresses_;  // read at Start
   // By id; destroyed before the transports (declared after them).
   std::map<uint64_t, std::unique_ptr<AppSession>> sessions_;
   uint64_t next_session_id_ = 1;

@@ -1,6 +1,7 @@
 // `wharf daemon` / `wharfd`: configuration from file, flags and environment,
-// then the daemon's loop on this thread; SIGINT/SIGTERM stop it cleanly
-// (a signal-waiting thread calls Daemon::Stop).
+// then the daemon's loop on this thread, with the mesh prober on it and its
+// HTTP pages on threads of their own; SIGINT/SIGTERM stop it cleanly (a
+// signal-waiting thread calls Daemon::Stop), SIGHUP re-reads the pinglist.
 #include "tools/daemon_command.h"
 
 #include <CLI/CLI.hpp>
@@ -10,9 +11,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <thread>
 
 #include "daemon/wharfd.h"
+#include "mesh/mesh_http.h"
+#include "mesh/mesh_service.h"
 #include "tools/common_flags.h"
 
 namespace wharf::tools {
@@ -51,6 +55,14 @@ int RunDaemon(const DaemonOptions& o) {
     std::fprintf(stderr, "wharfd: %s\n", config.status().ToString().c_str());
     return 2;
   }
+  // The pinglist is configuration too: a bad one stops the start here.
+  const daemon::MeshSettings mesh_settings = config->mesh;
+  auto mesh = mesh::MeshService::Create(mesh_settings, SystemClock::Get(), std::random_device{}() |
+                                        (uint64_t{std::random_device{}()} << 32));
+  if (!mesh.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", mesh.status().ToString().c_str());
+    return 2;
+  }
   if (o.check_config) {
     std::printf("wharfd: configuration OK: socket %s, homa %s, tcp %s, heap %llu B per "
                 "application, at most %zu applications\n",
@@ -63,26 +75,50 @@ int RunDaemon(const DaemonOptions& o) {
   }
   // Signals are taken by a thread of their own, blocked everywhere else
   // (threads started later inherit the mask).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   auto daemon = daemon::Daemon::Start(std::move(*config));
   if (!daemon.ok()) {
     std::fprintf(stderr, "wharfd: %s\n", daemon.status().ToString().c_str());
     return 1;
   }
+  mesh::MeshService* service = mesh->get();
+  if (Status added = (*daemon)->AddService(std::move(*mesh)); !added.ok()) {
+    std::fprintf(stderr, "wharfd: %s\n", added.ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<mesh::MeshHttp> http;
+  if (!mesh_settings.http_listen.empty()) {
+    auto started = mesh::MeshHttp::Start(mesh_settings.http_listen, &service->board(),
+                                         SystemClock::Get());
+    if (!started.ok()) {
+      std::fprintf(stderr, "wharfd: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    http = std::move(*started);
+    std::fprintf(stderr, "wharfd: metrics, API and dashboard on http://%s/\n",
+                 http->address().ToString().c_str());
+  }
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      (*daemon)->RequestReload();
+    }
     (*daemon)->Stop();
   });
   Status s = (*daemon)->Run();
   // Wakes the waiter if Run ended for another reason than a signal.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  // The pages read the service's board: stop them before the daemon goes.
+  http.reset();
   if (!s.ok()) {
     std::fprintf(stderr, "wharfd: %s\n", s.ToString().c_str());
     return 1;

@@ -7,6 +7,7 @@
 #include "tools/bench_command.h"
 #include "tools/check_command.h"
 #include "tools/daemon_command.h"
+#include "tools/mesh_command.h"
 #include "tools/ping_command.h"
 #include "tools/serve_command.h"
 #include "tools/status_command.h"
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
       "status", "Show what the local wharfd is doing: applications, connections, RPCs, bytes");
   wharf::tools::AddStatusFlags(*status, status_options);
 
+  wharf::tools::MeshOptions mesh_options;
+  CLI::App* mesh = wharf::tools::AddMeshCommand(app, mesh_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,5 +60,6 @@ int main(int argc, char** argv) {
   if (*ping) return wharf::tools::RunPing(ping_options);
   if (*daemon) return wharf::tools::RunDaemon(daemon_options);
   if (*status) return wharf::tools::RunStatus(status_options);
+  if (*mesh) return wharf::tools::RunMesh(mesh_options);
   return 2;
 }

@@ -25,7 +25,7 @@ constexpr std::string_view kAcceptConFlags = "00010000";
 std::vector<std::string> Argv(const WharfdOptions& o) {
   std::vector<std::string> argv = {WharfdPath(), "--socket", o.socket, "--log-level", "warn",
                                    "--set", "listen.homa=127.0.0.1:" + std::to_string(o.homa_port),
-                                   "--set", "listen.tcp="};
+                                   "--set", "listen.tcp=", "--set", "http.listen="};
   for (const std::string& s : o.settings) {
     argv.push_back("--set");
     argv.push_back(s);

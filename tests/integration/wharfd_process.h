@@ -37,8 +37,8 @@ class TempDir {
 struct WharfdOptions {
   // The control socket (must be set; a TempDir holds it in the tests).
   std::string socket;
-  // listen.homa's port on 127.0.0.1 (0: any). listen.tcp is disabled unless
-  // `settings` says otherwise.
+  // listen.homa's port on 127.0.0.1 (0: any). listen.tcp and http.listen
+  // are disabled unless `settings` says otherwise.
   uint16_t homa_port = 0;
   // Further --set key=value entries.
   std::vector<std::string> settings{};

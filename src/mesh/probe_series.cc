@@ -1,0 +1,89 @@
+// ProbeSeries: outcomes, in-flight probes, and the latency records.
+#include "mesh/probe_series.h"
+
+#include <algorithm>
+
+namespace wharf::mesh {
+
+void LatencyBuckets::Record(uint64_t ns) {
+  const auto* bound = std::lower_bound(kLatencyBucketsNs.begin(), kLatencyBucketsNs.end(), ns);
+  if (bound != kLatencyBucketsNs.end()) ++counts[bound - kLatencyBucketsNs.begin()];
+  ++count;
+  sum_ns += ns;
+}
+
+std::string_view SeriesStateName(SeriesState s) {
+  switch (s) {
+    case SeriesState::kNoData:
+      return "no_data";
+    case SeriesState::kOk:
+      return "ok";
+    case SeriesState::kAllFailed:
+      return "all_failed";
+  }
+  return "?";
+}
+
+std::optional<uint64_t> ProbeSeries::Start(TimeNs now) {
+  Slot& slot = slots_[next_sequence_ % kMaxInFlight];
+  if (slot.sequence != 0) {
+    // The probe kMaxInFlight before is still out: everything between is too.
+    ++counters_.skipped;
+    return std::nullopt;
+  }
+  slot = {next_sequence_, now};
+  ++in_flight_;
+  ++counters_.sent;
+  last_sent_ns_ = now;
+  return next_sequence_++;
+}
+
+ProbeSeries::Slot* ProbeSeries::Find(uint64_t sequence) {
+  if (sequence == 0) return nullptr;
+  Slot& slot = slots_[sequence % kMaxInFlight];
+  return slot.sequence == sequence ? &slot : nullptr;
+}
+
+void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns) {
+  Slot* slot = Find(sequence);
+  if (slot == nullptr) {
+    ++counters_.stray;
+    return;
+  }
+  const uint64_t rtt_ns = static_cast<uint64_t>(std::max<TimeNs>(0, now - slot->sent_ns));
+  *slot = Slot{};
+  --in_flight_;
+  ++counters_.answered;
+  if (sequence < newest_answered_) ++counters_.reordered;
+  newest_answered_ = std::max(newest_answered_, sequence);
+  last_answer_ns_ = now;
+  rtt_.RecordLatency(now, rtt_ns);
+  rtt_buckets_.Record(rtt_ns);
+  if (dwell_ns > rtt_ns) {
+    ++counters_.weird;
+    return;
+  }
+  network_.RecordLatency(now, rtt_ns - dwell_ns);
+  network_buckets_.Record(rtt_ns - dwell_ns);
+}
+
+void ProbeSeries::OnFailure(uint64_t sequence, TimeNs now, StatusCode code) {
+  Slot* slot = Find(sequence);
+  if (slot == nullptr) {
+    ++counters_.stray;
+    return;
+  }
+  *slot = Slot{};
+  --in_flight_;
+  last_failure_ = code;
+  ++(code == StatusCode::kDeadlineExceeded ? counters_.lost : counters_.failed);
+  rtt_.RecordLoss(now);
+}
+
+SeriesState ProbeSeries::State(Window w, TimeNs now) const {
+  const WindowSummary rtt = rtt_.Summary(w, now);
+  if (rtt.answered > 0) return SeriesState::kOk;
+  return rtt.lost > 0 ? SeriesState::kAllFailed : SeriesState::kNoData;
+}
+
+}  // namespace wharf::mesh
