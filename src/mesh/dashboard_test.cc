@@ -498,6 +498,32 @@ TEST_F(DashboardPageTest, KeepsStringsFromTheJsonAsText) {
   EXPECT_THAT(testing::ConsoleLines(log), IsEmpty());
 }
 
+// A collector's matrix: no self, a list of sources, and the row of a
+// source that stopped answering in state "unreachable".
+TEST_F(DashboardPageTest, ACollectorsDownSourceIsShownDown) {
+  CannedApi api;
+  api.matrix = [](const HttpRequest&, int) {
+    Json doc = Matrix("1m");
+    doc["self"] = nullptr;
+    doc["sources"] = Json::array({Json{{"url", "http://a:4002"}, {"name", "a"}, {"reachable", true}},
+                                  Json{{"url", "http://b:4002"}, {"name", "b"}, {"reachable", false}}});
+    for (Json& c : doc["cells"]) {
+      if (c["from"] == "b") c["state"] = "unreachable";
+    }
+    return JsonResponse(doc);
+  };
+  Serve(std::move(api));
+  std::string log;
+  const std::string dom = DumpDom("/", &log);
+  const std::vector<DomCell> cells = GridCells(dom);
+  ASSERT_EQ(cells.size(), 6u) << dom;
+  EXPECT_THAT(CellAt(cells, "b", "a").classes, HasSubstr("cell-down"));
+  EXPECT_THAT(CellAt(cells, "b", "a").text, HasSubstr("down"));
+  EXPECT_THAT(CellAt(cells, "a", "b").classes, HasSubstr("cell-good"));
+  EXPECT_EQ(TextWithId(dom, "self"), "collector of 2 daemons");
+  EXPECT_THAT(testing::ConsoleLines(log), IsEmpty());
+}
+
 TEST_F(DashboardPageTest, ShowsABannerWhenTheApiFailsAndKeepsRetrying) {
   CannedApi api;
   api.matrix = [](const HttpRequest&, int) {
