@@ -15,7 +15,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export WHARF_SOCKET="$dir/wharfd.sock"
-"$wharfd" --set listen.homa=127.0.0.1:0 --set listen.tcp= --log-level warn &
+"$wharfd" --set listen.homa=127.0.0.1:0 --set listen.tcp= --set http.listen= --log-level warn &
 daemon_pid=$!
 for _ in $(seq 200); do [[ -S "$WHARF_SOCKET" ]] && break; sleep 0.05; done
 [[ -S "$WHARF_SOCKET" ]] || { echo "wharfd did not start"; exit 1; }

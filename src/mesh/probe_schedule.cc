@@ -29,15 +29,16 @@ void ProbeSchedule::Reset(std::span<const DurationNs> intervals, double max_per_
   std::make_heap(heap_.begin(), heap_.end(), Later);
 }
 
-std::optional<size_t> ProbeSchedule::TakeDue(TimeNs now) {
-  if (heap_.empty() || heap_.front().due > now) return std::nullopt;
+std::optional<size_t> ProbeSchedule::TakeDue(TimeNs now, TimeNs horizon) {
+  if (heap_.empty() || heap_.front().due > horizon) return std::nullopt;
   std::pop_heap(heap_.begin(), heap_.end(), Later);
   Due& top = heap_.back();
   const size_t target = top.target;
   const DurationNs interval = intervals_[target];
   TimeNs next = top.due + Jittered(interval);
-  if (next <= now) {
-    // Behind by more than an interval: the probes in between are not sent.
+  if (next + std::max(interval, kCatchUpSlack) <= now) {
+    // Behind by more than two intervals (or a millisecond and one): the
+    // probes in between are not sent.
     skipped_ += static_cast<uint64_t>((now - top.due) / interval);
     next = now + Jittered(interval);
   }

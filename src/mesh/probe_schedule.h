@@ -30,6 +30,11 @@ class ProbeSchedule {
   // Each probe follows the one before after interval x (1 + u), u uniform in
   // [-kJitter, kJitter].
   static constexpr double kJitter = 0.1;
+  // A loop this late (or one interval, if longer) catches up by sending
+  // back to back; later than that it skips probes. Wake-ups on a busy host
+  // come a few hundred microseconds late, which must not cost a target
+  // probed every 100 us its probes.
+  static constexpr DurationNs kCatchUpSlack = kNsPerMs;
 
   explicit ProbeSchedule(uint64_t seed) : random_(seed) {}
 
@@ -39,12 +44,13 @@ class ProbeSchedule {
   // the same factor (stretch()) so that they ask for exactly that.
   void Reset(std::span<const DurationNs> intervals, double max_per_second, TimeNs now);
 
-  // The index of a target due at `now` (the earliest due first), or none.
-  // Its next probe is scheduled as it is returned: one interval after the
-  // time it was due, or after `now` if that is already past (a loop that
-  // fell behind skips probes rather than sending a burst; skipped() counts
-  // them).
-  std::optional<size_t> TakeDue(TimeNs now);
+  // The index of a target due by `horizon` (>= now; the earliest due
+  // first), or none. Its next probe is scheduled as it is returned: one
+  // interval after the time it was due, or one interval after `now` when
+  // the loop is further behind than kCatchUpSlack and one interval (it then
+  // skips probes rather than sending a burst; skipped() counts them).
+  std::optional<size_t> TakeDue(TimeNs now, TimeNs horizon);
+  std::optional<size_t> TakeDue(TimeNs now) { return TakeDue(now, now); }
   // When the next target is due; kNever without targets.
   TimeNs NextDue() const { return heap_.empty() ? kNever : heap_.front().due; }
 

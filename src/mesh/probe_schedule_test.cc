@@ -95,6 +95,19 @@ TEST(ProbeScheduleTest, ALateCallerSkipsProbesInsteadOfBursting) {
   EXPECT_NEAR(static_cast<double>(schedule.skipped()), 99, 2);
 }
 
+// Taking ahead (a horizon past now) is not falling behind: one target due
+// every 100 us gives ten probes for a millisecond's horizon, none skipped.
+TEST(ProbeScheduleTest, TakingAheadOfNowSkipsNothing) {
+  ProbeSchedule schedule(8);
+  schedule.Reset(std::vector<DurationNs>(1, 100 * kNsPerUs), 0, kStart);
+  int taken = 0;
+  for (TimeNs now = kStart; now < kStart + 100 * kNsPerMs; now += kNsPerMs) {
+    while (schedule.TakeDue(now, now + kNsPerMs)) ++taken;
+  }
+  EXPECT_NEAR(taken, 1000, 15);
+  EXPECT_EQ(schedule.skipped(), 0u);
+}
+
 TEST(ProbeScheduleTest, NoTargetsMeansNothingIsEverDue) {
   ProbeSchedule schedule(5);
   schedule.Reset({}, 100, kStart);

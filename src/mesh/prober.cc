@@ -55,12 +55,15 @@ void Prober::SetTargets(std::vector<ProbeTargetSpec> targets, TimeNs now) {
 transport::PollResult Prober::Poll(TimeNs now) {
   transport::PollResult result;
   result.now = now;
+  const TimeNs horizon = now + options_.send_ahead_ns;
   for (size_t sent = 0; sent < options_.max_probes_per_poll; ++sent) {
-    std::optional<size_t> due = schedule_.TakeDue(now);
+    std::optional<size_t> due = schedule_.TakeDue(now, horizon);
     if (!due.has_value()) break;
     SendOne(*targets_[*due], now);
     ++result.work;
   }
+  // Called back when the next probe is due, that one goes with those due
+  // in the millisecond after it.
   result.next_deadline = schedule_.NextDue();
   return result;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "mesh/probe_responder.h"
@@ -85,6 +86,14 @@ class ProberTest : public testing::Test {
   void RunFor(DurationNs span) {
     RunFor(span, [](const SentProbe&) { return false; });
   }
+  // Moves time on in 1 ms steps until the prober has sent `count` probes
+  // (still in sender_.sent) in all.
+  void SendProbes(size_t count) {
+    while (sender_.sent.size() < count) {
+      now_ += kNsPerMs;
+      prober_.Poll(now_);
+    }
+  }
 
   ScriptedSender sender_;
   MeshResponder responder_;
@@ -112,10 +121,7 @@ TEST_F(ProberTest, AnsweredProbesGiveRoundTripAndNetworkTime) {
 
 TEST_F(ProberTest, EveryProbeCarriesTheEpochAndIncreasingSequenceNumbers) {
   prober_.SetTargets({Target("b")}, now_);
-  for (int i = 0; i < 3; ++i) {
-    now_ += 200 * kNsPerMs;
-    prober_.Poll(now_);
-  }
+  SendProbes(3);
   ASSERT_EQ(sender_.sent.size(), 3u);
   for (uint64_t i = 0; i < 3; ++i) {
     Result<wire::MeshProbe> p = wire::DecodeMeshProbe(sender_.sent[i].request.span());
@@ -128,10 +134,7 @@ TEST_F(ProberTest, EveryProbeCarriesTheEpochAndIncreasingSequenceNumbers) {
 
 TEST_F(ProberTest, ATimeoutIsALossAndOtherFailuresAreCountedApart) {
   prober_.SetTargets({Target("b")}, now_);
-  now_ += 200 * kNsPerMs;
-  prober_.Poll(now_);
-  now_ += 200 * kNsPerMs;
-  prober_.Poll(now_);
+  SendProbes(2);
   ASSERT_EQ(sender_.sent.size(), 2u);
   prober_.OnComplete(sender_.sent[0].op_id, DeadlineExceededError("late"), {}, now_);
   prober_.OnComplete(sender_.sent[1].op_id, UnavailableError("refused"), {}, now_);
@@ -166,8 +169,7 @@ TEST_F(ProberTest, LossIsCountedByTheProbesTheNetworkDropped) {
 
 TEST_F(ProberTest, ADuplicateCompletionIsAStrayAndCountsOnce) {
   prober_.SetTargets({Target("b")}, now_);
-  now_ += 200 * kNsPerMs;
-  prober_.Poll(now_);
+  SendProbes(1);
   ASSERT_EQ(sender_.sent.size(), 1u);
   now_ += kRtt;
   Answer(sender_.sent[0], now_);
@@ -178,10 +180,7 @@ TEST_F(ProberTest, ADuplicateCompletionIsAStrayAndCountsOnce) {
 
 TEST_F(ProberTest, AnswersInAnotherOrderThanTheProbesAreReordered) {
   prober_.SetTargets({Target("b", ProbeTransport::kHoma, 10 * kNsPerMs)}, now_);
-  for (int i = 0; i < 3; ++i) {
-    now_ += 20 * kNsPerMs;
-    prober_.Poll(now_);
-  }
+  SendProbes(3);
   ASSERT_EQ(sender_.sent.size(), 3u);
   now_ += kRtt;
   Answer(sender_.sent[2], now_);
@@ -193,8 +192,7 @@ TEST_F(ProberTest, AnswersInAnotherOrderThanTheProbesAreReordered) {
 
 TEST_F(ProberTest, AnAnswerFromSomethingElseIsABadAnswerNotASuccess) {
   prober_.SetTargets({Target("b")}, now_);
-  now_ += 200 * kNsPerMs;
-  prober_.Poll(now_);
+  SendProbes(1);
   ASSERT_EQ(sender_.sent.size(), 1u);
   // Another prober's epoch.
   std::vector<std::byte> answer(wire::kMeshAnswerBytes);
@@ -262,6 +260,38 @@ TEST_F(ProberTest, AtMostMaxInFlightProbesWaitPerTarget) {
   EXPECT_EQ(sender_.sent.size(), ProbeSeries::kMaxInFlight);
   EXPECT_GT(prober_.series(0).counters().skipped, 0u);
   EXPECT_EQ(prober_.in_flight(), ProbeSeries::kMaxInFlight);
+}
+
+// A hundred targets probed every 10 ms each, 10,000 probes a second: a
+// loop that polls when the prober asks wakes about once per millisecond for
+// ten of them, not once per probe.
+TEST_F(ProberTest, ProbesDueWithinTheNextMillisecondLeaveTogether) {
+  std::vector<ProbeTargetSpec> hundred;
+  for (int i = 0; i < 100; ++i) {
+    hundred.push_back(Target("h" + std::to_string(i), ProbeTransport::kHoma, 10 * kNsPerMs));
+  }
+  prober_.SetTargets(hundred, now_);
+  int polls = 0;
+  std::map<std::string, TimeNs> last;
+  DurationNs closest = kNever;
+  const TimeNs end = now_ + kNsPerSec;
+  while (now_ < end) {
+    transport::PollResult r = prober_.Poll(now_);
+    ++polls;
+    for (const SentProbe& p : sender_.sent) {
+      if (last.count(p.host) > 0) closest = std::min(closest, now_ - last[p.host]);
+      last[p.host] = now_;
+      // Lost at once: what the answers are does not matter here.
+      prober_.OnComplete(p.op_id, DeadlineExceededError("probe"), {}, now_);
+    }
+    sender_.sent.clear();
+    now_ = std::max(now_ + 1, r.next_deadline);
+  }
+  EXPECT_NEAR(static_cast<double>(prober_.counters().probes_sent), 10000, 200);
+  EXPECT_LT(polls, 1200) << "not batched: a wake-up per probe or close to it";
+  // A target's probes stay close to its interval apart: at least 9 ms (the
+  // jitter) less the millisecond sent ahead.
+  EXPECT_GE(closest, 8 * kNsPerMs);
 }
 
 TEST_F(ProberTest, OnePollSendsAtMostItsShare) {
