@@ -437,19 +437,19 @@ class ConfigFlattener {
   int second_document_line_ = 0;  // of the second document's root
 };
 
-Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
+Result<std::string> ConfigDoc::ReadFile(const std::string& path, std::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, fmt::format("config file {}", path));
+  if (fd < 0) return ErrnoToStatus(errno, fmt::format("{} {}", what, path));
   std::string text;
   Status status;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    status = ErrnoToStatus(errno, fmt::format("config file {}", path));
+    status = ErrnoToStatus(errno, fmt::format("{} {}", what, path));
   } else if (!S_ISREG(st.st_mode)) {
-    status = InvalidArgumentError(fmt::format("config file {}: not a regular file", path));
+    status = InvalidArgumentError(fmt::format("{} {}: not a regular file", what, path));
   } else if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    status = InvalidArgumentError(fmt::format(
-        "config file {}: {} bytes, larger than the {} allowed", path, st.st_size, kMaxFileBytes));
+    status = InvalidArgumentError(fmt::format("{} {}: {} bytes, larger than the {} allowed", what,
+                                              path, st.st_size, kMaxFileBytes));
   } else {
     text.resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
@@ -457,7 +457,7 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
       const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        status = ErrnoToStatus(errno, fmt::format("config file {}", path));
+        status = ErrnoToStatus(errno, fmt::format("{} {}", what, path));
         break;
       }
       if (n == 0) break;  // the file shrank under us: parse what is there
@@ -467,6 +467,11 @@ Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
   }
   ::close(fd);
   WHARF_RETURN_IF_ERROR(status);
+  return text;
+}
+
+Result<ConfigDoc> ConfigDoc::LoadFile(const std::string& path) {
+  WHARF_ASSIGN_OR_RETURN(std::string text, ReadFile(path, "config file"));
   return Parse(text, path);
 }
 

@@ -50,6 +50,10 @@ class ConfigDoc {
 
   // Reads and parses `path`. A missing file is kNotFound naming the path.
   static Result<ConfigDoc> LoadFile(const std::string& path);
+  // The bytes of `path`, as LoadFile reads them: a regular file of at most
+  // kMaxFileBytes; errors start with "<what> <path>" ("config file x.yaml:
+  // not a regular file"). For readers that need the bytes too (a hash).
+  static Result<std::string> ReadFile(const std::string& path, std::string_view what);
   // Parses `text`, which must be UTF-8; `source_name` (usually the path)
   // starts every message. A YAML error is "<source>:<line>:<column>: YAML
   // syntax error: <what>" (columns count characters, from 1); when a

@@ -9,16 +9,6 @@ namespace {
 
 constexpr std::string_view kJson = "application/json";
 
-std::string_view QueryValue(const HttpRequest& r, std::string_view name) {
-  for (const auto& [key, value] : r.query) {
-    if (key == name) return value;
-  }
-  return {};
-}
-
-HttpResponse Error(int status, std::string message) {
-  return HttpResponse{.status = status, .body = std::move(message) + "\n"};
-}
 
 // A handler that renders the matrix of the window asked for.
 HttpHandler WithMatrix(const Collector* collector, std::string default_window,
@@ -26,7 +16,7 @@ HttpHandler WithMatrix(const Collector* collector, std::string default_window,
   return [collector, default_window = std::move(default_window), render](const HttpRequest& r) {
     std::string_view window = QueryValue(r, "window");
     Result<ClusterMatrix> m = collector->Matrix(window.empty() ? default_window : window);
-    if (!m.ok()) return Error(400, m.status().ToString());
+    if (!m.ok()) return TextResponse(400, m.status().ToString());
     return HttpResponse{.status = 200, .content_type = std::string(kJson), .body = render(*m)};
   };
 }
@@ -42,7 +32,7 @@ std::vector<std::pair<std::string, HttpHandler>> CollectorRoutes(const Collector
   routes.emplace_back("/api/v1/pinglist",
                       WithMatrix(collector, default_window, &RenderClusterPinglistJson));
   routes.emplace_back("/", [](const HttpRequest& r) {
-    if (r.path != "/" && r.path != "/index.html") return Error(404, "no page " + r.path);
+    if (r.path != "/" && r.path != "/index.html") return TextResponse(404, "no page " + r.path);
     return HttpResponse{.status = 200,
                         .content_type = "text/html; charset=utf-8",
                         .body = std::string(DashboardHtml())};

@@ -959,4 +959,19 @@ transport::NetAddress HttpServer::address() const { return impl_->address(); }
 
 HttpServerCounters HttpServer::counters() const { return impl_->Counters(); }
 
+std::string_view QueryValue(const HttpRequest& request, std::string_view name) {
+  for (const auto& [key, value] : request.query) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+HttpResponse TextResponse(int status, std::string message) {
+  return HttpResponse{.status = status, .body = std::move(message) + "\n"};
+}
+
+HttpResponse JsonResponse(std::string body) {
+  return HttpResponse{.status = 200, .content_type = "application/json", .body = std::move(body)};
+}
+
 }  // namespace wharf::mesh

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,13 @@ struct HttpResponse {
 // Called on one of the server's worker threads, several at once when
 // options.threads > 1. An exception it throws becomes a 500.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+// The first value of query parameter `name`, or "" without one.
+std::string_view QueryValue(const HttpRequest& request, std::string_view name);
+// A plain-text answer with `status` (an error's message, a newline added).
+HttpResponse TextResponse(int status, std::string message);
+// A 200 with `body` as application/json.
+HttpResponse JsonResponse(std::string body);
 
 struct HttpServerOptions {
   // Where to listen; port 0 picks one (see HttpServer::address()). The

@@ -13,22 +13,7 @@
 namespace wharf::mesh {
 namespace {
 
-constexpr std::string_view kJson = "application/json";
 
-std::string_view QueryValue(const HttpRequest& r, std::string_view name) {
-  for (const auto& [key, value] : r.query) {
-    if (key == name) return value;
-  }
-  return {};
-}
-
-HttpResponse Error(int status, std::string message) {
-  return HttpResponse{.status = status, .body = std::move(message) + "\n"};
-}
-
-HttpResponse Json(std::string body) {
-  return HttpResponse{.status = 200, .content_type = std::string(kJson), .body = std::move(body)};
-}
 
 // Wraps a renderer: takes the snapshot, or answers 503 when the loop did
 // not produce one in time.
@@ -37,7 +22,7 @@ HttpHandler WithSnapshot(SnapshotBoard* board, const Clock* clock,
   return [board, clock, render = std::move(render)](const HttpRequest& r) {
     std::shared_ptr<const MeshSnapshot> s =
         board->Get(clock->NowNs(), MeshHttp::kSnapshotMaxAge, MeshHttp::kSnapshotWait);
-    if (s == nullptr) return Error(503, "wharfd's loop did not answer within 2 s");
+    if (s == nullptr) return TextResponse(503, "wharfd's loop did not answer within 2 s");
     return render(*s, r);
   };
 }
@@ -54,35 +39,35 @@ Result<std::unique_ptr<MeshHttp>> MeshHttp::Start(const std::string& listen, Sna
   std::vector<std::pair<std::string, HttpHandler>> routes;
   routes.emplace_back("/metrics", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
     Result<std::string> text = RenderMetrics(s);
-    if (!text.ok()) return Error(500, text.status().ToString());
+    if (!text.ok()) return TextResponse(500, text.status().ToString());
     return HttpResponse{.status = 200,
                         .content_type = "text/plain; version=0.0.4; charset=utf-8",
                         .body = std::move(*text)};
   }));
   routes.emplace_back("/api/v1/targets", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
-    return Json(RenderTargetsJson(s));
+    return JsonResponse(RenderTargetsJson(s));
   }));
   routes.emplace_back("/api/v1/matrix", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest& r) {
     std::string_view text = QueryValue(r, "window");
     Result<Window> w = ParseWindow(text.empty() ? "1m" : text);
-    if (!w.ok()) return Error(400, w.status().ToString());
-    return Json(RenderMatrixJson(s, *w));
+    if (!w.ok()) return TextResponse(400, w.status().ToString());
+    return JsonResponse(RenderMatrixJson(s, *w));
   }));
   routes.emplace_back("/api/v1/pair", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest& r) {
     Result<std::string> doc = RenderPairJson(s, QueryValue(r, "host"), QueryValue(r, "transport"));
-    if (!doc.ok()) return Error(404, doc.status().ToString());
-    return Json(std::move(*doc));
+    if (!doc.ok()) return TextResponse(404, doc.status().ToString());
+    return JsonResponse(std::move(*doc));
   }));
   routes.emplace_back("/api/v1/pinglist", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
-    return Json(RenderPinglistJson(s));
+    return JsonResponse(RenderPinglistJson(s));
   }));
   routes.emplace_back("/api/v1/status", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
     Result<std::string> doc = daemon::RenderStatusJson(s.daemon);
-    if (!doc.ok()) return Error(500, doc.status().ToString());
-    return Json(std::move(*doc));
+    if (!doc.ok()) return TextResponse(500, doc.status().ToString());
+    return JsonResponse(std::move(*doc));
   }));
   routes.emplace_back("/", [](const HttpRequest& r) {
-    if (r.path != "/" && r.path != "/index.html") return Error(404, "no page " + r.path);
+    if (r.path != "/" && r.path != "/index.html") return TextResponse(404, "no page " + r.path);
     return HttpResponse{.status = 200,
                         .content_type = "text/html; charset=utf-8",
                         .body = std::string(DashboardHtml())};

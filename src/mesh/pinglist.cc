@@ -4,11 +4,8 @@
 #include "mesh/pinglist.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -624,37 +621,9 @@ Result<Pinglist> ParsePinglist(std::string_view text, std::string source_name) {
 }
 
 Result<Pinglist> LoadPinglist(const std::string& path) {
-  // As ConfigDoc::LoadFile reads, but keeping the bytes: the default
-  // version is their hash.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, fmt::format("pinglist {}", path));
-  std::string text;
-  Status status;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    status = ErrnoToStatus(errno, fmt::format("pinglist {}", path));
-  } else if (!S_ISREG(st.st_mode)) {
-    status = InvalidArgumentError(fmt::format("pinglist {}: not a regular file", path));
-  } else if (static_cast<uint64_t>(st.st_size) > ConfigDoc::kMaxFileBytes) {
-    status = InvalidArgumentError(fmt::format("pinglist {}: {} bytes, larger than the {} allowed",
-                                              path, st.st_size, ConfigDoc::kMaxFileBytes));
-  } else {
-    text.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        status = ErrnoToStatus(errno, fmt::format("pinglist {}", path));
-        break;
-      }
-      if (n == 0) break;  // the file shrank under us: parse what is there
-      done += static_cast<size_t>(n);
-    }
-    text.resize(done);
-  }
-  ::close(fd);
-  WHARF_RETURN_IF_ERROR(status);
+  // As ConfigDoc::LoadFile reads, keeping the bytes: the default version is
+  // their hash.
+  WHARF_ASSIGN_OR_RETURN(std::string text, ConfigDoc::ReadFile(path, "pinglist"));
   return ParsePinglist(text, path);
 }
 
