@@ -5,15 +5,20 @@
 #include "mesh/mesh_service.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "daemon/wharfd.h"
+#include "base/unique_fd.h"
 #include "mesh/api_json.h"
+#include "mesh/http_client.h"
+#include "mesh/mesh_http.h"
 #include "mesh/metrics_exporter.h"
 
 namespace wharf::mesh {
@@ -55,6 +60,7 @@ class MeshDaemon {
     if (thread_.joinable()) thread_.join();
     daemon_.reset();
   }
+  MeshService& service() { return *service_; }
   uint16_t homa_port() { return daemon_->OwnAddress("homa").port(); }
   uint16_t tcp_port() { return daemon_->OwnAddress("tcp").port(); }
   daemon::Daemon& daemon() { return *daemon_; }
@@ -216,6 +222,45 @@ TEST_F(MeshServiceTest, AnUnreachablePeerShowsAsFailedNotAsNoData) {
   EXPECT_EQ(s->targets[0].state[static_cast<size_t>(Window::k10s)], SeriesState::kAllFailed);
   EXPECT_EQ(s->targets[0].counters.answered, 0u);
   EXPECT_GT(s->targets[0].counters.lost + s->targets[0].counters.failed, 0u);
+}
+
+// A thousand HTTP connections that never send a request: the pages stay
+// bounded (the server closes the idlest to make room) and the probing on
+// the daemon's loop goes on as before.
+TEST_F(MeshServiceTest, AThousandIdleHttpConnectionsLeaveProbingAndPagesAlone) {
+  pinglist_ = dir_ + "/pinglist.yaml";
+  WritePinglist(List("one", "[homa]"));
+  ASSERT_TRUE(a_->Run(pinglist_).ok());
+  ASSERT_TRUE(b_->Run(pinglist_).ok());
+  Result<std::unique_ptr<MeshHttp>> http =
+      MeshHttp::Start("127.0.0.1:0", &a_->service().board(), SystemClock::Get());
+  ASSERT_TRUE(http.ok()) << http.status();
+  const std::string url = "http://" + (*http)->address().ToString();
+  ASSERT_NE(a_->WaitFor([](const MeshSnapshot& s) { return Answered(s, "homa") > 0; }), nullptr);
+
+  std::vector<UniqueFd> idle;
+  sockaddr_storage to{};
+  const auto len = static_cast<socklen_t>((*http)->address().ToSockaddr(&to));
+  for (int i = 0; i < 1000; ++i) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(fd.valid());
+    // The backlog may refuse some; those that connect just sit there.
+    (void)::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), len);
+    idle.push_back(std::move(fd));
+  }
+  const uint64_t before = a_->Snapshot()->targets[0].counters.answered;
+  std::shared_ptr<const MeshSnapshot> s = a_->WaitFor([before](const MeshSnapshot& s) {
+    return s.targets[0].counters.answered >= before + 25;  // half a second of probes
+  });
+  ASSERT_NE(s, nullptr);
+  EXPECT_GE(s->targets[0].counters.answered, before + 25) << "probing stalled";
+  EXPECT_EQ(s->targets[0].counters.lost + s->targets[0].counters.failed, 0u);
+  Result<std::string> metrics = HttpGet(url, "/metrics", 5 * kNsPerSec);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_NE(metrics->find("wharf_mesh_probes_answered_total"), std::string::npos);
+  const HttpServerCounters c = (*http)->counters();
+  EXPECT_LE(c.open_connections, 64u);
+  EXPECT_GT(c.rejected_connections, 0u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "wire/mesh_probe.h"
 
 namespace wharf::mesh {
@@ -34,11 +35,13 @@ void Prober::SetTargets(std::vector<ProbeTargetSpec> targets, TimeNs now) {
       next.push_back(std::make_unique<Target>(std::move(spec), now));
     }
   }
-  // What is left in targets_ goes: forget its probes in flight.
+  // What is left in targets_ goes: forget its probes in flight (one pass
+  // over them, however many targets stay).
+  absl::flat_hash_set<const Target*> staying;
+  staying.reserve(next.size());
+  for (const auto& t : next) staying.insert(t.get());
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    const bool gone = std::none_of(next.begin(), next.end(),
-                                   [&](const auto& t) { return t.get() == it->second.target; });
-    if (gone) {
+    if (!staying.contains(it->second.target)) {
       in_flight_.erase(it++);
     } else {
       ++it;
