@@ -80,10 +80,13 @@ void ProbeSeries::OnFailure(uint64_t sequence, TimeNs now, StatusCode code) {
   rtt_.RecordLoss(now);
 }
 
-SeriesState ProbeSeries::State(Window w, TimeNs now) const {
-  const WindowSummary rtt = rtt_.Summary(w, now);
+SeriesState StateOf(const WindowSummary& rtt) {
   if (rtt.answered > 0) return SeriesState::kOk;
   return rtt.lost > 0 ? SeriesState::kAllFailed : SeriesState::kNoData;
+}
+
+SeriesState ProbeSeries::State(Window w, TimeNs now) const {
+  return StateOf(rtt_.Summary(w, now));
 }
 
 }  // namespace wharf::mesh

@@ -61,6 +61,9 @@ enum class SeriesState : uint8_t {
   kAllFailed,  // probes lost or failed, none answered
 };
 std::string_view SeriesStateName(SeriesState s);  // "no_data", "ok", "all_failed"
+// The state a window's round-trip summary shows (answered, and unanswered
+// in its `lost`).
+SeriesState StateOf(const WindowSummary& rtt);
 
 // Owned by the Prober, one per target and transport; single-threaded.
 class ProbeSeries {
