@@ -34,7 +34,8 @@ Engine::Engine(transport::MessageTransport* primary, TransportOpener opener, con
       // process: seed from the wall clock.
       conns_(limits.max_connections,
              static_cast<uint64_t>(clock.WallNs()) * 0x9E3779B97F4A7C15ULL),
-      barriers_(limits.max_barrier_rounds, limits.barrier_round_timeout_ns) {}
+      barriers_(limits.max_barrier_rounds, limits.barrier_round_timeout_ns),
+      peer_rtts_({.max_peers = limits.peer_rtt_peers, .idle_timeout_ns = limits.peer_rtt_idle_ns}) {}
 
 Engine::~Engine() { Shutdown(CancelledError("endpoint closed")); }
 
@@ -95,6 +96,22 @@ void Engine::StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& fram
   }
 }
 
+void Engine::NoteRoundTrip(const Op& op, bool answered, TimeNs now) {
+  const PeerRttKey peer{op.transport, op.server};
+  if (answered) {
+    peer_rtts_.RecordRoundTrip(peer, now, now - op.started_ns);
+  } else {
+    peer_rtts_.RecordFailure(peer, now);
+  }
+}
+
+void Engine::TakePeerRtts(
+    TimeNs now, const std::function<void(std::string_view scheme, const PeerRttDelta&)>& visit) {
+  peer_rtts_.Take(now, [&](const PeerRttDelta& d) {
+    if (d.peer.transport < transports_.size()) visit(transports_[d.peer.transport]->scheme(), d);
+  });
+}
+
 void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t value) {
   const std::optional<Op> op = ops_.Take(op_id);
   if (!op.has_value()) return;
@@ -134,7 +151,10 @@ void Engine::Send(uint64_t op_id, uint64_t conn_id, Buffer message) {
   if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
   if (!conn->open) return Complete(op_id, conn->closed_reason);
   if (Status size = CheckSize(message.size()); !size.ok()) return Complete(op_id, size);
-  Register(op_id, Op{.kind = OpKind::kSend, .conn = conn_id});
+  Register(op_id, Op{.kind = OpKind::kSend,
+                     .conn = conn_id,
+                     .server = conn->peer.address,
+                     .started_ns = RttStart()});
   Frame frame;
   frame.kind = FrameKind::kMessage;
   frame.conn_id = conn->wire_id;
@@ -172,8 +192,13 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
   Frame frame;
   frame.kind = FrameKind::kRpc;
   frame.code = method;
+  // One clock read serves the deadline and the round trip's start.
+  const bool measured = peer_rtts_.enabled();
+  const TimeNs now = host_now_ns_ != 0                         ? host_now_ns_
+                     : (measured || deadline_ns != kNever) ? clock_.NowNs()
+                                                            : 0;
+  const TimeNs started_ns = measured ? std::max<TimeNs>(1, now) : 0;
   if (deadline_ns != kNever) {
-    const TimeNs now = host_now_ns_ != 0 ? host_now_ns_ : clock_.NowNs();
     TimeNs left = std::max<TimeNs>(0, deadline_ns - now);
     // At least 1 us: 0 on the wire means "no deadline".
     frame.deadline_us =
@@ -190,7 +215,8 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
                      .transport = peer.transport,
                      .deadline_ns = deadline_ns,
                      .server = peer.address,
-                     .server_endpoint = peer.endpoint});
+                     .server_endpoint = peer.endpoint,
+                     .started_ns = started_ns});
 }
 
 void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method, Buffer request,
@@ -375,6 +401,11 @@ std::vector<std::pair<std::string, uint64_t>> Engine::Counters() const {
       {"engine.send_buffers_reused", pool.reused},
       {"engine.send_buffers_allocated", pool.allocated},
       {"engine.send_pool_bytes", pool.kept_bytes},
+      {"engine.peer_rtt_peers", peer_rtts_.size()},
+      {"engine.peer_rtt_round_trips", peer_rtts_.counters().round_trips},
+      {"engine.peer_rtt_failures", peer_rtts_.counters().failures},
+      {"engine.peer_rtt_untracked", peer_rtts_.counters().untracked},
+      {"engine.peer_rtt_evicted", peer_rtts_.counters().evicted},
   };
   for (const transport::MessageTransport* t : transports_) {
     auto counters = t->Counters();
@@ -434,7 +465,10 @@ transport::PollResult Engine::Poll() {
     t.EndBatch();
   }
   if (r.now == 0) r.now = clock_.NowNs();
-  ops_.Expire(r.now, [this](uint64_t op_id) {
+  ops_.Expire(r.now, [this, now = r.now](uint64_t op_id) {
+    if (const Op* op = ops_.Find(op_id); op != nullptr && op->started_ns != 0) {
+      NoteRoundTrip(*op, /*answered=*/false, now);
+    }
     StopOp(op_id, DeadlineExceededError("deadline exceeded"));
   });
   SendKeepAlives(r.now);
@@ -453,6 +487,10 @@ void Engine::HandleReply(transport::MessageEvent& event) {
   const OpKind kind = op->kind;
   const uint64_t conn_id = op->conn;
   op->rpc_id = 0;
+  // An answer, error or not, is a round trip; a failure is the transport's.
+  if (op->started_ns != 0) {
+    NoteRoundTrip(*op, event.kind != transport::MessageEvent::Kind::kFailed, poll_now_ns_);
+  }
   Status status;
   Buffer payload;
   if (event.kind == transport::MessageEvent::Kind::kFailed) {

@@ -18,6 +18,7 @@
 // the host serialises calls into it and drives Poll().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,7 @@
 #include "engine/frame.h"
 #include "engine/peer_ref.h"
 #include "engine/pending_ops.h"
+#include "engine/peer_rtt_table.h"
 #include "engine/uri.h"
 #include "transport/large_buffer_pool.h"
 #include "transport/message_transport.h"
@@ -62,6 +64,11 @@ struct EngineLimits {
   // members then get kDeadlineExceeded.
   size_t max_barrier_rounds = 4'096;
   DurationNs barrier_round_timeout_ns = 60 * kNsPerSec;
+  // Peers whose round trips the engine keeps (endpoint.peer_rtt_peers; 0:
+  // none, and no clock read for it), and how long an idle one is kept
+  // (endpoint.peer_rtt_idle): PeerRttTable.
+  size_t peer_rtt_peers = 256;
+  DurationNs peer_rtt_idle_ns = 60 * kNsPerSec;
 };
 
 // Finds or opens the host's transport for a URI scheme ("tcp"), for peers
@@ -161,6 +168,12 @@ class Engine final : public EngineApi {
   // copy whenever glibc has given the last one back (tcp:// 1 MiB bulk ran
   // at 40 instead of 67 Gbit/s in those runs). Smaller ones: Buffer::Allocate.
   Buffer AllocateBuffer(size_t size) override;
+  // The round trips of this engine's calls and messages per peer and
+  // transport scheme since the last take (PeerRttTable::Take): the host's
+  // passive view of its paths. Idle peers are forgotten here.
+  void TakePeerRtts(TimeNs now,
+                    const std::function<void(std::string_view scheme, const PeerRttDelta&)>& visit);
+  const PeerRttTable& peer_rtts() const { return peer_rtts_; }
   // The engine's counters ("engine.*"), then every transport's.
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
@@ -188,6 +201,14 @@ class Engine final : public EngineApi {
   void StopOp(uint64_t op_id, Status why);
   // InvalidArgument when `bytes` is over the payload limit.
   Status CheckSize(size_t bytes) const;
+  // When a request measured by peer_rtts_ leaves: 0 when not measuring (a
+  // clock at 0, as a simulated one starts, reads 1).
+  TimeNs RttStart() const {
+    if (!peer_rtts_.enabled()) return 0;
+    return std::max<TimeNs>(1, host_now_ns_ != 0 ? host_now_ns_ : clock_.NowNs());
+  }
+  // A call's or message's answer (`answered`) or failure, for peer_rtts_.
+  void NoteRoundTrip(const Op& op, bool answered, TimeNs now);
   // Tells the server of a withdrawn call that its answer is no longer wanted.
   void SendCancelNotice(const Op& call);
 
@@ -232,6 +253,7 @@ class Engine final : public EngineApi {
   PendingOps ops_;
   ConnectionTable conns_;
   BarrierRounds barriers_;
+  PeerRttTable peer_rtts_;
   TimeNs next_keepalive_ns_ = kNever;  // kNever while no receiver waits
   std::unordered_set<uint32_t> served_;  // methods the host serves (SetServed)
 

@@ -253,6 +253,11 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
       Uint(l, "endpoint.max_barrier_rounds", &c.limits.max_barrier_rounds, SIZE_MAX));
   WHARF_RETURN_IF_ERROR(
       Duration(l, "endpoint.barrier_round_timeout", &c.limits.barrier_round_timeout_ns));
+  WHARF_RETURN_IF_ERROR(Uint(l, "endpoint.peer_rtt_peers", &c.limits.peer_rtt_peers, 65'536));
+  WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.peer_rtt_idle", &c.limits.peer_rtt_idle_ns));
+  if (c.limits.peer_rtt_idle_ns <= 0) {
+    return InvalidArgumentError("endpoint.peer_rtt_idle: expected a duration > 0");
+  }
   if (c.keeper_after_ns <= 0) {
     return InvalidArgumentError("endpoint.keeper_after: expected a duration > 0");
   }

@@ -617,5 +617,114 @@ TEST_F(EngineTest, LargeSendBuffersAreReusedAndArriveIntact) {
   EXPECT_EQ(counter("engine.send_buffers_allocated") + counter("engine.send_buffers_reused"), 2u);
 }
 
+// Passive measurement: each answered call or message is one round trip of
+// its peer, from the request leaving to the poll that delivered the answer
+// (the link's delay both ways here); an unanswered one is one failure.
+struct PeerRtts {
+  uint64_t round_trips = 0, failures = 0, min_ns = 0, max_ns = 0;
+  std::string scheme, peer;
+};
+PeerRtts TakePeerRtts(Node& node, TimeNs now) {
+  PeerRtts out;
+  node.engine->engine().TakePeerRtts(now, [&](std::string_view scheme, const PeerRttDelta& d) {
+    out.scheme = std::string(scheme);
+    out.peer = d.peer.address.ToString();
+    out.round_trips += d.round_trips.Count();
+    out.min_ns = d.round_trips.Min();
+    out.max_ns = d.round_trips.Max();
+    out.failures += d.failures;
+  });
+  return out;
+}
+
+TEST_F(EngineTest, AnsweredCallsAreTheirPeersRoundTripsOnTheClientOnly) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->SetHandler(7, [](const RpcContext&, Buffer req) -> Result<Buffer> { return req; });
+  for (int i = 0; i < 2; ++i) {
+    StatePtr call = a.engine->Call(b.uri, 7, Text("q"), kNever);
+    ASSERT_TRUE(RunUntilDone(call));
+  }
+  PeerRtts got = TakePeerRtts(a, clock_.NowNs());
+  EXPECT_EQ(got.scheme, "homa");
+  EXPECT_EQ(got.peer, b.addr.ToString());
+  EXPECT_EQ(got.round_trips, 2u);
+  EXPECT_LT(got.max_ns, kNsPerMs);
+  EXPECT_EQ(got.failures, 0u);
+  EXPECT_EQ(b.engine->engine().peer_rtts().size(), 0u);  // the server measured nothing
+  EXPECT_EQ(TakePeerRtts(a, clock_.NowNs()).round_trips, 0u);  // taken already
+}
+
+TEST_F(EngineTest, SlowAnswersShowTheirDelayAndErrorsCount) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  transport::fake::LinkConfig slow;
+  slow.delay_ns = 3 * kNsPerMs;
+  net_.SetLinkBothWays("A", "B", slow);
+  b.engine->SetHandler(7, [](const RpcContext&, Buffer req) -> Result<Buffer> { return req; });
+  b.engine->SetHandler(8, [](const RpcContext&, Buffer) -> Result<Buffer> {
+    return NotFoundError("no such key");  // an answer all the same
+  });
+  for (uint32_t method : {7u, 7u, 8u}) {
+    StatePtr call = a.engine->Call(b.uri, method, Text("q"), kNever);
+    ASSERT_TRUE(RunUntilDone(call));
+  }
+  PeerRtts got = TakePeerRtts(a, clock_.NowNs());
+  EXPECT_EQ(got.round_trips, 3u);
+  // The link's delay both ways (less a nanosecond: the clock starts at 0,
+  // which the engine reads as 1), plus serialisation well under a bucket.
+  EXPECT_GE(got.min_ns, 6 * kNsPerMs - 1);
+  EXPECT_LT(got.max_ns, 7 * kNsPerMs);
+  EXPECT_EQ(got.failures, 0u);
+}
+
+TEST_F(EngineTest, MessagesOnAConnectionAreRoundTripsToo) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  auto [ca, cb] = ConnectPair(a, b);
+  (void)cb;
+  (void)TakePeerRtts(a, clock_.NowNs());
+  for (int i = 0; i < 3; ++i) {
+    StatePtr send = a.engine->Send(ca, Text("m"));
+    ASSERT_TRUE(RunUntilDone(send));
+    ASSERT_TRUE(send->status.ok());
+  }
+  EXPECT_EQ(TakePeerRtts(a, clock_.NowNs()).round_trips, 3u);
+}
+
+TEST_F(EngineTest, CallsThatTimeOutOrFindTheirPeerDeadAreFailures) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->SetHandler(1, [](const RpcContext&, Buffer req) -> Result<Buffer> { return req; });
+  transport::fake::LinkConfig slow;
+  slow.delay_ns = 50 * kNsPerMs;
+  net_.SetLink("B", "A", slow);
+  StatePtr late = a.engine->Call(b.uri, 1, Text("q"), clock_.NowNs() + 10 * kNsPerMs);
+  ASSERT_TRUE(RunUntilDone(late));
+  ASSERT_EQ(late->status.code(), StatusCode::kDeadlineExceeded);
+  PeerRtts got = TakePeerRtts(a, clock_.NowNs());
+  EXPECT_EQ(got.round_trips, 0u);
+  EXPECT_EQ(got.failures, 1u);
+  // A cancelled call is the application's choice, not the path's.
+  StatePtr cancelled = a.engine->Call(b.uri, 1, Text("q"), kNever);
+  a.engine->Cancel(cancelled->op_id);
+  RunFor(200 * kNsPerMs);
+  got = TakePeerRtts(a, clock_.NowNs());
+  EXPECT_EQ(got.round_trips + got.failures, 0u);
+}
+
+TEST_F(EngineTest, PeerRttPeersZeroMeasuresNothing) {
+  EngineLimits off;
+  off.peer_rtt_peers = 0;
+  Node& a = AddNode("A", off);
+  Node& b = AddNode("B");
+  b.engine->SetHandler(7, [](const RpcContext&, Buffer req) -> Result<Buffer> { return req; });
+  StatePtr call = a.engine->Call(b.uri, 7, Text("q"), kNever);
+  ASSERT_TRUE(RunUntilDone(call));
+  EXPECT_TRUE(call->status.ok());
+  EXPECT_EQ(a.engine->engine().peer_rtts().size(), 0u);
+  EXPECT_EQ(a.engine->engine().peer_rtts().counters().round_trips, 0u);
+}
+
 }  // namespace
 }  // namespace wharf::engine

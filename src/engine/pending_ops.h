@@ -35,8 +35,11 @@ struct Op {
   uint64_t rpc_id = 0;     // the transport's RPC id, 0 if none in flight
   uint8_t transport = 0;   // which transport rpc_id belongs to
   TimeNs deadline_ns = kNever;
-  transport::NetAddress server;  // kCall: where it went (for a cancel notice)
+  transport::NetAddress server;  // kCall, kSend: where it went (a cancel notice goes there)
   uint16_t server_endpoint = 0;  // and to which endpoint there
+  // kCall, kSend: when the request left (for the peer's round trips; the
+  // server above is then where it went). 0: not measured.
+  TimeNs started_ns = 0;
 };
 
 class PendingOps {
