@@ -78,6 +78,9 @@ class CompactHistogram {
     if (ns > max_) max_ = ns;
   }
 
+  // Values recorded in bucket `index` (< kBuckets).
+  uint32_t BucketCount(size_t index) const { return counts_[index]; }
+
   // Adds every value recorded in `other`, as if each had been recorded here.
   void Merge(const CompactHistogram& other);
 

@@ -173,6 +173,13 @@ class AppSession final : public engine::EngineSink {
   }
   // Its counts, gathered from its parts.
   SessionCounters counters() const;
+  // The round trips of the application's own calls and messages per peer
+  // since the last take (engine::Engine::TakePeerRtts); none before Attach.
+  void TakePeerRtts(
+      TimeNs now,
+      const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit) {
+    if (engine_ != nullptr) engine_->TakePeerRtts(now, visit);
+  }
   // The engine's and transports' counters (empty before Attach).
   std::vector<std::pair<std::string, uint64_t>> EngineCounters() const;
   // Answers status requests arriving on its control socket (an error,

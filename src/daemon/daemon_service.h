@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "daemon/status_report.h"
 #include "engine/engine_api.h"
 #include "engine/engine_sink.h"
+#include "engine/peer_rtt_table.h"
 #include "transport/message_transport.h"
 #include "transport/net_address.h"
 #include "wharf/buffer.h"
@@ -38,6 +40,14 @@ class ServiceHost {
   // This host's interface addresses (ports 0), as read at the daemon's
   // start.
   virtual const std::vector<transport::NetAddress>& HostAddresses() const = 0;
+  // The round trips of the applications' own calls and messages, per peer
+  // and scheme, since the last take: every attached application's engine
+  // (engine::PeerRttTable), not the own engines, whose calls are the
+  // service's. What a session recorded since the last take is lost when it
+  // detaches.
+  virtual void TakeApplicationRtts(
+      TimeNs now,
+      const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit) = 0;
   // The daemon as `wharf status` shows it.
   virtual DaemonReport Report() const = 0;
   // Wakes the loop for a pass soon. The only method any thread may call.

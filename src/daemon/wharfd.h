@@ -81,6 +81,12 @@ class Daemon final : public SessionHost, public ServiceHost {
   const std::vector<transport::NetAddress>& HostAddresses() const override {
     return host_addresses_;
   }
+  void TakeApplicationRtts(
+      TimeNs now,
+      const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit)
+      override {
+    for (auto& [id, session] : sessions_) session->TakePeerRtts(now, visit);
+  }
   void WakeLoop() override { waiter_->WakeAlways(); }
 
  private:

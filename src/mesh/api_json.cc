@@ -50,6 +50,49 @@ Json CountersJson(const SeriesCounters& c) {
               {"duplicated", c.stray},    {"skipped", c.skipped},   {"weird", c.weird}};
 }
 
+// The applications' own traffic on a peer (passive measurement).
+Json PassiveWindowsJson(const PassiveSnapshot& p) {
+  Json windows = Json::object();
+  for (Window w : kWindows) {
+    const auto i = static_cast<size_t>(w);
+    windows[std::string(WindowName(w))] = Json{{"state", SeriesStateName(p.state[i])},
+                                               {"answered", p.rtt[i].answered},
+                                               {"unanswered", p.rtt[i].lost},
+                                               {"failure_ratio", LossRatio(p.rtt[i])},
+                                               {"rtt", Percentiles(p.rtt[i])}};
+  }
+  return windows;
+}
+
+Json PassiveJson(const MeshSnapshot& s, const PassiveSnapshot& p) {
+  return Json{{"transport", p.transport},
+              {"peer", p.peer},
+              {"host", p.host.empty() ? Json(nullptr) : Json(p.host)},
+              {"round_trips", p.round_trips},
+              {"failures", p.failures},
+              {"last_age_s", Seconds(p.last_ns, s.taken_ns)},
+              {"windows", PassiveWindowsJson(p)}};
+}
+
+const PassiveSnapshot* PassiveOf(const MeshSnapshot& s, const TargetSnapshot& t) {
+  if (t.passive < 0 || static_cast<size_t>(t.passive) >= s.peers.size()) return nullptr;
+  return &s.peers[static_cast<size_t>(t.passive)];
+}
+
+Json HistoryJson(const MeshSnapshot& s, const std::vector<HistoryPoint>& history) {
+  Json points = Json::array();
+  for (const HistoryPoint& p : history) {
+    const bool any = p.answered > 0;
+    points.push_back(Json{{"age_s", Seconds(p.start_ns, s.taken_ns)},
+                          {"answered", p.answered},
+                          {"unanswered", p.lost},
+                          {"p50_us", Micros(p.p50_ns, any)},
+                          {"p99_us", Micros(p.p99_ns, any)},
+                          {"max_us", Micros(p.max_ns, any)}});
+  }
+  return points;
+}
+
 Json TargetJson(const MeshSnapshot& s, const TargetSnapshot& t) {
   Json windows = Json::object();
   for (Window w : kWindows) windows[std::string(WindowName(w))] = WindowJson(t, w);
@@ -68,7 +111,9 @@ Json TargetJson(const MeshSnapshot& s, const TargetSnapshot& t) {
               {"last_failure", t.last_failure == StatusCode::kOk
                                    ? Json(nullptr)
                                    : Json(std::string(StatusCodeName(t.last_failure)))},
-              {"windows", windows}};
+              {"windows", windows},
+              {"passive", PassiveOf(s, t) == nullptr ? Json(nullptr)
+                                                     : PassiveJson(s, *PassiveOf(s, t))}};
 }
 
 Json Header(const MeshSnapshot& s) {
@@ -103,6 +148,16 @@ std::string RenderTargetsJson(const MeshSnapshot& s) {
   return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string RenderPeersJson(const MeshSnapshot& s) {
+  Json doc = Header(s);
+  Json peers = Json::array();
+  for (const PassiveSnapshot& p : s.peers) peers.push_back(PassiveJson(s, p));
+  doc["peers"] = std::move(peers);
+  doc["untracked"] = s.passive_untracked;
+  doc["evicted"] = s.passive_evicted;
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string RenderMatrixJson(const MeshSnapshot& s, Window w) {
   const auto i = static_cast<size_t>(w);
   Json doc = Header(s);
@@ -112,6 +167,8 @@ std::string RenderMatrixJson(const MeshSnapshot& s, Window w) {
   for (const TargetSnapshot& t : s.targets) {
     const WindowSummary& rtt = t.rtt[i];
     const bool any = rtt.answered > 0;
+    const PassiveSnapshot* passive = PassiveOf(s, t);
+    const WindowSummary app = passive != nullptr ? passive->rtt[i] : WindowSummary{};
     cells.push_back(Json{{"from", s.pinglist.self},
                          {"to", t.host},
                          {"transport", t.transport},
@@ -123,7 +180,11 @@ std::string RenderMatrixJson(const MeshSnapshot& s, Window w) {
                          {"loss_ratio", LossRatio(rtt)},
                          {"answered", rtt.answered},
                          {"unanswered", rtt.lost},
-                         {"age_s", Seconds(t.last_answer_ns, s.taken_ns)}});
+                         {"age_s", Seconds(t.last_answer_ns, s.taken_ns)},
+                         {"app_p50_us", Micros(app.p50_ns, app.answered > 0)},
+                         {"app_p99_us", Micros(app.p99_ns, app.answered > 0)},
+                         {"app_answered", app.answered},
+                         {"app_unanswered", app.lost}});
   }
   doc["cells"] = std::move(cells);
   return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -159,17 +220,9 @@ Result<std::string> RenderPairJson(const MeshSnapshot& s, std::string_view host,
     if (t.host != host || t.transport != transport) continue;
     Json doc = Header(s);
     doc["target"] = TargetJson(s, t);
-    Json points = Json::array();
-    for (const HistoryPoint& p : t.history) {
-      const bool any = p.answered > 0;
-      points.push_back(Json{{"age_s", Seconds(p.start_ns, s.taken_ns)},
-                            {"answered", p.answered},
-                            {"unanswered", p.lost},
-                            {"p50_us", Micros(p.p50_ns, any)},
-                            {"p99_us", Micros(p.p99_ns, any)},
-                            {"max_us", Micros(p.max_ns, any)}});
-    }
-    doc["history"] = std::move(points);
+    doc["history"] = HistoryJson(s, t.history);
+    const PassiveSnapshot* passive = PassiveOf(s, t);
+    doc["passive_history"] = passive == nullptr ? Json::array() : HistoryJson(s, passive->history);
     return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
   return NotFoundError("no target '" + std::string(host) + "' over '" + std::string(transport) +

@@ -15,8 +15,13 @@
 namespace wharf::mesh {
 
 // /api/v1/targets: every target with its class, counters and, per window,
-// state and round-trip and network percentiles.
+// state and round-trip and network percentiles; "passive": the
+// applications' own traffic to the same address and transport (or null).
 std::string RenderTargetsJson(const MeshSnapshot& s);
+// /api/v1/peers: every peer and transport the attached applications' own
+// calls and messages measured (passive, no probes), targets or not, with
+// its pinglist host when it is one, counters and windows.
+std::string RenderPeersJson(const MeshSnapshot& s);
 // /api/v1/matrix?window=W: this host's row of the source x destination
 // matrix (one cell per target host and transport) in window `w`, and the
 // list's hosts as the axis; the dashboard and `wharf mesh collect` read it.

@@ -47,6 +47,9 @@ Result<std::unique_ptr<MeshHttp>> MeshHttp::Start(const std::string& listen, Sna
   routes.emplace_back("/api/v1/targets", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
     return JsonResponse(RenderTargetsJson(s));
   }));
+  routes.emplace_back("/api/v1/peers", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest&) {
+    return JsonResponse(RenderPeersJson(s));
+  }));
   routes.emplace_back("/api/v1/matrix", WithSnapshot(board, c, [](const MeshSnapshot& s, const HttpRequest& r) {
     std::string_view text = QueryValue(r, "window");
     Result<Window> w = ParseWindow(text.empty() ? "1m" : text);

@@ -159,9 +159,13 @@ transport::PollResult MeshService::Poll(TimeNs now) {
     next_check_ns_ = now + settings_.reload_check_ns;
     CheckPinglist(now, forced);
   }
+  if (now >= next_passive_take_ns_) {
+    next_passive_take_ns_ = now + kPassiveTakeInterval;
+    TakePassive(now);
+  }
   transport::PollResult probes = prober_.Poll(now);
   result.work += probes.work;
-  result.next_deadline = std::min(probes.next_deadline, next_check_ns_);
+  result.next_deadline = std::min({probes.next_deadline, next_check_ns_, next_passive_take_ns_});
   if (building_ != nullptr || board_->wanted()) {
     BuildSnapshot(now);
     ++result.work;
@@ -171,45 +175,27 @@ transport::PollResult MeshService::Poll(TimeNs now) {
   return result;
 }
 
+void MeshService::TakePassive(TimeNs now) {
+  host_->TakeApplicationRtts(now, [&](std::string_view scheme, const engine::PeerRttDelta& d) {
+    passive_.Add(now, scheme, d.peer.address, d.round_trips, d.failures);
+  });
+  if (building_ == nullptr) passive_.ForgetIdle(now);
+}
+
 void MeshService::BuildSnapshot(TimeNs now) {
   if (building_ == nullptr) {
     building_ = std::make_shared<MeshSnapshot>();
     building_->targets.reserve(prober_.size());
     built_targets_ = 0;
+    built_peers_ = 0;
+    peer_hosts_.clear();
   }
+  // Targets first, then peers, kSnapshotTargetsPerPass of either per pass.
+  size_t budget = kSnapshotTargetsPerPass;
+  for (; budget > 0 && built_targets_ < prober_.size(); --budget) CopyTarget(built_targets_++, now);
+  for (; budget > 0 && built_peers_ < passive_.size(); --budget) CopyPeer(built_peers_++, now);
+  if (built_targets_ < prober_.size() || built_peers_ < passive_.size()) return;
   MeshSnapshot& s = *building_;
-  const size_t end = std::min(prober_.size(), built_targets_ + kSnapshotTargetsPerPass);
-  for (; built_targets_ < end; ++built_targets_) {
-    const ProbeTargetSpec& spec = prober_.target(built_targets_);
-    const ProbeSeries& series = prober_.series(built_targets_);
-    TargetSnapshot t;
-    t.host = spec.host;
-    t.transport = std::string(TransportName(spec.transport));
-    t.uri = engine::FormatUri(spec.uri);
-    t.origin = spec.origin;
-    t.interval_ns = static_cast<DurationNs>(static_cast<double>(spec.probe.interval) *
-                                            prober_.schedule().stretch());
-    t.timeout_ns = spec.probe.timeout;
-    t.size_bytes = spec.probe.size_bytes;
-    t.counters = series.counters();
-    t.in_flight = series.in_flight();
-    for (Window w : kWindows) {
-      const auto i = static_cast<size_t>(w);
-      // The state from the same summary: merging a window's histograms is
-      // most of a snapshot's cost on the loop.
-      t.rtt[i] = series.rtt().Summary(w, now);
-      t.state[i] = StateOf(t.rtt[i]);
-      t.network[i] = series.network().Summary(w, now);
-    }
-    t.rtt_buckets = series.rtt_buckets();
-    t.network_buckets = series.network_buckets();
-    t.last_answer_ns = series.last_answer_ns();
-    t.last_sent_ns = series.last_sent_ns();
-    t.last_failure = series.last_failure();
-    t.history = series.rtt().History(now);
-    s.targets.push_back(std::move(t));
-  }
-  if (built_targets_ < prober_.size()) return;
   s.taken_ns = now;
   s.pinglist = pinglist_state_;
   s.prober = prober_.counters();
@@ -219,9 +205,68 @@ void MeshService::BuildSnapshot(TimeNs now) {
   s.probes_skipped = prober_.schedule().skipped();
   s.probes_answered = responder_.counters().answered;
   s.probes_malformed = responder_.counters().malformed;
+  s.passive_untracked = passive_.counters().untracked;
+  s.passive_evicted = passive_.counters().evicted;
   s.daemon = host_->Report();
   board_->Publish(std::move(building_));
   building_.reset();
+}
+
+void MeshService::CopyTarget(size_t index, TimeNs now) {
+  const ProbeTargetSpec& spec = prober_.target(index);
+  const ProbeSeries& series = prober_.series(index);
+  TargetSnapshot t;
+  t.host = spec.host;
+  t.transport = std::string(TransportName(spec.transport));
+  t.uri = engine::FormatUri(spec.uri);
+  t.origin = spec.origin;
+  t.interval_ns = static_cast<DurationNs>(static_cast<double>(spec.probe.interval) *
+                                          prober_.schedule().stretch());
+  t.timeout_ns = spec.probe.timeout;
+  t.size_bytes = spec.probe.size_bytes;
+  t.counters = series.counters();
+  t.in_flight = series.in_flight();
+  for (Window w : kWindows) {
+    const auto i = static_cast<size_t>(w);
+    // The state from the same summary: merging a window's histograms is
+    // most of a snapshot's cost on the loop.
+    t.rtt[i] = series.rtt().Summary(w, now);
+    t.state[i] = StateOf(t.rtt[i]);
+    t.network[i] = series.network().Summary(w, now);
+  }
+  t.rtt_buckets = series.rtt_buckets();
+  t.network_buckets = series.network_buckets();
+  t.last_answer_ns = series.last_answer_ns();
+  t.last_sent_ns = series.last_sent_ns();
+  t.last_failure = series.last_failure();
+  t.history = series.rtt().History(now);
+  // The applications' traffic to the same address: the peers are copied
+  // after the targets, in passive_'s order, which nothing changes until
+  // the snapshot is out (ForgetIdle waits; Add only appends).
+  if (const std::optional<size_t> i = passive_.IndexOf(t.transport, spec.uri.address)) {
+    t.passive = static_cast<int>(*i);
+    peer_hosts_[*i] = spec.host;
+  }
+  building_->targets.push_back(std::move(t));
+}
+
+void MeshService::CopyPeer(size_t index, TimeNs now) {
+  const PassiveSeries& series = passive_.series(index);
+  PassiveSnapshot p;
+  p.transport = series.transport();
+  p.peer = series.peer().ToString();
+  if (auto it = peer_hosts_.find(index); it != peer_hosts_.end()) p.host = it->second;
+  p.round_trips = series.round_trips();
+  p.failures = series.failures();
+  p.last_ns = series.last_ns();
+  for (Window w : kWindows) {
+    const auto i = static_cast<size_t>(w);
+    p.rtt[i] = series.rtt().Summary(w, now);
+    p.state[i] = StateOf(p.rtt[i]);
+  }
+  p.rtt_buckets = series.rtt_buckets();
+  p.history = series.rtt().History(now);
+  building_->peers.push_back(std::move(p));
 }
 
 }  // namespace wharf::mesh

@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "base/clock.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_service.h"
 #include "mesh/file_watch.h"
+#include "mesh/passive_book.h"
 #include "mesh/pinglist.h"
 #include "mesh/probe_responder.h"
 #include "mesh/prober.h"
@@ -30,6 +33,9 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // window summaries (merging up to ten histograms each), some tens of
   // microseconds for this many, which the applications' traffic waits.
   static constexpr size_t kSnapshotTargetsPerPass = 4;
+  // How often the attached applications' round trips are taken from their
+  // engines (ServiceHost::TakeApplicationRtts): the passive windows' grain.
+  static constexpr DurationNs kPassiveTakeInterval = kNsPerSec;
 
   // Reads the pinglist (settings.pinglist, if set): a bad one is an error
   // here, at the daemon's start. `epoch` is this run's random prober epoch.
@@ -52,6 +58,7 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // For tests, on the loop thread.
   const Prober& prober() const { return prober_; }
   const PinglistSnapshot& pinglist_state() const { return pinglist_state_; }
+  const PassiveBook& passive() const { return passive_; }
 
  private:
   MeshService(const daemon::MeshSettings& settings, const Clock& clock, uint64_t epoch);
@@ -64,9 +71,14 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // Re-reads the file if it changed (or `forced`); a bad file keeps the
   // list in use and records why.
   void CheckPinglist(TimeNs now, bool forced);
-  // Copies up to kSnapshotTargetsPerPass targets into the snapshot being
-  // built; publishes it once complete.
+  // Takes the applications' round trips into passive_ (and forgets idle
+  // peers while no snapshot is being built: that would move them).
+  void TakePassive(TimeNs now);
+  // Copies up to kSnapshotTargetsPerPass targets (then peers) into the
+  // snapshot being built; publishes it once complete.
   void BuildSnapshot(TimeNs now);
+  void CopyTarget(size_t index, TimeNs now);
+  void CopyPeer(size_t index, TimeNs now);
 
   const daemon::MeshSettings settings_;
   const Clock& clock_;
@@ -82,9 +94,14 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   FileWatch watch_;
   TimeNs next_check_ns_ = 0;
   std::atomic<bool> reload_requested_{false};
-  // The snapshot being built, and how many targets it holds so far.
+  PassiveBook passive_{PassiveBook::Options{}};
+  TimeNs next_passive_take_ns_ = 0;
+  // The snapshot being built, how many targets and peers it holds so far,
+  // and the pinglist host of each peer a target matched (by passive_ index).
   std::shared_ptr<MeshSnapshot> building_;
   size_t built_targets_ = 0;
+  size_t built_peers_ = 0;
+  absl::flat_hash_map<size_t, std::string> peer_hosts_;
 };
 
 }  // namespace wharf::mesh

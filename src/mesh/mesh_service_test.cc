@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "mesh/http_client.h"
 #include "mesh/mesh_http.h"
 #include "mesh/metrics_exporter.h"
+#include "wharf/endpoint.h"
 
 namespace wharf::mesh {
 namespace {
@@ -64,6 +66,12 @@ class MeshDaemon {
   uint16_t homa_port() { return daemon_->OwnAddress("homa").port(); }
   uint16_t tcp_port() { return daemon_->OwnAddress("tcp").port(); }
   daemon::Daemon& daemon() { return *daemon_; }
+  // An application attached to this wharfd (managed mode).
+  Result<std::unique_ptr<Endpoint>> Attach(const std::string& address) {
+    return Endpoint::Open({.address = address,
+                           .hosting = Hosting::kManaged,
+                           .daemon_socket = daemon_->socket_path()});
+  }
   std::shared_ptr<const MeshSnapshot> Snapshot() {
     return service_->board().Get(SystemClock::Get().NowNs(), 0, std::chrono::seconds(5));
   }
@@ -165,6 +173,81 @@ TEST_F(MeshServiceTest, TwoDaemonsProbeEachOtherOverHomaAndTcp) {
   ASSERT_EQ(matrix["cells"].size(), 2u);
   EXPECT_EQ(matrix["cells"][0]["state"], "ok");
   EXPECT_EQ(matrix["hosts"], nlohmann::json::array({"a", "b"}));
+}
+
+// Passive measurement: an application on a calls one on b through the
+// daemons; a's mesh shows those round trips beside its probes to b, as
+// the target's "passive" figures, on /api/v1/peers and on /metrics.
+TEST_F(MeshServiceTest, TheApplicationsOwnCallsShowBesideTheProbes) {
+  pinglist_ = dir_ + "/pinglist.yaml";
+  WritePinglist(List("one", "[homa]"));
+  ASSERT_TRUE(a_->Run(pinglist_).ok());
+  ASSERT_TRUE(b_->Run(pinglist_).ok());
+  Result<std::unique_ptr<Endpoint>> server = b_->Attach("homa://127.0.0.1:0/echo");
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Serve(7, [](const RpcContext&, Buffer req) -> Result<Buffer> {
+                        return req;
+                      }).ok());
+  std::atomic<bool> stop{false};
+  std::thread serving([&] {
+    while (!stop) (void)(*server)->Run(std::chrono::milliseconds(20));
+  });
+  Result<std::unique_ptr<Endpoint>> client = a_->Attach("homa://127.0.0.1:0");
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int kCalls = 50;
+  for (int i = 0; i < kCalls; ++i) {
+    Result<Buffer> answer = (*client)->Call((*server)->address(), 7, Buffer::Copy("q"),
+                                            {.deadline = std::chrono::seconds(5)});
+    ASSERT_TRUE(answer.ok()) << answer.status();
+  }
+  // One call to a peer that is not in the pinglist and never answers.
+  Result<Buffer> lost = (*client)->Call("homa://127.0.0.1:9/none", 7, Buffer::Copy("q"),
+                                        {.deadline = std::chrono::milliseconds(50)});
+  EXPECT_FALSE(lost.ok());
+  std::shared_ptr<const MeshSnapshot> s = a_->WaitFor([](const MeshSnapshot& s) {
+    return s.targets.size() == 1 && s.targets[0].passive >= 0 &&
+           s.peers[static_cast<size_t>(s.targets[0].passive)].round_trips >= kCalls &&
+           s.peers.size() == 2;
+  });
+  stop = true;
+  serving.join();
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->targets.size(), 1u);
+  ASSERT_GE(s->targets[0].passive, 0) << "no passive figures for b";
+  const PassiveSnapshot& b = s->peers[static_cast<size_t>(s->targets[0].passive)];
+  EXPECT_EQ(b.host, "b");
+  EXPECT_EQ(b.transport, "homa");
+  EXPECT_EQ(b.peer, "127.0.0.1:" + std::to_string(b_->homa_port()));
+  EXPECT_EQ(b.round_trips, uint64_t{kCalls});  // the probes are not in it
+  EXPECT_EQ(b.failures, 0u);
+  const WindowSummary& w = b.rtt[static_cast<size_t>(Window::k1m)];
+  EXPECT_EQ(b.state[static_cast<size_t>(Window::k1m)], SeriesState::kOk);
+  EXPECT_EQ(w.answered, uint64_t{kCalls});
+  EXPECT_GT(w.p50_ns, 0u);
+  EXPECT_LT(w.p50_ns, 100 * kNsPerMs);
+
+  nlohmann::json targets = nlohmann::json::parse(RenderTargetsJson(*s));
+  EXPECT_EQ(targets["targets"][0]["passive"]["round_trips"], kCalls);
+  EXPECT_EQ(targets["targets"][0]["passive"]["windows"]["1m"]["state"], "ok");
+  nlohmann::json peers = nlohmann::json::parse(RenderPeersJson(*s));
+  ASSERT_EQ(peers["peers"].size(), 2u);
+  bool saw_unknown = false;
+  for (const auto& p : peers["peers"]) {
+    if (p["peer"] != "127.0.0.1:9") continue;
+    saw_unknown = true;
+    EXPECT_TRUE(p["host"].is_null());
+    EXPECT_EQ(p["failures"], 1);
+    EXPECT_EQ(p["windows"]["10s"]["state"], "all_failed");
+  }
+  EXPECT_TRUE(saw_unknown) << peers.dump();
+  nlohmann::json matrix = nlohmann::json::parse(RenderMatrixJson(*s, Window::k1m));
+  EXPECT_EQ(matrix["cells"][0]["app_answered"], kCalls);
+  EXPECT_TRUE(matrix["cells"][0]["app_p99_us"].is_number());
+  Result<std::string> metrics = RenderMetrics(*s);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string count = "wharf_mesh_app_rtt_seconds_count{source=\"a\",peer=\"" + b.peer +
+                            "\",target=\"b\",transport=\"homa\"} " + std::to_string(kCalls);
+  EXPECT_NE(metrics->find(count), std::string::npos) << *metrics;
 }
 
 TEST_F(MeshServiceTest, AChangedPinglistIsReloadedAndABadOneKeepsTheListInUse) {

@@ -19,6 +19,22 @@
 
 namespace wharf::mesh {
 
+// What the attached applications' own calls and messages measured on one
+// peer and transport (passive_book.h).
+struct PassiveSnapshot {
+  std::string transport;  // "homa", "tcp"
+  std::string peer;       // its address, "198.18.0.2:4000"
+  std::string host;       // the pinglist host at that address, "" if none
+  uint64_t round_trips = 0;  // answered, ever
+  uint64_t failures = 0;     // unanswered, ever
+  TimeNs last_ns = 0;        // the last batch with something in it
+  // Indexed by Window; a window's `lost` holds its unanswered requests.
+  std::array<SeriesState, kWindows.size()> state{};
+  std::array<WindowSummary, kWindows.size()> rtt{};
+  LatencyBuckets rtt_buckets;
+  std::vector<HistoryPoint> history;
+};
+
 // One target over one transport.
 struct TargetSnapshot {
   std::string host;
@@ -42,6 +58,9 @@ struct TargetSnapshot {
   StatusCode last_failure = StatusCode::kOk;
   // Round trips in 10-second points over the last 10 minutes.
   std::vector<HistoryPoint> history;
+  // The applications' own traffic to the same address and transport: an
+  // index into MeshSnapshot::peers, or -1 when there is none.
+  int passive = -1;
 };
 
 // The pinglist as the prober runs it.
@@ -62,6 +81,10 @@ struct MeshSnapshot {
   TimeNs taken_ns = 0;  // the loop's clock (monotonic) when it was taken
   PinglistSnapshot pinglist;
   std::vector<TargetSnapshot> targets;
+  // Every peer the applications' traffic measured, targets or not.
+  std::vector<PassiveSnapshot> peers;
+  uint64_t passive_untracked = 0;  // PassiveBook::Counters
+  uint64_t passive_evicted = 0;
   ProberCounters prober;
   uint64_t prober_epoch = 0;
   double probes_per_second = 0;  // all targets together, as scheduled

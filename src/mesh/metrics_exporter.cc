@@ -19,17 +19,53 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
-void Histogram(PrometheusText& out, std::string_view source, const TargetSnapshot& t,
-               const LatencyBuckets& b) {
+// Prometheus buckets are cumulative; LatencyBuckets' are not.
+std::array<uint64_t, kLatencyBucketCount> Cumulative(const LatencyBuckets& b) {
   std::array<uint64_t, kLatencyBucketCount> cumulative{};
   uint64_t running = 0;
   for (size_t i = 0; i < kLatencyBucketCount; ++i) {
     running += b.counts[i];
     cumulative[i] = running;
   }
+  return cumulative;
+}
+
+double SumSeconds(const LatencyBuckets& b) {
+  return static_cast<double>(b.sum_ns) / static_cast<double>(kNsPerSec);
+}
+
+void Histogram(PrometheusText& out, std::string_view source, const TargetSnapshot& t,
+               const LatencyBuckets& b) {
   out.HistogramSample({{"source", source}, {"target", t.host}, {"transport", t.transport}},
-                      kLatencyBucketsSeconds, cumulative, b.count,
-                      static_cast<double>(b.sum_ns) / static_cast<double>(kNsPerSec));
+                      kLatencyBucketsSeconds, Cumulative(b), b.count, SumSeconds(b));
+}
+
+// The applications' own traffic, per peer address. A peer in the pinglist
+// also carries its host name as `target` (else ""), so that a query can
+// join it with the probes' series.
+void WritePeers(PrometheusText& out, const MeshSnapshot& s) {
+  const std::string_view self = s.pinglist.self;
+  out.Family("wharf_mesh_app_rtt_seconds", MetricType::kHistogram,
+             "Round trips of the attached applications' own calls and messages, server time "
+             "included (passive: no probes).");
+  for (const PassiveSnapshot& p : s.peers) {
+    out.HistogramSample(
+        {{"source", self}, {"peer", p.peer}, {"target", p.host}, {"transport", p.transport}},
+        kLatencyBucketsSeconds, Cumulative(p.rtt_buckets), p.rtt_buckets.count,
+        SumSeconds(p.rtt_buckets));
+  }
+  out.Family("wharf_mesh_app_failures_total", MetricType::kCounter,
+             "The applications' calls and messages that got no answer (failed or timed out).");
+  for (const PassiveSnapshot& p : s.peers) {
+    out.Sample({{"source", self}, {"peer", p.peer}, {"target", p.host}, {"transport", p.transport}},
+               p.failures);
+  }
+  out.Family("wharf_mesh_app_peers_untracked_total", MetricType::kCounter,
+             "Batches of a new peer dropped because 1024 peers were tracked already.");
+  out.Sample({}, s.passive_untracked);
+  out.Family("wharf_mesh_app_peers_evicted_total", MetricType::kCounter,
+             "Peers forgotten after 11 minutes without traffic.");
+  out.Sample({}, s.passive_evicted);
 }
 
 // One counter family with a series per target.
@@ -188,6 +224,7 @@ void WriteDaemon(PrometheusText& out, const MeshSnapshot& s) {
 Result<std::string> RenderMetrics(const MeshSnapshot& s) {
   PrometheusText out;
   WriteTargets(out, s);
+  WritePeers(out, s);
   WriteProber(out, s);
   WriteDaemon(out, s);
   return out.Finish();

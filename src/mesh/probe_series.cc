@@ -12,6 +12,26 @@ void LatencyBuckets::Record(uint64_t ns) {
   sum_ns += ns;
 }
 
+void LatencyBuckets::RecordAll(const CompactHistogram& h) {
+  if (h.Count() == 0) return;
+  const auto* bound = kLatencyBucketsNs.begin();
+  for (size_t i = 0; i < CompactHistogram::kBuckets; ++i) {
+    const uint64_t n = h.BucketCount(i);
+    if (n == 0) continue;
+    const uint64_t ns = std::clamp(CompactHistogram::BucketMidpoint(i), h.Min(), h.Max());
+    // Buckets ascend: the Prometheus bound only moves forward.
+    while (bound != kLatencyBucketsNs.end() && *bound < ns) ++bound;
+    if (bound != kLatencyBucketsNs.end()) counts[bound - kLatencyBucketsNs.begin()] += n;
+    sum_ns += ns * n;
+  }
+  if (const uint64_t over = h.OverflowCount(); over > 0) {
+    const auto* b = std::lower_bound(kLatencyBucketsNs.begin(), kLatencyBucketsNs.end(), h.Max());
+    if (b != kLatencyBucketsNs.end()) counts[b - kLatencyBucketsNs.begin()] += over;
+    sum_ns += h.Max() * over;
+  }
+  count += h.Count();
+}
+
 std::string_view SeriesStateName(SeriesState s) {
   switch (s) {
     case SeriesState::kNoData:

@@ -40,6 +40,10 @@ struct LatencyBuckets {
   uint64_t count = 0;  // every value, including those above the last bound
   uint64_t sum_ns = 0;
   void Record(uint64_t ns);
+  // Every value of `h`, each taken as its bucket's midpoint (within 1/16 of
+  // the value it stands for: a value near a bound may land in the bucket
+  // next to its own), and overflowed ones as h.Max().
+  void RecordAll(const CompactHistogram& h);
 };
 
 struct SeriesCounters {

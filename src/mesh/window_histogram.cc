@@ -55,6 +55,13 @@ void SlidingWindows::RecordLoss(TimeNs now) {
   ++Current().lost;
 }
 
+void SlidingWindows::RecordMany(TimeNs now, const CompactHistogram& latencies, uint64_t lost) {
+  if (now > last_ns_) Advance(now);
+  Slot& slot = Current();
+  slot.latencies.Merge(latencies);
+  slot.lost += static_cast<uint32_t>(lost);
+}
+
 void SlidingWindows::Advance(TimeNs now) {
   const int64_t old_second = SlotNumber(last_ns_, kSecondNs);
   const int64_t old_ten = SlotNumber(last_ns_, kTenNs);

@@ -83,6 +83,10 @@ class SlidingWindows {
   // slots time skipped (at most a ring's worth each).
   void RecordLatency(TimeNs now, uint64_t ns);
   void RecordLoss(TimeNs now);
+  // Every value of `latencies` and `lost` losses, as if each had been
+  // recorded at `now`: a batch measured elsewhere (an engine's per-peer
+  // round trips, taken once a second). Costs one histogram merge.
+  void RecordMany(TimeNs now, const CompactHistogram& latencies, uint64_t lost);
 
   // Window `w` at `now` (see above for what it covers). Merges at most 25
   // slots; no allocation.
