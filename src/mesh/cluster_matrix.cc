@@ -67,6 +67,11 @@ Result<MatrixCell> ParseCell(const Json& j, const std::string& where) {
   WHARF_ASSIGN_OR_RETURN(c.answered, GetCount(j, "answered", where));
   WHARF_ASSIGN_OR_RETURN(c.unanswered, GetCount(j, "unanswered", where));
   WHARF_ASSIGN_OR_RETURN(c.age_s, GetNumber(j, "age_s", where));
+  // Absent from a wharfd older than passive measurement: no figures.
+  WHARF_ASSIGN_OR_RETURN(c.app_p50_us, GetNumber(j, "app_p50_us", where));
+  WHARF_ASSIGN_OR_RETURN(c.app_p99_us, GetNumber(j, "app_p99_us", where));
+  WHARF_ASSIGN_OR_RETURN(c.app_answered, GetCount(j, "app_answered", where));
+  WHARF_ASSIGN_OR_RETURN(c.app_unanswered, GetCount(j, "app_unanswered", where));
   return c;
 }
 
@@ -90,7 +95,11 @@ Json CellJson(const MatrixCell& c) {
               {"loss_ratio", OptionalNumber(c.loss_ratio)},
               {"answered", c.answered},
               {"unanswered", c.unanswered},
-              {"age_s", OptionalNumber(c.age_s)}};
+              {"age_s", OptionalNumber(c.age_s)},
+              {"app_p50_us", OptionalNumber(c.app_p50_us)},
+              {"app_p99_us", OptionalNumber(c.app_p99_us)},
+              {"app_answered", c.app_answered},
+              {"app_unanswered", c.app_unanswered}};
 }
 
 Json SourcesJson(const ClusterMatrix& m) {

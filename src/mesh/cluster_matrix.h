@@ -43,6 +43,11 @@ struct MatrixCell {
   uint64_t answered = 0;             // probes answered in the window
   uint64_t unanswered = 0;           // probes lost in the window
   std::optional<double> age_s;       // since the last answer, seconds
+  // The applications' own calls and messages on the pair (passive).
+  std::optional<double> app_p50_us;
+  std::optional<double> app_p99_us;
+  uint64_t app_answered = 0;
+  uint64_t app_unanswered = 0;
 };
 
 // One daemon's /api/v1/matrix?window=W document.

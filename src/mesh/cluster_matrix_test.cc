@@ -44,6 +44,13 @@ TEST(ParseMatrixJson, ReadsADaemonsDocument) {
   EXPECT_EQ(c.answered, 600u);
   EXPECT_EQ(c.unanswered, 0u);
   EXPECT_EQ(c.age_s, 0.1);
+  EXPECT_EQ(c.app_p50_us, 75.0);
+  EXPECT_EQ(c.app_p99_us, 2400.0);
+  EXPECT_EQ(c.app_answered, 9000u);
+  EXPECT_EQ(c.app_unanswered, 0u);
+  // A cell without the applications' figures (an older wharfd) has none.
+  EXPECT_FALSE(m.cells[1].app_p50_us.has_value());
+  EXPECT_EQ(m.cells[1].app_answered, 0u);
   // Nulls stay empty, never 0.
   EXPECT_EQ(m.cells[1].state, kCellAllFailed);
   EXPECT_FALSE(m.cells[1].p50_us.has_value());

@@ -72,7 +72,8 @@ TEST(DashboardHtmlTest, IsOneSelfContainedPage) {
 
 Json Cell(std::string_view from, std::string_view to, std::string_view transport,
           std::string_view state, Json p50_us, Json p99_us, Json loss_ratio, int answered,
-          int unanswered, Json age_s) {
+          int unanswered, Json age_s, Json app_p50_us = nullptr, Json app_p99_us = nullptr,
+          int app_unanswered = 0) {
   return Json{{"from", from},
               {"to", to},
               {"transport", transport},
@@ -84,17 +85,24 @@ Json Cell(std::string_view from, std::string_view to, std::string_view transport
               {"loss_ratio", loss_ratio},
               {"answered", answered},
               {"unanswered", unanswered},
-              {"age_s", age_s}};
+              {"age_s", age_s},
+              {"app_p50_us", app_p50_us},
+              {"app_p99_us", app_p99_us},
+              {"app_answered", app_p50_us.is_null() ? 0 : 500},
+              {"app_unanswered", app_unanswered}};
 }
 
 // What a cluster of a, b and c looks like: self "a" probes b over homa (ok,
 // p50 50 us, p99 150 us) and c over homa (every probe failed) and over tcp
 // (ok, 800 us); a second row, from b, has b->a (p50 2.5 ms, p99 25 ms, 5%
-// loss) and b->c (no data), as a collector's matrix would.
+// loss) and b->c (no data), as a collector's matrix would. The
+// applications' own calls: a->b p50 70 us, p99 3 ms; a->c over homa all
+// unanswered; none elsewhere.
 Json Matrix(std::string_view window) {
   Json cells = Json::array();
-  cells.push_back(Cell("a", "b", "homa", "ok", 50.0, 150.0, 0.0, 60, 0, 3.0));
-  cells.push_back(Cell("a", "c", "homa", "all_failed", nullptr, nullptr, 1.0, 0, 60, nullptr));
+  cells.push_back(Cell("a", "b", "homa", "ok", 50.0, 150.0, 0.0, 60, 0, 3.0, 70.0, 3000.0));
+  cells.push_back(Cell("a", "c", "homa", "all_failed", nullptr, nullptr, 1.0, 0, 60, nullptr,
+                       nullptr, nullptr, 4));
   cells.push_back(Cell("a", "c", "tcp", "ok", 800.0, 900.0, 0.0, 60, 0, 0.4));
   cells.push_back(Cell("b", "a", "homa", "ok", 2500.0, 25000.0, 0.05, 57, 3, 1.5));
   cells.push_back(Cell("b", "c", "homa", "no_data", nullptr, nullptr, nullptr, 0, 0, nullptr));
@@ -152,6 +160,18 @@ Json Pair() {
               {"last_sent_age_s", 0.4},
               {"last_failure", nullptr},
               {"windows", {{"10s", window}, {"1m", window}, {"10m", window}}}};
+  Json app{{"state", "ok"},
+           {"answered", 4321},
+           {"unanswered", 0},
+           {"failure_ratio", 0.0},
+           {"rtt", {{"min_us", 60.0}, {"p50_us", 70.0}, {"p99_us", 3000.0}, {"max_us", 9000.0}}}};
+  target["passive"] = Json{{"transport", "homa"},
+                           {"peer", "10.0.0.2:4000"},
+                           {"host", "b"},
+                           {"round_trips", 99999},
+                           {"failures", 0},
+                           {"last_age_s", 0.2},
+                           {"windows", {{"10s", app}, {"1m", app}, {"10m", app}}}};
   return Json{{"self", "a"}, {"pinglist_version", "v7"}, {"target", target}, {"history", history}};
 }
 
@@ -426,6 +446,16 @@ TEST_F(DashboardPageTest, ColoursTheMetricTheQueryAsks) {
   EXPECT_THAT(CellAt(loss, "b", "a").text, HasSubstr("5.0%"));
   EXPECT_THAT(CellAt(loss, "a", "c").classes, HasSubstr("cell-failed"));
   EXPECT_THAT(CellAt(loss, "b", "c").classes, HasSubstr("cell-nodata"));
+
+  // The applications' own p99: a->b 3 ms is orange; a->c, whose probes
+  // all failed, had its calls unanswered; b->a and b->c saw no traffic.
+  const std::vector<DomCell> apps = GridCells(DumpDom("/?metric=app99&transport=homa"));
+  ASSERT_EQ(apps.size(), 6u);
+  EXPECT_THAT(CellAt(apps, "a", "b").classes, HasSubstr("cell-bad"));
+  EXPECT_THAT(CellAt(apps, "a", "b").text, HasSubstr("3.00 ms"));
+  EXPECT_THAT(CellAt(apps, "a", "c").classes, HasSubstr("cell-failed"));
+  EXPECT_THAT(CellAt(apps, "b", "a").classes, HasSubstr("cell-nodata"));
+  EXPECT_THAT(CellAt(apps, "b", "a").text, HasSubstr("no traffic"));
 }
 
 TEST_F(DashboardPageTest, ShowsTheTransportAndWindowTheQueryAsks) {
@@ -464,6 +494,9 @@ TEST_F(DashboardPageTest, DrillDownDrawsThePairsHistory) {
   // The target's counters and windows.
   EXPECT_THAT(dom, HasSubstr("<th scope=\"row\">sent</th><td>600</td>"));
   EXPECT_THAT(dom, HasSubstr("homa://10.0.0.2:4000"));
+  // Beside the probes' windows, the applications' own round trips.
+  EXPECT_THAT(dom, HasSubstr("<th scope=\"col\">apps p99</th>"));
+  EXPECT_THAT(dom, HasSubstr("<td>4321</td><td>70 µs</td><td>3.00 ms</td>"));
   // The opened cell is marked.
   EXPECT_THAT(CellAt(GridCells(dom), "a", "b").classes, HasSubstr("selected"));
   EXPECT_THAT(TagWithId(dom, "banner"), HasSubstr(" hidden"));

@@ -42,6 +42,10 @@ std::string_view MetricTitle(Metric m) {
       return "p50 network time";
     case Metric::kNetworkP99:
       return "p99 network time";
+    case Metric::kAppP50:
+      return "applications' p50 round trip";
+    case Metric::kAppP99:
+      return "applications' p99 round trip";
   }
   return "?";
 }
@@ -58,6 +62,10 @@ const std::optional<double>& MetricValue(const MatrixCell& c, Metric m) {
       return c.network_p50_us;
     case Metric::kNetworkP99:
       return c.network_p99_us;
+    case Metric::kAppP50:
+      return c.app_p50_us;
+    case Metric::kAppP99:
+      return c.app_p99_us;
   }
   return c.p50_us;
 }
@@ -103,8 +111,16 @@ struct Look {
   std::string_view colour;  // "" for none
 };
 
+bool IsApp(Metric m) { return m == Metric::kAppP50 || m == Metric::kAppP99; }
+
 Look CellLook(const MatrixCell& c, Metric m) {
   if (c.state == kCellUnreachable) return {"DOWN", kBoldRed};
+  if (IsApp(m)) {
+    // The probes' state does not say whether applications talk here.
+    if (const std::optional<double>& v = MetricValue(c, m)) return {FormatMicros(*v), Level(m, *v)};
+    if (c.app_unanswered > 0) return {"FAIL", kMagenta};
+    return {"--", kGrey};
+  }
   if (c.state == kCellAllFailed) return {"FAIL", kMagenta};
   if (c.state == kCellNoData) return {"--", kGrey};
   if (c.state != kCellOk) return {"?", kGrey};
@@ -181,17 +197,22 @@ std::string_view MetricName(Metric m) {
       return "network_p50";
     case Metric::kNetworkP99:
       return "network_p99";
+    case Metric::kAppP50:
+      return "app_p50";
+    case Metric::kAppP99:
+      return "app_p99";
   }
   return "?";
 }
 
 Result<Metric> ParseMetric(std::string_view text) {
-  for (Metric m :
-       {Metric::kP50, Metric::kP99, Metric::kLoss, Metric::kNetworkP50, Metric::kNetworkP99}) {
+  for (Metric m : {Metric::kP50, Metric::kP99, Metric::kLoss, Metric::kNetworkP50,
+                   Metric::kNetworkP99, Metric::kAppP50, Metric::kAppP99}) {
     if (MetricName(m) == text) return m;
   }
-  return InvalidArgumentError("metric '" + PrintableText(text, 64) +
-                              "': expected p50, p99, loss, network_p50 or network_p99");
+  return InvalidArgumentError(
+      "metric '" + PrintableText(text, 64) +
+      "': expected p50, p99, loss, network_p50, network_p99, app_p50 or app_p99");
 }
 
 std::string RenderMatrixText(const ClusterMatrix& m, Metric metric, std::string_view transport,

@@ -32,11 +32,13 @@
 
 namespace wharf::mesh {
 
-// What a table shows: a round-trip percentile, the loss ratio, or a
-// network-time percentile (round trip less the answerer's own time).
-enum class Metric { kP50, kP99, kLoss, kNetworkP50, kNetworkP99 };
+// What a table shows: a round-trip percentile, the loss ratio, a
+// network-time percentile (round trip less the answerer's own time), or a
+// percentile of the applications' own round trips on the pair (passive:
+// "--" where they sent nothing, "FAIL" where nothing they sent was answered).
+enum class Metric { kP50, kP99, kLoss, kNetworkP50, kNetworkP99, kAppP50, kAppP99 };
 
-// "p50", "p99", "loss", "network_p50", "network_p99".
+// "p50", "p99", "loss", "network_p50", "network_p99", "app_p50", "app_p99".
 std::string_view MetricName(Metric m);
 // The reverse; InvalidArgument listing the names otherwise.
 Result<Metric> ParseMetric(std::string_view text);

@@ -40,8 +40,8 @@ ClusterMatrix Sample() {
 }
 
 TEST(MatrixMetric, NamesParseBack) {
-  for (Metric m :
-       {Metric::kP50, Metric::kP99, Metric::kLoss, Metric::kNetworkP50, Metric::kNetworkP99}) {
+  for (Metric m : {Metric::kP50, Metric::kP99, Metric::kLoss, Metric::kNetworkP50,
+                   Metric::kNetworkP99, Metric::kAppP50, Metric::kAppP99}) {
     Result<Metric> again = ParseMetric(MetricName(m));
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(*again, m);
@@ -49,7 +49,8 @@ TEST(MatrixMetric, NamesParseBack) {
   Result<Metric> bad = ParseMetric("p95");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "metric 'p95': expected p50, p99, loss, network_p50 or network_p99");
+            "metric 'p95': expected p50, p99, loss, network_p50, network_p99, app_p50 or "
+            "app_p99");
 }
 
 TEST(RenderMatrixText, PlainP50Homa) {
@@ -103,6 +104,13 @@ TEST(RenderMatrixText, FormatsEachMetric) {
   EXPECT_THAT(tcp, HasSubstr("p50 network time over tcp"));
   EXPECT_THAT(RenderMatrixText(m, Metric::kNetworkP99, "tcp", false), HasSubstr("39.0ms"));
   EXPECT_THAT(RenderMatrixText(m, Metric::kLoss, "tcp", false), HasSubstr("20%"));
+  // The applications' own traffic: a->b only; a->c, whose probes all
+  // failed, had none ("--", not FAIL).
+  const std::string app = RenderMatrixText(m, Metric::kAppP99, "homa", false);
+  EXPECT_THAT(app, HasSubstr("\na                  .  2.4ms    --\n"));
+  EXPECT_THAT(app, HasSubstr("\nb                 --      .    --\n"));
+  EXPECT_THAT(app, HasSubstr("applications' p99 round trip over homa"));
+  EXPECT_THAT(RenderMatrixText(m, Metric::kAppP50, "homa", false), HasSubstr("  75us  "));
 }
 
 TEST(RenderMatrixText, FiguresAcrossTheirRanges) {

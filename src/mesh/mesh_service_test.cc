@@ -21,6 +21,7 @@
 #include "mesh/http_client.h"
 #include "mesh/mesh_http.h"
 #include "mesh/metrics_exporter.h"
+#include "mesh/testing/promtool.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::mesh {
@@ -95,7 +96,7 @@ class MeshDaemon {
   std::thread thread_;
 };
 
-class MeshServiceTest : public testing::Test {
+class MeshServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char dir[] = "/tmp/wharf-mesh-XXXXXX";
@@ -248,6 +249,8 @@ TEST_F(MeshServiceTest, TheApplicationsOwnCallsShowBesideTheProbes) {
   const std::string count = "wharf_mesh_app_rtt_seconds_count{source=\"a\",peer=\"" + b.peer +
                             "\",target=\"b\",transport=\"homa\"} " + std::to_string(kCalls);
   EXPECT_NE(metrics->find(count), std::string::npos) << *metrics;
+  // What wharfd serves on /metrics, probes, peers and daemon together.
+  testing::ExpectPromtoolSilent(*metrics);
 }
 
 TEST_F(MeshServiceTest, AChangedPinglistIsReloadedAndABadOneKeepsTheListInUse) {

@@ -187,9 +187,11 @@ CLI::App* AddMeshCommand(CLI::App& app, MeshOptions& options) {
       ->check(CLI::IsMember({"10s", "1m", "10m"}));
   mesh->add_option("--metric", s.metric,
                    "What cells show: p50, p99 (round trip), loss, network_p50, network_p99 "
-                   "(round trip less the answerer's own time)")
+                   "(round trip less the answerer's own time), app_p50, app_p99 (the "
+                   "applications' own calls and messages on the pair, no probes)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"p50", "p99", "loss", "network_p50", "network_p99"}));
+      ->check(CLI::IsMember(
+          {"p50", "p99", "loss", "network_p50", "network_p99", "app_p50", "app_p99"}));
   mesh->add_option("--transport", s.transport,
                    "Whose cells: homa or tcp (default: the first the cells have)")
       ->check(CLI::IsMember({"homa", "tcp"}));

@@ -13,7 +13,7 @@ inline constexpr const char* kMatrixA = R"({"self":"a","pinglist_version":"demo"
 "hosts":["a","b","c"],"cells":[
 {"from":"a","to":"b","transport":"homa","state":"ok","p50_us":52.3,"p99_us":180.0,
  "network_p50_us":40.1,"network_p99_us":150.2,"loss_ratio":0.0,"answered":600,"unanswered":0,
- "age_s":0.1},
+ "age_s":0.1,"app_p50_us":75.0,"app_p99_us":2400.0,"app_answered":9000,"app_unanswered":0},
 {"from":"a","to":"c","transport":"homa","state":"all_failed","p50_us":null,"p99_us":null,
  "network_p50_us":null,"network_p99_us":null,"loss_ratio":null,"answered":0,"unanswered":0,
  "age_s":null},
