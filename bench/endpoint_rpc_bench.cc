@@ -7,8 +7,10 @@
 //   BM_RawUdpRoundTrip/<bytes>/<connected>: send, recvfrom, sendto, recv (an
 //     unconnected server socket; a connected client socket as the baseline's,
 //     or an unconnected one, as wharf's shared socket).
-//   BM_EndpointRoundTrip/<bytes>: Endpoint::ICall, then Poll() the server
-//     and the Completion until the echo is back.
+//   BM_EndpointRoundTrip/<bytes>/<peer_rtt>: Endpoint::ICall, then Poll()
+//     the server and the Completion until the echo is back; peer_rtt 0
+//     turns off the engine's per-peer round-trip table
+//     (endpoint.peer_rtt_peers: 0), so the pair prices passive measurement.
 //   BM_RawUdpIdleRecv / BM_EndpointIdleWait: one turn of each busy-poll loop
 //     with nothing arriving: half of it is the average delay a spinning
 //     receiver adds before it sees a packet.
@@ -108,6 +110,7 @@ void BM_EndpointRoundTrip(benchmark::State& state) {
   // No spinning inside Poll-driven calls; the loop below is the spinner.
   EndpointOptions options{.address = "homa://127.0.0.1:0",
                           .settings = {{"endpoint.spin", "0ns"}}};
+  if (state.range(1) == 0) options.settings.push_back({"endpoint.peer_rtt_peers", "0"});
   auto server = Endpoint::Open(options);
   auto client = Endpoint::Open(options);
   if (!server.ok() || !client.ok()) {
@@ -131,7 +134,7 @@ void BM_EndpointRoundTrip(benchmark::State& state) {
       static_cast<double>(g_allocations.load() - allocations_before),
       benchmark::Counter::kAvgIterations);
 }
-BENCHMARK(BM_EndpointRoundTrip)->Arg(64);
+BENCHMARK(BM_EndpointRoundTrip)->Args({64, 1})->Args({64, 0});
 
 void BM_RawUdpIdleRecv(benchmark::State& state) {
   int fd = BoundUdpSocket();

@@ -336,6 +336,7 @@ transport::PollResult Daemon::Pass() {
         last_fault_ = "application " + std::to_string(s.id()) + " (pid " +
                       std::to_string(s.peer().pid) + "): " + s.close_reason().ToString();
       }
+      KeepDepartedRtts(s, now);
       it = sessions_.erase(it);  // frees its region, fds and endpoint
       ++all.work;
       continue;
@@ -423,6 +424,28 @@ void Daemon::EvictForNewcomer(uid_t uid) {
   if (!victim.has_value()) return;
   ++counters_.connections_evicted;
   sessions_.erase(*victim);  // no engine: nothing to linger for
+}
+
+void Daemon::KeepDepartedRtts(AppSession& session, TimeNs now) {
+  if (service_ == nullptr) return;  // nobody takes them
+  session.TakePeerRtts(now, [&](std::string_view scheme, const engine::PeerRttDelta& d) {
+    auto it = std::find(departed_schemes_.begin(), departed_schemes_.end(), scheme);
+    if (it == departed_schemes_.end()) {
+      if (departed_schemes_.size() >= kMaxDepartedSchemes) return;
+      it = departed_schemes_.insert(departed_schemes_.end(), std::string(scheme));
+    }
+    const auto index = static_cast<uint8_t>(it - departed_schemes_.begin());
+    departed_rtts_.Add({index, d.peer.address}, now, d.round_trips, d.failures);
+  });
+}
+
+void Daemon::TakeApplicationRtts(
+    TimeNs now,
+    const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit) {
+  departed_rtts_.Take(now, [&](const engine::PeerRttDelta& d) {
+    visit(departed_schemes_[d.peer.transport], d);
+  });
+  for (auto& [id, session] : sessions_) session->TakePeerRtts(now, visit);
 }
 
 Result<std::string> Daemon::AnswerStatusRequest() {

@@ -84,9 +84,7 @@ class Daemon final : public SessionHost, public ServiceHost {
   void TakeApplicationRtts(
       TimeNs now,
       const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit)
-      override {
-    for (auto& [id, session] : sessions_) session->TakePeerRtts(now, visit);
-  }
+      override;
   void WakeLoop() override { waiter_->WakeAlways(); }
 
  private:
@@ -110,6 +108,9 @@ class Daemon final : public SessionHost, public ServiceHost {
   // Makes room for one more unattached connection from `uid`: closes the
   // oldest unattached one of the uid with the most, if a cap is reached.
   void EvictForNewcomer(uid_t uid);
+  // Keeps what a finished session's engine measured and no service took
+  // yet (a short-lived application's last second), for the next take.
+  void KeepDepartedRtts(AppSession& session, TimeNs now);
   // A status request's answer, within daemon.status_requests_per_second.
   Result<std::string> AnswerStatusRequest();
   // Before sleeping: the fds to watch, and every session's "wake me" flag.
@@ -155,6 +156,11 @@ class Daemon final : public SessionHost, public ServiceHost {
   // The reason of the last session counted in applications_faulted, with
   // who it was ("" until one is).
   std::string last_fault_;
+  // KeepDepartedRtts' store, keyed by an index into departed_schemes_
+  // ("homa", "tcp": as many as transports; capped at kMaxDepartedSchemes).
+  engine::PeerRttTable departed_rtts_{engine::PeerRttTable::Options{}};
+  std::vector<std::string> departed_schemes_;
+  static constexpr size_t kMaxDepartedSchemes = 8;
 };
 
 }  // namespace wharf::daemon

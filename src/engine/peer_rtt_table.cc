@@ -36,6 +36,20 @@ void PeerRttTable::RecordFailure(const PeerRttKey& peer, TimeNs now) {
   ++counters_.failures;
 }
 
+void PeerRttTable::Add(const PeerRttKey& peer, TimeNs now, const CompactHistogram& round_trips,
+                       uint64_t failures) {
+  Entry* e = Find(peer, now);
+  if (e == nullptr) {
+    ++counters_.untracked;
+    return;
+  }
+  e->round_trips.Merge(round_trips);
+  e->failures += failures;
+  e->last_ns = now;
+  counters_.round_trips += round_trips.Count();
+  counters_.failures += failures;
+}
+
 void PeerRttTable::Take(TimeNs now, const std::function<void(const PeerRttDelta&)>& visit) {
   for (auto& [peer, e] : peers_) {
     if (e.round_trips.Count() == 0 && e.failures == 0) continue;

@@ -69,6 +69,11 @@ class PeerRttTable {
   // deadline passed first).
   void RecordFailure(const PeerRttKey& peer, TimeNs now);
 
+  // Many at once, measured elsewhere: another table's Take (wharfd keeps
+  // what a detaching application's engine had not handed out yet).
+  void Add(const PeerRttKey& peer, TimeNs now, const CompactHistogram& round_trips,
+           uint64_t failures);
+
   // Hands `visit` every peer with something recorded since the last Take,
   // then clears that; forgets peers idle for idle_timeout_ns at `now`.
   void Take(TimeNs now, const std::function<void(const PeerRttDelta&)>& visit);

@@ -111,6 +111,23 @@ TEST(PeerRttTableTest, AFullTableIsScannedAtMostOncePerSecond) {
   EXPECT_EQ(table.counters().evicted, 1u);
 }
 
+TEST(PeerRttTableTest, ABatchAddsAsItsValuesWould) {
+  PeerRttTable from({});
+  from.RecordRoundTrip(Peer(1), 100, 5'000);
+  from.RecordRoundTrip(Peer(1), 100, 9'000);
+  from.RecordFailure(Peer(1), 100);
+  PeerRttTable into({});
+  into.RecordRoundTrip(Peer(1), 50, 1'000);
+  from.Take(200, [&](const PeerRttDelta& d) { into.Add(d.peer, 200, d.round_trips, d.failures); });
+  auto taken = TakeAll(into, 300);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken.begin()->second.count, 3u);
+  EXPECT_EQ(taken.begin()->second.min_ns, 1'000u);
+  EXPECT_EQ(taken.begin()->second.max_ns, 9'000u);
+  EXPECT_EQ(taken.begin()->second.failures, 1u);
+  EXPECT_EQ(into.counters().round_trips, 3u);
+}
+
 TEST(PeerRttTableTest, ZeroPeersMeansOff) {
   PeerRttTable table({.max_peers = 0});
   EXPECT_FALSE(table.enabled());
