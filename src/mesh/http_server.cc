@@ -1,9 +1,7 @@
-// http_server.cc: HttpServer, and the one place cpp-httplib (0.11.4, the
-// compiled libcpp-httplib) is used: its Server parses a request head we hand
-// it and writes the response (status line, headers, Content-Length,
-// keep-alive headers, gzip or brotli when the client asks, no body for
-// HEAD). Its sockets, threads and listen loop are not used, because in
-// 0.11.4 they bound nothing:
+// http_server.cc: HttpServer's sockets and threads. cpp-httplib (0.11.4,
+// the compiled libcpp-httplib) parses each request head and writes its
+// response (HttpExchange, http_exchange.cc); its sockets, threads and
+// listen loop are not used, because in 0.11.4 they bound nothing:
 //   - each accepted socket becomes one task that holds a worker for the
 //     connection's whole life, so `threads` idle clients stop the server for
 //     their keep-alive timeout; the task queue is unbounded;
@@ -17,9 +15,8 @@
 // So the sockets are ours: one poller thread (epoll) accepts, keeps every
 // connection and reads request heads into a buffer of at most
 // max_request_header_bytes; a complete head goes to one of `threads`
-// workers, which hands it to Server::process_request through a Stream that
-// reads only that head and writes to the socket with a deadline. A
-// connection holds a worker only while its response is being made and sent.
+// workers, which hands it to HttpExchange::Answer. A connection holds a
+// worker only while its response is being made and sent.
 //
 // Who enforces what:
 //   ours:    max_connections (the longest-idle connection is closed to make
@@ -37,13 +34,10 @@
 //            bad Range header 416. We close the connection after any of them.
 #include "mesh/http_server.h"
 
-#include <httplib.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -53,7 +47,6 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -62,11 +55,11 @@
 #include <system_error>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/unique_fd.h"
+#include "mesh/http_exchange.h"
 
 namespace wharf::mesh {
 namespace {
@@ -131,107 +124,6 @@ int MillisUntil(TimeNs now, TimeNs deadline) {
   return static_cast<int>(std::min<TimeNs>((deadline - now + kNsPerMs - 1) / kNsPerMs, INT32_MAX));
 }
 
-// What cpp-httplib's callbacks learn about the request a worker answers:
-// they run on that worker, inside process_request.
-struct RequestScope {
-  bool routed = false;  // the pre-routing handler ran: the library parsed the head
-  bool close = false;   // close the connection after this response
-};
-thread_local RequestScope* t_request = nullptr;
-
-// cpp-httplib's Server used only to parse a head and write its response.
-// process_request (protected in Server) takes any Stream, which is how the
-// library works without its own sockets and threads.
-class HttplibAdapter final : public httplib::Server {
- public:
-  using httplib::Server::process_request;
-};
-
-// Server's constructor ignores SIGPIPE for the whole process; a library must
-// not own signals, so the disposition the process had is put back.
-std::unique_ptr<HttplibAdapter> NewHttplibAdapter() {
-  struct sigaction before {};
-  ::sigaction(SIGPIPE, nullptr, &before);
-  auto adapter = std::make_unique<HttplibAdapter>();
-  ::sigaction(SIGPIPE, &before, nullptr);
-  return adapter;
-}
-
-void SocketName(int fd, bool peer, std::string& ip, int& port) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if ((peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len)) != 0) return;
-  std::array<char, NI_MAXHOST> host{};
-  std::array<char, NI_MAXSERV> service{};
-  if (::getnameinfo(sa, len, host.data(), host.size(), service.data(), service.size(),
-                    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-    ip = host.data();
-    port = std::atoi(service.data());
-  }
-}
-
-// The Stream the library reads one request head from and writes its
-// response to. Reads see exactly the head (then end of input): the library
-// never waits for a client and never buffers more than the poller did.
-// Writes wait for the socket until `deadline_ns`, or until the server stops.
-class HeadStream final : public httplib::Stream {
- public:
-  HeadStream(int fd, std::string_view head, int stop_fd, const Clock& clock, TimeNs deadline_ns)
-      : fd_(fd), head_(head), stop_fd_(stop_fd), clock_(clock), deadline_ns_(deadline_ns) {}
-
-  bool is_readable() const override { return offset_ < head_.size(); }
-  bool is_writable() const override { return !failed_; }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, head_.size() - offset_);
-    std::memcpy(ptr, head_.data() + offset_, n);
-    offset_ += n;
-    return static_cast<ssize_t>(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    while (!failed_) {
-      const ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) break;
-      const TimeNs now = clock_.NowNs();
-      if (now >= deadline_ns_) break;
-      std::array<pollfd, 2> fds{{{fd_, POLLOUT, 0}, {stop_fd_, POLLIN, 0}}};
-      if (::poll(fds.data(), fds.size(), MillisUntil(now, deadline_ns_)) < 0 && errno != EINTR) {
-        break;
-      }
-      if (fds[1].revents != 0) break;  // the server is stopping
-    }
-    failed_ = true;
-    return -1;
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    SocketName(fd_, /*peer=*/true, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    SocketName(fd_, /*peer=*/false, ip, port);
-  }
-  int socket() const override { return fd_; }  // socket_t is int on Linux
-
-  // A write failed or timed out: the response is incomplete.
-  bool failed() const { return failed_; }
-
- private:
-  const int fd_;
-  const std::string_view head_;
-  size_t offset_ = 0;
-  const int stop_fd_;
-  const Clock& clock_;
-  const TimeNs deadline_ns_;
-  bool failed_ = false;
-};
-
-struct Route {
-  std::string path;
-  bool prefix = false;  // path ends in '/': matches every path under it
-  HttpHandler handler;
-};
-
 Status CheckOptions(const HttpServerOptions& o) {
   const std::string where = "http.listen " + o.listen.ToString();
   if (o.listen.family() == transport::NetAddress::Family::kNone) {
@@ -259,29 +151,6 @@ Status CheckOptions(const HttpServerOptions& o) {
   return OkStatus();
 }
 
-Result<std::vector<Route>> MakeRoutes(std::vector<std::pair<std::string, HttpHandler>> given) {
-  std::vector<Route> routes;
-  std::unordered_set<std::string> seen;
-  for (auto& [path, handler] : given) {
-    const bool printable = std::all_of(path.begin(), path.end(), [](char c) {
-      return static_cast<unsigned char>(c) > ' ' && c != 0x7f;
-    });
-    if (path.empty() || path[0] != '/' || !printable) {
-      return InvalidArgumentError("http.route \"" + path +
-                                  "\": must start with '/' and hold no spaces or control bytes");
-    }
-    if (!handler) return InvalidArgumentError("http.route " + path + ": no handler");
-    if (!seen.insert(path).second) {
-      return InvalidArgumentError("http.route " + path + ": given twice");
-    }
-    const bool prefix = path.back() == '/';
-    routes.push_back({std::move(path), prefix, std::move(handler)});
-  }
-  std::sort(routes.begin(), routes.end(),
-            [](const Route& a, const Route& b) { return a.path < b.path; });
-  return routes;
-}
-
 }  // namespace
 
 // Owned by HttpServer. Start and the destructor run on the owner's thread;
@@ -290,7 +159,7 @@ Result<std::vector<Route>> MakeRoutes(std::vector<std::pair<std::string, HttpHan
 // (the hand-overs go through mu_). Counters are atomics any thread reads.
 class HttpServer::Impl {
  public:
-  Impl(const HttpServerOptions& options, std::vector<Route> routes);
+  Impl(const HttpServerOptions& options, std::unique_ptr<HttpExchange> exchange);
   // Stops and joins every thread started, then closes every socket.
   ~Impl();
   Impl(const Impl&) = delete;
@@ -352,23 +221,15 @@ class HttpServer::Impl {
 
   // Worker threads.
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  void Answer(Conn& conn) ABSL_LOCKS_EXCLUDED(log_mu_);
-  // cpp-httplib's callbacks, on the worker answering.
-  httplib::Server::HandlerResponse Respond(const httplib::Request& req, httplib::Response& res)
-      ABSL_LOCKS_EXCLUDED(log_mu_);
-  static void BeforeWriting(httplib::Response& res);
-  void Logged(const httplib::Response& res);
-  const Route* FindRoute(const std::string& path) const;
+  void Answer(Conn& conn);
 
   const HttpServerOptions options_;
-  const std::vector<Route> routes_;
-  const std::string not_found_body_;  // lists routes_
+  const std::unique_ptr<HttpExchange> exchange_;
   const std::string response_414_;    // CannedResponse, naming the limit
   const std::string response_431_;
   const std::string response_503_;
   const Clock& clock_;
   const DurationNs drain_ns_;
-  const std::unique_ptr<HttplibAdapter> httplib_;
   transport::NetAddress address_;  // set by Open
 
   UniqueFd listen_fd_;
@@ -390,36 +251,18 @@ class HttpServer::Impl {
   std::vector<Conn*> returned_ ABSL_GUARDED_BY(mu_);  // answered, back to the poller
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  Mutex log_mu_;
-  RateLimitedLogger handler_log_ ABSL_GUARDED_BY(log_mu_);
-
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> open_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> timed_out_{0};
-  std::atomic<uint64_t> requests_{0};
-  std::atomic<uint64_t> not_found_{0};
-  std::atomic<uint64_t> bad_requests_{0};
-  std::atomic<uint64_t> handler_errors_{0};
 
   std::thread poller_;
   std::vector<std::thread> workers_;
 };
 
-namespace {
-
-std::string NotFoundBody(const std::vector<Route>& routes) {
-  std::string body = "not found; routes (one ending in / serves every path under it):\n";
-  for (const Route& route : routes) body += route.path + "\n";
-  return body;
-}
-
-}  // namespace
-
-HttpServer::Impl::Impl(const HttpServerOptions& options, std::vector<Route> routes)
+HttpServer::Impl::Impl(const HttpServerOptions& options, std::unique_ptr<HttpExchange> exchange)
     : options_(options),
-      routes_(std::move(routes)),
-      not_found_body_(NotFoundBody(routes_)),
+      exchange_(std::move(exchange)),
       response_414_(CannedResponse(
           "414 URI Too Long",
           "request line over " + std::to_string(options.max_request_header_bytes) + " bytes\n")),
@@ -429,30 +272,7 @@ HttpServer::Impl::Impl(const HttpServerOptions& options, std::vector<Route> rout
       response_503_(CannedResponse("503 Service Unavailable", "too many connections\n")),
       clock_(SystemClock::Get()),
       drain_ns_(std::min(options.read_timeout, kMaxDrainNs)),
-      httplib_(NewHttplibAdapter()),
-      accept_log_(clock_, 10 * kNsPerSec),
-      handler_log_(clock_, 10 * kNsPerSec) {
-  httplib_->set_pre_routing_handler(
-      [this](const httplib::Request& req, httplib::Response& res) { return Respond(req, res); });
-  httplib_->set_post_routing_handler(
-      [](const httplib::Request&, httplib::Response& res) { BeforeWriting(res); });
-  httplib_->set_logger(
-      [this](const httplib::Request&, const httplib::Response& res) { Logged(res); });
-  // A short body for the library's own error answers (ours have one).
-  httplib_->set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content(res.status == 414 ? "request line too long\n" : "malformed request\n",
-                        std::string(kPlainText));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  // Only what the Keep-Alive header says: we enforce both ourselves.
-  httplib_->set_keep_alive_max_count(kMaxRequestsPerConnection);
-  httplib_->set_keep_alive_timeout(static_cast<time_t>(options.read_timeout / kNsPerSec));
-  // Never reached (Respond answers every request with a body 413 before the
-  // library would read it); zero in case it ever is.
-  httplib_->set_payload_max_length(0);
-}
+      accept_log_(clock_, 10 * kNsPerSec) {}
 
 HttpServer::Impl::~Impl() {
   if (stop_fd_.valid()) SignalEventFd(stop_fd_.get());
@@ -494,6 +314,7 @@ Status HttpServer::Impl::Open() {
   }
   WHARF_ASSIGN_OR_RETURN(
       address_, transport::NetAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&addr), bound_len));
+  exchange_->set_name("http " + address_.ToString());
 
   epoll_fd_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_fd_.valid()) return ErrnoToStatus(errno, where + ": epoll_create1");
@@ -534,15 +355,16 @@ Status HttpServer::Impl::Run() {
 
 HttpServerCounters HttpServer::Impl::Counters() const {
   constexpr auto kRelaxed = std::memory_order_relaxed;
+  const HttpExchange::Counts answered = exchange_->counts();
   return {
       .accepted_connections = accepted_.load(kRelaxed),
       .open_connections = open_.load(kRelaxed),
       .rejected_connections = rejected_.load(kRelaxed),
       .timed_out_connections = timed_out_.load(kRelaxed),
-      .requests = requests_.load(kRelaxed),
-      .not_found = not_found_.load(kRelaxed),
-      .bad_requests = bad_requests_.load(kRelaxed),
-      .handler_errors = handler_errors_.load(kRelaxed),
+      .requests = answered.requests,
+      .not_found = answered.not_found,
+      .bad_requests = answered.bad_requests,
+      .handler_errors = answered.handler_errors,
   };
 }
 
@@ -673,8 +495,7 @@ void HttpServer::Impl::ReadHead(Conn& conn, TimeNs now) {
       // No '\n' at all: the request line alone is over the limit.
       SendBestEffort(conn.fd.get(),
                      conn.in.find('\n') == std::string::npos ? response_414_ : response_431_);
-      requests_.fetch_add(1, std::memory_order_relaxed);
-      bad_requests_.fetch_add(1, std::memory_order_relaxed);
+      exchange_->CountRefusedHead();
       StartDraining(conn, now);
       return;
     }
@@ -826,117 +647,13 @@ void HttpServer::Impl::WorkerLoop() {
 }
 
 void HttpServer::Impl::Answer(Conn& conn) {
-  RequestScope scope;
-  t_request = &scope;
   const bool last = ++conn.requests >= kMaxRequestsPerConnection;
-  HeadStream stream(conn.fd.get(), std::string_view(conn.in).substr(0, conn.head_bytes),
-                    stop_fd_.get(), clock_, clock_.NowNs() + options_.read_timeout);
-  bool client_closes = false;
-  bool written = false;
-  try {
-    written = httplib_->process_request(stream, last, client_closes, nullptr);
-  } catch (...) {
-    // Out of memory in the library, say: this connection ends, the server
-    // goes on. (Handlers' exceptions are caught in Respond.)
-  }
-  t_request = nullptr;
+  conn.close_after = exchange_->Answer(
+      conn.fd.get(), std::string_view(conn.in).substr(0, conn.head_bytes), last, stop_fd_.get(),
+      clock_.NowNs() + options_.read_timeout);
   conn.in.erase(0, conn.head_bytes);
   conn.head_bytes = 0;
   conn.scanned = 0;
-  conn.close_after = !written || stream.failed() || last || client_closes || scope.close;
-}
-
-httplib::Server::HandlerResponse HttpServer::Impl::Respond(const httplib::Request& req,
-                                                           httplib::Response& res) {
-  constexpr auto kHandled = httplib::Server::HandlerResponse::Handled;
-  RequestScope* scope = t_request;
-  if (scope != nullptr) scope->routed = true;
-  auto refuse = [&](int status, const char* body) {
-    res.status = status;
-    res.set_content(body, std::string(kPlainText));
-    bad_requests_.fetch_add(1, std::memory_order_relaxed);
-    // Whatever the client sent after the head (a body) was not read.
-    if (scope != nullptr) scope->close = true;
-    return kHandled;
-  };
-  if (req.method != "GET" && req.method != "HEAD") {
-    res.set_header("Allow", "GET, HEAD");
-    return refuse(405, "method not allowed: this server answers GET and HEAD only\n");
-  }
-  const std::string content_length = req.get_header_value("Content-Length");
-  if ((!content_length.empty() && content_length != "0") || req.has_header("Transfer-Encoding")) {
-    return refuse(413, "request bodies are not accepted\n");
-  }
-  const Route* route = FindRoute(req.path);
-  if (route == nullptr) {
-    not_found_.fetch_add(1, std::memory_order_relaxed);
-    res.status = 404;
-    res.set_content(not_found_body_, std::string(kPlainText));
-    return kHandled;
-  }
-
-  const HttpRequest request{req.method, req.path, {req.params.begin(), req.params.end()}};
-  HttpResponse response;
-  std::string error;
-  try {
-    response = route->handler(request);
-    if (response.status < 200 || response.status > 599) {
-      error = "gave status " + std::to_string(response.status);
-    }
-  } catch (const std::exception& e) {
-    error = std::string("threw: ") + e.what();
-  } catch (...) {
-    error = "threw a non-std::exception";
-  }
-  if (!error.empty()) {
-    handler_errors_.fetch_add(1, std::memory_order_relaxed);
-    {
-      MutexLock lock(log_mu_);
-      WHARF_LOG_RATE_LIMITED(handler_log_, kWarn, "http {}: handler for {} {}", address_.ToString(),
-                             route->path, error);
-    }
-    res.status = 500;
-    res.set_content("internal error in the handler\n", std::string(kPlainText));
-    return kHandled;
-  }
-  res.status = response.status;
-  res.body = std::move(response.body);
-  res.set_header("Content-Type", response.content_type);  // dropped if it holds CR or LF
-  return kHandled;
-}
-
-// Every response, its headers made, just before they are written.
-void HttpServer::Impl::BeforeWriting(httplib::Response& res) {
-  RequestScope* scope = t_request;
-  if (scope == nullptr) return;
-  // An error before routing: the library refused the head.
-  if (!scope->routed && res.status >= 400) scope->close = true;
-  if (scope->close) {
-    res.headers.erase("Keep-Alive");
-    res.headers.erase("Connection");
-    res.set_header("Connection", "close");
-  }
-}
-
-// Every response, once written.
-void HttpServer::Impl::Logged(const httplib::Response& res) {
-  requests_.fetch_add(1, std::memory_order_relaxed);
-  RequestScope* scope = t_request;
-  if (scope != nullptr && !scope->routed && res.status >= 400) {
-    bad_requests_.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-const Route* HttpServer::Impl::FindRoute(const std::string& path) const {
-  const Route* best = nullptr;
-  for (const Route& route : routes_) {
-    if (route.path == path) return &route;
-    if (route.prefix && path.starts_with(route.path) &&
-        (best == nullptr || route.path.size() > best->path.size())) {
-      best = &route;
-    }
-  }
-  return best;
 }
 
 // ---- HttpServer ----
@@ -944,8 +661,10 @@ const Route* HttpServer::Impl::FindRoute(const std::string& path) const {
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(
     const HttpServerOptions& options, std::vector<std::pair<std::string, HttpHandler>> routes) {
   WHARF_RETURN_IF_ERROR(CheckOptions(options));
-  WHARF_ASSIGN_OR_RETURN(std::vector<Route> table, MakeRoutes(std::move(routes)));
-  auto impl = std::make_unique<Impl>(options, std::move(table));
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<HttpExchange> exchange,
+                         HttpExchange::Create(std::move(routes), SystemClock::Get(),
+                                              options.read_timeout, kMaxRequestsPerConnection));
+  auto impl = std::make_unique<Impl>(options, std::move(exchange));
   WHARF_RETURN_IF_ERROR(impl->Open());
   WHARF_RETURN_IF_ERROR(impl->Run());
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
@@ -958,20 +677,5 @@ HttpServer::~HttpServer() = default;
 transport::NetAddress HttpServer::address() const { return impl_->address(); }
 
 HttpServerCounters HttpServer::counters() const { return impl_->Counters(); }
-
-std::string_view QueryValue(const HttpRequest& request, std::string_view name) {
-  for (const auto& [key, value] : request.query) {
-    if (key == name) return value;
-  }
-  return {};
-}
-
-HttpResponse TextResponse(int status, std::string message) {
-  return HttpResponse{.status = status, .body = std::move(message) + "\n"};
-}
-
-HttpResponse JsonResponse(std::string body) {
-  return HttpResponse{.status = 200, .content_type = "application/json", .body = std::move(body)};
-}
 
 }  // namespace wharf::mesh

@@ -25,39 +25,13 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "mesh/http_message.h"
 #include "transport/net_address.h"
 #include "wharf/result.h"
 
 namespace wharf::mesh {
 
 // A request as a handler sees it.
-struct HttpRequest {
-  std::string method;  // "GET" or "HEAD": other methods never reach a handler
-  std::string path;    // percent-decoded, without the query
-  // The query's name=value pairs, percent-decoded, ordered by name (pairs
-  // with the same name in the order sent).
-  std::vector<std::pair<std::string, std::string>> query;
-};
-
-// What a handler answers. The server adds Content-Length and the connection
-// headers, and leaves the body out for HEAD.
-struct HttpResponse {
-  int status = 200;  // 200..599; anything else becomes a 500 (handler_errors)
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
-};
-
-// Called on one of the server's worker threads, several at once when
-// options.threads > 1. An exception it throws becomes a 500.
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
-
-// The first value of query parameter `name`, or "" without one.
-std::string_view QueryValue(const HttpRequest& request, std::string_view name);
-// A plain-text answer with `status` (an error's message, a newline added).
-HttpResponse TextResponse(int status, std::string message);
-// A 200 with `body` as application/json.
-HttpResponse JsonResponse(std::string body);
-
 struct HttpServerOptions {
   // Where to listen; port 0 picks one (see HttpServer::address()). The
   // caller chooses; wharfd's default is loopback.
