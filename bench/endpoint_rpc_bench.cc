@@ -7,10 +7,12 @@
 //   BM_RawUdpRoundTrip/<bytes>/<connected>: send, recvfrom, sendto, recv (an
 //     unconnected server socket; a connected client socket as the baseline's,
 //     or an unconnected one, as wharf's shared socket).
-//   BM_EndpointRoundTrip/<bytes>/<peer_rtt>: Endpoint::ICall, then Poll()
-//     the server and the Completion until the echo is back; peer_rtt 0
-//     turns off the engine's per-peer round-trip table
-//     (endpoint.peer_rtt_peers: 0), so the pair prices passive measurement.
+//   BM_EndpointRoundTrip/<bytes>/<peer_rtt>/<rx_stamps>: Endpoint::ICall,
+//     then Poll() the server and the Completion until the echo is back;
+//     peer_rtt 0 turns off the engine's per-peer round-trip table
+//     (endpoint.peer_rtt_peers: 0), rx_stamps 1 asks the kernel for receive
+//     timestamps on both sockets (udp.rx_timestamps, as a probing wharfd
+//     has), so the rows price passive measurement and kernel stamps.
 //   BM_RawUdpIdleRecv / BM_EndpointIdleWait: one turn of each busy-poll loop
 //     with nothing arriving: half of it is the average delay a spinning
 //     receiver adds before it sees a packet.
@@ -111,6 +113,7 @@ void BM_EndpointRoundTrip(benchmark::State& state) {
   EndpointOptions options{.address = "homa://127.0.0.1:0",
                           .settings = {{"endpoint.spin", "0ns"}}};
   if (state.range(1) == 0) options.settings.push_back({"endpoint.peer_rtt_peers", "0"});
+  if (state.range(2) == 1) options.settings.push_back({"udp.rx_timestamps", "true"});
   auto server = Endpoint::Open(options);
   auto client = Endpoint::Open(options);
   if (!server.ok() || !client.ok()) {
@@ -134,7 +137,7 @@ void BM_EndpointRoundTrip(benchmark::State& state) {
       static_cast<double>(g_allocations.load() - allocations_before),
       benchmark::Counter::kAvgIterations);
 }
-BENCHMARK(BM_EndpointRoundTrip)->Args({64, 1})->Args({64, 0});
+BENCHMARK(BM_EndpointRoundTrip)->Args({64, 1, 0})->Args({64, 0, 0})->Args({64, 1, 1});
 
 void BM_RawUdpIdleRecv(benchmark::State& state) {
   int fd = BoundUdpSocket();

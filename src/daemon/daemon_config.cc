@@ -158,6 +158,12 @@ Result<DaemonConfig> LoadDaemonConfig(
   c.engine.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{c.engine.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
   c.engine.limits.max_connections = std::min(c.engine.limits.max_connections, c.limits.max_connections);
+  // A wharfd that probes times its probes' answers by the kernel's receive
+  // stamps (docs/mesh.md), unless udp.rx_timestamps says otherwise.
+  if (!c.mesh.pinglist.empty() && !file_doc.Has("udp.rx_timestamps") &&
+      !over_doc.Has("udp.rx_timestamps")) {
+    c.engine.rx_timestamps = true;
+  }
   WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
   WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());
   return c;

@@ -30,6 +30,21 @@ TEST(DaemonConfigTest, AllowedUidsMustBeNumbers) {
   EXPECT_THAT(c.status().message(), HasSubstr("'root'"));
 }
 
+// A wharfd that probes asks for the kernel's receive stamps on its
+// sockets, unless told not to; one that does not probe leaves them off.
+TEST(DaemonConfigTest, ProbingTurnsOnReceiveTimestampsUnlessToldOtherwise) {
+  Result<DaemonConfig> plain = LoadDaemonConfig("", {});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->engine.rx_timestamps);
+  Result<DaemonConfig> probing = LoadDaemonConfig("", {{"mesh.pinglist", "/etc/wharf/p.yaml"}});
+  ASSERT_TRUE(probing.ok()) << probing.status();
+  EXPECT_TRUE(probing->engine.rx_timestamps);
+  Result<DaemonConfig> off = LoadDaemonConfig(
+      "", {{"mesh.pinglist", "/etc/wharf/p.yaml"}, {"udp.rx_timestamps", "false"}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->engine.rx_timestamps);
+}
+
 TEST(DaemonConfigTest, BusySpinIsADurationOfAtMostASecond) {
   auto c = LoadDaemonConfig("", {});
   ASSERT_TRUE(c.ok()) << c.status();

@@ -69,9 +69,11 @@ class DaemonService {
   virtual void OnRequest(std::string_view scheme, engine::EngineApi& engine,
                          engine::IncomingCall call, TimeNs now) = 0;
   // An operation the service started on `scheme`'s engine ended. Must not
-  // call into that engine (engine_sink.h): note it, act in Poll.
+  // call into that engine (engine_sink.h): note it, act in Poll. `now` is
+  // when the engine handed it over; `received_ns` when the kernel received
+  // the answer (EngineApi::completing_received_ns), 0 when not known.
   virtual void OnComplete(std::string_view scheme, uint64_t op_id, Status status, Buffer message,
-                          TimeNs now) = 0;
+                          TimeNs now, TimeNs received_ns) = 0;
   // Once per pass of the loop: the work done and when it must run next.
   virtual transport::PollResult Poll(TimeNs now) = 0;
   // A thread other than the loop's asks the service to re-read what it

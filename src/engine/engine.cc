@@ -534,7 +534,9 @@ void Engine::HandleReply(transport::MessageEvent& event) {
       break;
   }
   Buffer message = (kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
+  completing_received_ns_ = event.received_ns;
   FinishOp(op_id, std::move(status), std::move(message), value);
+  completing_received_ns_ = 0;
 }
 
 // ----------------------------------------------------- requests from peers
@@ -555,7 +557,9 @@ void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
     case FrameKind::kConnect: HandleConnect(key, *frame); return;
     case FrameKind::kMessage: HandleMessage(key, *frame, std::move(payload)); return;
     case FrameKind::kDisconnect: HandleDisconnect(key, *frame); return;
-    case FrameKind::kRpc: HandleRpc(key, *frame, std::move(payload), poll_now_ns_); return;
+    case FrameKind::kRpc:
+      HandleRpc(key, *frame, std::move(payload), poll_now_ns_, event.received_ns);
+      return;
     case FrameKind::kBarrier: HandleBarrier(key, *frame, poll_now_ns_); return;
     case FrameKind::kKeepAlive: HandleKeepAlive(key, *frame); return;
     case FrameKind::kCancel: HandleCancel(key, *frame); return;
@@ -677,7 +681,7 @@ void Engine::HandleKeepAlive(const ServerCallRef& key, const Frame& frame) {
 }
 
 void Engine::HandleRpc(const ServerCallRef& key, const Frame& frame, Buffer payload,
-                       TimeNs now) {
+                       TimeNs now, TimeNs received_ns) {
   if (!served_.contains(frame.code)) {
     Respond(key, UnimplementedError("no handler for method " + std::to_string(frame.code)));
     return;
@@ -689,6 +693,7 @@ void Engine::HandleRpc(const ServerCallRef& key, const Frame& frame, Buffer payl
   call.peer = PeerUri(call.client);
   if (frame.deadline_us != 0) call.deadline_ns = now + TimeNs{frame.deadline_us} * kNsPerUs;
   call.request = std::move(payload);
+  call.received_ns = received_ns;
   sink_->OnRequest(std::move(call));
 }
 

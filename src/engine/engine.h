@@ -174,6 +174,7 @@ class Engine final : public EngineApi {
   void TakePeerRtts(TimeNs now,
                     const std::function<void(std::string_view scheme, const PeerRttDelta&)>& visit);
   const PeerRttTable& peer_rtts() const { return peer_rtts_; }
+  TimeNs completing_received_ns() const override { return completing_received_ns_; }
   // The engine's counters ("engine.*"), then every transport's.
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
@@ -219,7 +220,8 @@ class Engine final : public EngineApi {
   void HandleConnect(const ServerCallRef& call, const Frame& frame);
   void HandleMessage(const ServerCallRef& call, const Frame& frame, Buffer payload);
   void HandleDisconnect(const ServerCallRef& call, const Frame& frame);
-  void HandleRpc(const ServerCallRef& call, const Frame& frame, Buffer payload, TimeNs now);
+  void HandleRpc(const ServerCallRef& call, const Frame& frame, Buffer payload, TimeNs now,
+                 TimeNs received_ns);
   void HandleCancel(const ServerCallRef& call, const Frame& frame);
   void HandleBarrier(const ServerCallRef& call, const Frame& frame, TimeNs now);
   void HandleKeepAlive(const ServerCallRef& call, const Frame& frame);
@@ -261,6 +263,8 @@ class Engine final : public EngineApi {
   // dispatching that transport's events).
   TimeNs poll_now_ns_ = 0;
   TimeNs host_now_ns_ = 0;  // SetHostNow; 0: read the clock
+  // HandleReply's answer's kernel receive time, while it completes the op.
+  TimeNs completing_received_ns_ = 0;
   // BeginBatch nesting, and how many transports (the first ones) the
   // outermost BeginBatch opened a batch on: one opened later has none to end.
   int batch_depth_ = 0;

@@ -95,6 +95,10 @@ class EngineApi {
   virtual Buffer AllocateBuffer(size_t size) { return Buffer::Allocate(size); }
   // Counters: "engine.*" then the transports'.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
+  // Inside the sink's OnComplete for an answer that came from a peer: when
+  // the kernel received it (transport::MessageEvent::received_ns,
+  // monotonic), 0 when not known; 0 at any other time.
+  virtual TimeNs completing_received_ns() const { return 0; }
 };
 
 }  // namespace wharf::engine

@@ -43,6 +43,9 @@ struct EngineConfig {
   GroLoopback gro_loopback = GroLoopback::kAdaptive;
   // udp.hot_peer_socket: see transport::UdpOptions::hot_peer_socket.
   bool hot_peer_socket = true;
+  // udp.rx_timestamps: see transport::UdpOptions::rx_timestamps. wharfd
+  // turns it on for its sockets when it probes (mesh.pinglist).
+  bool rx_timestamps = false;
   // udp.gso_copy_bytes: see transport::UdpOptions::gso_copy_min_bytes.
   uint64_t gso_copy_bytes = 8 << 10;
   // How long a waiting thread polls before it sleeps (endpoint.spin). Spin

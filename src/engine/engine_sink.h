@@ -40,6 +40,9 @@ struct IncomingCall {
   std::string_view peer;    // "homa://1.2.3.4:5678" (client's text); valid during OnRequest only
   TimeNs deadline_ns = kNever;  // the client's deadline on the engine's clock
   Buffer request;
+  // When the kernel received the request (transport::MessageEvent::
+  // received_ns, monotonic); 0 when the transport gave no stamp.
+  TimeNs received_ns = 0;
 };
 
 // Implemented by the host; owned by it and outliving the engine. Every call

@@ -48,6 +48,7 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
         break;
     }
     udp.hot_peer_socket = config_.hot_peer_socket;
+    udp.rx_timestamps = config_.rx_timestamps;
     udp.gso_copy_min_bytes = config_.gso_copy_bytes;
     HomaSocket socket;
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::UdpDatagram> datagram,

@@ -182,7 +182,11 @@ PollResult HomaHost::Poll() {
   for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
     Result<size_t> got = net_->Receive(rx_batch_);
     if (!got.ok() || *got == 0) break;
-    for (size_t i = 0; i < *got; ++i) HandleDatagram(rx_batch_[i].from, rx_batch_[i].bytes);
+    for (size_t i = 0; i < *got; ++i) {
+      rx_received_ns_ = rx_batch_[i].received_ns;
+      HandleDatagram(rx_batch_[i].from, rx_batch_[i].bytes);
+    }
+    rx_received_ns_ = 0;
     result.work += static_cast<int>(*got);
     if (*got < rx_batch_.size()) break;
   }
@@ -494,6 +498,7 @@ void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::Comm
     event.client_id = rpc.id;
     event.cookie = rpc.cookie;
     event.message = rpc.in->TakeMessage();
+    event.received_ns = rx_received_ns_;
     ++stats_.responses_delivered;
     ep.PushEvent(std::move(event));
     FinishClientRpc(rpc);
@@ -691,6 +696,7 @@ void HomaHost::DeliverRequest(Rpc& rpc, const ServerRpcKey& key) {
   event.client_id = key.client_id;
   event.server_key = key;
   event.message = rpc.in->TakeMessage();
+  event.received_ns = rx_received_ns_;
   ReleaseIncoming(rpc);
   rpc.state = RpcState::kServerInService;
   rpc.Heard();

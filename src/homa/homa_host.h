@@ -246,6 +246,9 @@ class HomaHost {
   // The clock read at the start of the current Poll (or API call): packet
   // handlers use it instead of reading the clock once per packet.
   TimeNs now_ns_ = 0;
+  // The kernel's receive time of the datagram being handled (0: none), for
+  // the events it completes (MessageEvent::received_ns).
+  TimeNs rx_received_ns_ = 0;
   std::vector<transport::InDatagram> rx_batch_;    // Poll scratch
   std::vector<transport::PathError> path_errors_;  // Poll scratch
   bool polled_by_owner_ = false;

@@ -47,7 +47,18 @@ Json WindowJson(const TargetSnapshot& t, Window w) {
 Json CountersJson(const SeriesCounters& c) {
   return Json{{"sent", c.sent},           {"answered", c.answered}, {"lost", c.lost},
               {"failed", c.failed},       {"reordered", c.reordered},
-              {"duplicated", c.stray},    {"skipped", c.skipped},   {"weird", c.weird}};
+              {"duplicated", c.stray},    {"skipped", c.skipped},   {"weird", c.weird},
+              {"kernel_stamped", c.kernel_stamped}};
+}
+
+// Which clock timed the answers' arrival: the kernel's receive stamp
+// (SO_TIMESTAMPING, homa:// over UDP with udp.rx_timestamps), the prober's
+// monotonic clock, or both over the target's life.
+Json TimestampsJson(const SeriesCounters& c) {
+  const char* receive = c.kernel_stamped == 0               ? "monotonic"
+                        : c.kernel_stamped == c.answered ? "kernel"
+                                                          : "mixed";
+  return Json{{"send", "monotonic"}, {"receive", receive}};
 }
 
 // The applications' own traffic on a peer (passive measurement).
@@ -103,7 +114,7 @@ Json TargetJson(const MeshSnapshot& s, const TargetSnapshot& t) {
               {"interval_s", static_cast<double>(t.interval_ns) / kNsPerSec},
               {"timeout_s", static_cast<double>(t.timeout_ns) / kNsPerSec},
               {"size_bytes", t.size_bytes},
-              {"timestamps", "monotonic"},
+              {"timestamps", TimestampsJson(t.counters)},
               {"in_flight", t.in_flight},
               {"counters", CountersJson(t.counters)},
               {"last_answer_age_s", Seconds(t.last_answer_ns, s.taken_ns)},

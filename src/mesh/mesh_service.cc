@@ -123,7 +123,11 @@ void MeshService::OnRequest(std::string_view, engine::EngineApi& engine, engine:
     engine.Respond(call.ref, UnimplementedError("wharfd serves mesh probes only"));
     return;
   }
-  Result<Buffer> answer = responder_.Answer(call.request.span(), now, clock_.NowNs());
+  // The dwell starts when the kernel received the probe, where it says: the
+  // probe's wait in this daemon's socket is then the daemon's time, not the
+  // network's.
+  const TimeNs arrived = call.received_ns != 0 && call.received_ns <= now ? call.received_ns : now;
+  Result<Buffer> answer = responder_.Answer(call.request.span(), arrived, clock_.NowNs());
   if (!answer.ok()) {
     engine.Respond(call.ref, answer.status());
     return;
@@ -132,8 +136,8 @@ void MeshService::OnRequest(std::string_view, engine::EngineApi& engine, engine:
 }
 
 void MeshService::OnComplete(std::string_view, uint64_t op_id, Status status, Buffer message,
-                             TimeNs now) {
-  prober_.OnComplete(op_id, status, message.span(), now);
+                             TimeNs now, TimeNs received_ns) {
+  prober_.OnComplete(op_id, status, message.span(), now, received_ns);
 }
 
 void MeshService::SendProbe(uint64_t op_id, const ProbeTargetSpec& target, Buffer request,

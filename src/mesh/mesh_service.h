@@ -48,7 +48,7 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   void OnRequest(std::string_view scheme, engine::EngineApi& engine, engine::IncomingCall call,
                  TimeNs now) override;
   void OnComplete(std::string_view scheme, uint64_t op_id, Status status, Buffer message,
-                  TimeNs now) override;
+                  TimeNs now, TimeNs received_ns) override;
   transport::PollResult Poll(TimeNs now) override;
   void RequestReload() override;
 

@@ -34,7 +34,9 @@ class MeshDaemon {
     std::vector<std::pair<std::string, std::string>> settings = {
         {"daemon.socket", dir + "/" + name + ".sock"},
         {"listen.homa", "127.0.0.1:0"},
-        {"listen.tcp", "127.0.0.1:0"}};
+        {"listen.tcp", "127.0.0.1:0"},
+        // As a wharfd given mesh.pinglist has it (daemon_config.cc).
+        {"udp.rx_timestamps", "true"}};
     Result<daemon::DaemonConfig> config = daemon::LoadDaemonConfig("", settings);
     EXPECT_TRUE(config.ok()) << config.status();
     Result<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(std::move(*config));
@@ -163,6 +165,16 @@ TEST_F(MeshServiceTest, TwoDaemonsProbeEachOtherOverHomaAndTcp) {
     EXPECT_LT(rtt.p50_ns, 100 * kNsPerMs);
     EXPECT_LE(net.p50_ns, rtt.p50_ns);
     EXPECT_GT(t.rtt_buckets.count, 0u);
+    // homa:// answers are timed by the kernel's receive stamp; tcp:// has none.
+    if (t.transport == "homa") {
+      EXPECT_EQ(t.counters.kernel_stamped, t.counters.answered);
+    } else {
+      EXPECT_EQ(t.counters.kernel_stamped, 0u);
+    }
+  }
+  nlohmann::json targets = nlohmann::json::parse(RenderTargetsJson(*s));
+  for (const auto& t : targets["targets"]) {
+    EXPECT_EQ(t["timestamps"]["receive"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
   }
   // b answered a's probes (and a b's).
   EXPECT_GT(s->probes_answered, 0u);

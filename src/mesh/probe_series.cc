@@ -64,7 +64,7 @@ ProbeSeries::Slot* ProbeSeries::Find(uint64_t sequence) {
   return slot.sequence == sequence ? &slot : nullptr;
 }
 
-void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns) {
+void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped) {
   Slot* slot = Find(sequence);
   if (slot == nullptr) {
     ++counters_.stray;
@@ -74,6 +74,7 @@ void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns) {
   *slot = Slot{};
   --in_flight_;
   ++counters_.answered;
+  if (kernel_stamped) ++counters_.kernel_stamped;
   if (sequence < newest_answered_) ++counters_.reordered;
   newest_answered_ = std::max(newest_answered_, sequence);
   last_answer_ns_ = now;

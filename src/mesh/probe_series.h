@@ -55,6 +55,9 @@ struct SeriesCounters {
   uint64_t stray = 0;
   uint64_t skipped = 0;
   uint64_t weird = 0;
+  // Answers timed by the kernel's receive stamp (SO_TIMESTAMPING) rather
+  // than the prober's clock when it got them.
+  uint64_t kernel_stamped = 0;
 };
 
 // What a window shows for a series. The states are distinct so that a
@@ -82,7 +85,9 @@ class ProbeSeries {
   std::optional<uint64_t> Start(TimeNs now);
   // The answer to `sequence` arrived at `now`; `dwell_ns` as the responder
   // measured it. A sequence not in flight is a stray.
-  void OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns);
+  // `now`: when the answer arrived, by the kernel's stamp when
+  // `kernel_stamped`, else by the prober's clock.
+  void OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped = false);
   // The engine ended probe `sequence` without an answer: lost when the
   // status is kDeadlineExceeded, failed otherwise.
   void OnFailure(uint64_t sequence, TimeNs now, StatusCode code);

@@ -89,7 +89,7 @@ void Prober::SendOne(Target& target, TimeNs now) {
 }
 
 void Prober::OnComplete(uint64_t op_id, const Status& status, std::span<const std::byte> answer,
-                        TimeNs now) {
+                        TimeNs now, TimeNs received_ns) {
   auto it = in_flight_.find(op_id);
   if (it == in_flight_.end()) {
     ++counters_.stray_completions;
@@ -111,7 +111,9 @@ void Prober::OnComplete(uint64_t op_id, const Status& status, std::span<const st
     return;
   }
   ++counters_.answers;
-  series.OnAnswer(probe.sequence, now, decoded->dwell_ns);
+  const bool kernel_stamped = received_ns >= probe.sent_ns && received_ns <= now && received_ns != 0;
+  series.OnAnswer(probe.sequence, kernel_stamped ? received_ns : now, decoded->dwell_ns,
+                  kernel_stamped);
 }
 
 }  // namespace wharf::mesh

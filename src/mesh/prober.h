@@ -92,8 +92,11 @@ class Prober {
   transport::PollResult Poll(TimeNs now);
   // The sender's completion of probe `op_id`: `answer` is the response's
   // bytes when status is ok.
+  // `received_ns`: when the kernel received the answer (0: not known); the
+  // round trip ends there instead of at `now` when it lies between the
+  // probe's departure and `now` (a clock step otherwise: `now` is used).
   void OnComplete(uint64_t op_id, const Status& status, std::span<const std::byte> answer,
-                  TimeNs now);
+                  TimeNs now, TimeNs received_ns = 0);
 
   size_t size() const { return targets_.size(); }
   const ProbeTargetSpec& target(size_t i) const { return targets_[i]->spec; }

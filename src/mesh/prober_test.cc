@@ -119,6 +119,32 @@ TEST_F(ProberTest, AnsweredProbesGiveRoundTripAndNetworkTime) {
   EXPECT_EQ(prober_.counters().bad_answers, 0u);
 }
 
+// An answer the kernel stamped on arrival is timed by that stamp: a loop
+// that read it late does not make the path look slow. A stamp outside the
+// probe's life (a clock stepped under the conversion) is not trusted.
+TEST_F(ProberTest, TheKernelsReceiveStampEndsTheRoundTripWhenItHasOne) {
+  prober_.SetTargets({Target("b")}, now_);
+  for (size_t i = 0; i < 3; ++i) {
+    SendProbes(i + 1);
+    const SentProbe& probe = sender_.sent[i];
+    const TimeNs sent = now_;  // SendProbes' last poll sent it
+    Result<Buffer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
+                                              sent + 20 * kNsPerUs + kDwell);
+    ASSERT_TRUE(answer.ok());
+    const TimeNs read = sent + kNsPerMs;  // the loop read the answer 1 ms late
+    const TimeNs stamp = i == 0 ? sent + kRtt        // trusted
+                         : i == 1 ? sent - kNsPerUs  // before the probe left
+                                  : read + kNsPerUs;  // after the loop read it
+    prober_.OnComplete(probe.op_id, OkStatus(), answer->span(), read, stamp);
+  }
+  const ProbeSeries& s = prober_.series(0);
+  EXPECT_EQ(s.counters().answered, 3u);
+  EXPECT_EQ(s.counters().kernel_stamped, 1u);
+  const WindowSummary rtt = s.rtt().Summary(Window::k10s, now_ + kNsPerMs);
+  EXPECT_EQ(rtt.min_ns, static_cast<uint64_t>(kRtt));
+  EXPECT_EQ(rtt.max_ns, static_cast<uint64_t>(kNsPerMs));
+}
+
 TEST_F(ProberTest, EveryProbeCarriesTheEpochAndIncreasingSequenceNumbers) {
   prober_.SetTargets({Target("b")}, now_);
   SendProbes(3);

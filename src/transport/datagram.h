@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "transport/net_address.h"
 #include "wharf/result.h"
 
@@ -70,6 +71,10 @@ struct PathError {
 struct InDatagram {
   NetAddress from;
   std::span<const std::byte> bytes;
+  // When the kernel received it (SO_TIMESTAMPING's software stamp, moved to
+  // this process's monotonic clock), where the transport was asked for
+  // receive timestamps and the kernel gave one; 0 otherwise.
+  TimeNs received_ns = 0;
 };
 
 // Owned by whoever opened it (the engine). Not thread-safe: one thread calls

@@ -55,6 +55,11 @@ struct MessageEvent {
   ServerRpcKey server_key;   // server: the RPC to respond to
   Buffer message;            // kRequest / kResponse payload
   Status status;             // kFailed, or a refused kRequest
+  // kRequest / kResponse: when the kernel received the datagram that
+  // completed the message (InDatagram::received_ns), on the monotonic
+  // clock; 0 when the transport has no such stamp (tcp://, same host, or
+  // timestamps off).
+  TimeNs received_ns = 0;
 };
 
 struct PollResult {

@@ -157,7 +157,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
     if (mode == LoopbackGro::kAlways) gro = udp::GroMode::kOn;
     if (mode == LoopbackGro::kAdaptive) gro = udp::GroMode::kAdaptive;
   }
-  receiver_.Open(fd_, local_, batch_, max_datagram_bytes_, gro);
+  receiver_.Open(fd_, local_, batch_, max_datagram_bytes_, gro, options.rx_timestamps);
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {

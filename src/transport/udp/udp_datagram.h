@@ -86,6 +86,10 @@ struct UdpOptions {
   // (always or adaptive), each receive slot holds a 64 KiB buffer, so this
   // also sizes that memory.
   size_t batch = 32;
+  // Ask the kernel for each datagram's software receive time
+  // (InDatagram::received_ns): for measuring, as wharfd's mesh prober does.
+  // Costs a control message per read datagram.
+  bool rx_timestamps = false;
   // The priority (0..7) most datagrams carry. The socket is marked with it,
   // so only datagrams of other priorities need a per-packet control
   // message. The protocol sends short messages and all control packets at

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <deque>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/udp/udp_test_support.h"
@@ -83,6 +85,36 @@ TEST_P(UdpDatagramTest, OneDatagramArrivesByteExact) {
   EXPECT_EQ(sender->stats().sent, 1u);
   EXPECT_EQ(sender->stats().send_batches, 1u);
   EXPECT_EQ(receiver->stats().received, 1u);
+}
+
+// rx_timestamps: each datagram carries the kernel's receive time, on this
+// process's monotonic clock. The read comes 30 ms after the sends, so a
+// stamp taken at the read instead would show.
+TEST_P(UdpDatagramTest, ReceiveTimestampsAreTheKernelsOnTheMonotonicClock) {
+  UdpOptions stamped = OptionsFor(family());
+  stamped.rx_timestamps = true;
+  auto sender = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(stamped);
+  auto plain = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && receiver && plain);
+  const TimeNs before = SystemClock::Get().NowNs();
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), {100, 200, 1400});
+  ASSERT_TRUE(sender->Send(out.datagrams).ok());
+  Outgoing unstamped = MakeOutgoing(plain->LocalAddress(), {100});
+  ASSERT_TRUE(sender->Send(unstamped.datagrams).ok());
+  const TimeNs sent = SystemClock::Get().NowNs();
+  ASSERT_TRUE(Readable(*receiver, 1000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const std::vector<Received> got = ReceiveUpTo(*receiver, 3);
+  ASSERT_EQ(got.size(), 3u);
+  for (const Received& r : got) {
+    // 1 ms of slack for the realtime-to-monotonic conversion.
+    EXPECT_GE(r.received_ns, before - kNsPerMs);
+    EXPECT_LE(r.received_ns, sent + kNsPerMs) << "stamped at the read, not by the kernel";
+  }
+  const std::vector<Received> other = ReceiveUpTo(*plain, 1);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].received_ns, 0);
 }
 
 TEST_P(UdpDatagramTest, ReadableFdBecomesReadableWhenADatagramArrives) {

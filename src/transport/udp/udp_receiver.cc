@@ -22,8 +22,9 @@ constexpr size_t kGroSlotBytes = 65536;
 }  // namespace
 
 void UdpReceiver::Open(int fd, const NetAddress& local, size_t batch, size_t max_datagram_bytes,
-                       GroMode gro) {
+                       GroMode gro, bool timestamps) {
   fd_ = fd;
+  timestamps_ = timestamps && EnableReceiveTimestamps(fd_);
   local_ = local;
   batch_ = batch;
   max_datagram_bytes_ = max_datagram_bytes;
@@ -57,7 +58,7 @@ void UdpReceiver::Open(int fd, const NetAddress& local, size_t batch, size_t max
     hdr.msg_iov = &iovs_[i];
     hdr.msg_iovlen = 1;
     // Set for good; msg_controllen, set per read, says whether it is used.
-    if (gro_capable) hdr.msg_control = controls_[i].bytes;
+    if (gro_capable || timestamps_) hdr.msg_control = controls_[i].bytes;
   }
   main_.window = batch_;
 }
@@ -65,6 +66,8 @@ void UdpReceiver::Open(int fd, const NetAddress& local, size_t batch, size_t max
 void UdpReceiver::AddHotSocket(int fd, bool gro) {
   hot_fd_ = fd;
   hot_.gro = gro;
+  // Without them this socket's datagrams have received_ns 0: nothing else.
+  if (timestamps_) (void)EnableReceiveTimestamps(fd);
 }
 
 Result<size_t> UdpReceiver::Receive(std::span<InDatagram> out) {
@@ -113,7 +116,7 @@ Result<size_t> UdpReceiver::ReadMessages(int fd, ReadWindow& w, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     msghdr& hdr = msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
-    hdr.msg_controllen = w.gro ? sizeof(controls_[i].bytes) : 0;
+    hdr.msg_controllen = (w.gro || timestamps_) ? sizeof(controls_[i].bytes) : 0;
     hdr.msg_flags = 0;
     msgs_[i].msg_len = 0;
   }
@@ -138,6 +141,14 @@ Result<size_t> UdpReceiver::ReadMessages(int fd, ReadWindow& w, size_t count) {
         w.full_single_reads = 0;
       }
       if (gro_adaptive_ && n > 0) AdaptGro(n);
+      if (timestamps_ && n > 0) {
+        timespec mono{};
+        timespec real{};
+        ::clock_gettime(CLOCK_MONOTONIC, &mono);
+        ::clock_gettime(CLOCK_REALTIME, &real);
+        realtime_to_mono_ns_ = (int64_t{mono.tv_sec} - real.tv_sec) * 1'000'000'000 +
+                               (mono.tv_nsec - real.tv_nsec);
+      }
       return n;
     }
     const int err = errno;
@@ -184,6 +195,14 @@ bool UdpReceiver::OpenMessage() {
   // unreachable in practice; dropping is the safe answer to the impossible.
   if (!from.ok()) return false;
   if (segment < len) ++stats_.gro_coalesced;
+  // A coalesced buffer carries its first datagram's stamp: the kernel
+  // merged the rest as they came, within microseconds.
+  message_received_ns_ = 0;
+  if (timestamps_ && message.msg_hdr.msg_controllen > 0) {
+    if (std::optional<int64_t> real = ReadReceiveTimestamp(message.msg_hdr)) {
+      message_received_ns_ = *real + realtime_to_mono_ns_;
+    }
+  }
   message_from_ = *from;
   segment_bytes_ = segment;
   message_offset_ = 0;
@@ -205,7 +224,8 @@ size_t UdpReceiver::DrainMessages(std::span<InDatagram> out) {
     // do/while so that an empty datagram is still handed out once.
     do {
       const size_t take = std::min(segment_bytes_, len - message_offset_);
-      out[filled++] = InDatagram{message_from_, std::span(base + message_offset_, take)};
+      out[filled++] =
+          InDatagram{message_from_, std::span(base + message_offset_, take), message_received_ns_};
       message_offset_ += take;
     } while (message_offset_ < len && filled < out.size());
     if (message_offset_ >= len) {

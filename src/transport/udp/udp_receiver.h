@@ -60,7 +60,10 @@ class UdpReceiver {
   // a 64 KiB GRO buffer where GRO may ever be on, else exactly
   // `max_datagram_bytes`, so that a datagram one byte over reads as
   // MSG_TRUNC. Called once, before anything else.
-  void Open(int fd, const NetAddress& local, size_t batch, size_t max_datagram_bytes, GroMode gro);
+  // `timestamps`: ask the kernel for each datagram's receive time
+  // (InDatagram::received_ns), on this and the hot-peer socket.
+  void Open(int fd, const NetAddress& local, size_t batch, size_t max_datagram_bytes, GroMode gro,
+            bool timestamps = false);
   // Reads the hot-peer socket `fd` too from now on; it was opened with
   // UDP_GRO set to `gro` (gro_for_new_sockets() when it was made).
   void AddHotSocket(int fd, bool gro);
@@ -77,6 +80,8 @@ class UdpReceiver {
   // Whether GRO switches with the load.
   bool gro_adaptive() const { return gro_adaptive_; }
   bool hot_gro_enabled() const { return hot_fd_ >= 0 && hot_.gro; }
+  // Whether datagrams carry the kernel's receive time (the kernel agreed).
+  bool timestamps() const { return timestamps_; }
   // The UDP_GRO setting a socket opened now should get to match the main
   // one's (a hot-peer socket).
   bool gro_for_new_sockets() const { return gro_for_new_sockets_; }
@@ -145,6 +150,13 @@ class UdpReceiver {
   // (main_.gro may differ for a moment while a switch off is tried).
   bool gro_for_new_sockets_ = false;
   bool path_errors_pending_ = false;
+  // Receive timestamps asked for and accepted; then every read passes a
+  // control buffer. realtime_to_mono_ns_: CLOCK_MONOTONIC - CLOCK_REALTIME,
+  // read at each read that returned messages (the kernel stamps on the
+  // realtime clock; the protocol's times are monotonic).
+  bool timestamps_ = false;
+  int64_t realtime_to_mono_ns_ = 0;
+  TimeNs message_received_ns_ = 0;  // of the message being drained
 
   // Receive slots: slot i is buffers_[i * slot_bytes_] with its iovec,
   // source address and control room; msgs_[i] points at them for good.

@@ -1,6 +1,8 @@
 // Socket-option probes and cmsg encoding for UdpDatagram.
 #include "transport/udp/udp_socket_options.h"
 
+#include <linux/net_tstamp.h>
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -81,6 +83,26 @@ bool SetDontFragment(int fd, bool ipv6) {
     ok = setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6)) == 0;
   }
   return ok;
+}
+
+bool EnableReceiveTimestamps(int fd) {
+  const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) == 0;
+}
+
+std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg) {
+  for (const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
+       cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(cmsg))) {
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_TIMESTAMPING &&
+        cmsg->cmsg_len >= CMSG_LEN(3 * sizeof(timespec))) {
+      // ts[0] is the software stamp; ts[2], the hardware one, is not asked for.
+      timespec ts[3];
+      std::memcpy(ts, CMSG_DATA(cmsg), sizeof(ts));
+      if (ts[0].tv_sec == 0 && ts[0].tv_nsec == 0) return std::nullopt;
+      return int64_t{ts[0].tv_sec} * 1'000'000'000 + ts[0].tv_nsec;
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<size_t> ReadGroSegmentBytes(const msghdr& msg) {

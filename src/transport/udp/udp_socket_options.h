@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -49,10 +50,20 @@ bool EnableGro(int fd);
 // Room one outgoing message needs for its control messages: a UDP_SEGMENT
 // (uint16_t) and an IP_TOS or IPV6_TCLASS (int).
 inline constexpr size_t kSendControlBytes = CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int));
-// Room one incoming message needs: the UDP_GRO segment size (int), with
-// slack so that an unexpected extra cmsg sets MSG_CTRUNC instead of hiding
-// the one we want.
-inline constexpr size_t kReceiveControlBytes = CMSG_SPACE(sizeof(int)) * 4;
+// Room one incoming message needs: the UDP_GRO segment size (int) and a
+// receive timestamp (SCM_TIMESTAMPING: three timespecs), with slack so that
+// an unexpected extra cmsg sets MSG_CTRUNC instead of hiding the ones we
+// want.
+inline constexpr size_t kReceiveControlBytes =
+    CMSG_SPACE(sizeof(int)) * 4 + CMSG_SPACE(3 * sizeof(timespec));
+
+// Asks the kernel to stamp every datagram `fd` receives with its software
+// receive time (SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE), delivered as
+// an SCM_TIMESTAMPING control message. False when the kernel refuses.
+bool EnableReceiveTimestamps(int fd);
+// The software receive time in `msg`'s control messages, ns on
+// CLOCK_REALTIME; nullopt when there is none.
+std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg);
 
 // WriteSendControl's `tos` when the socket's own TOS / traffic class applies.
 inline constexpr int kSocketTos = -1;

@@ -72,6 +72,7 @@ inline std::vector<std::byte> Payload(uint32_t index, size_t size) {
 struct Received {
   NetAddress from;
   std::vector<std::byte> bytes;
+  TimeNs received_ns = 0;
 };
 
 // Receives until `count` datagrams arrived or a poll waits kPollTimeoutMs in
@@ -84,7 +85,8 @@ inline std::vector<Received> ReceiveUpTo(UdpDatagram& receiver, size_t count, si
     EXPECT_TRUE(n.ok()) << n.status();
     if (!n.ok()) break;
     for (size_t i = 0; i < *n; ++i) {
-      got.push_back(Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}});
+      got.push_back(
+          Received{out[i].from, {out[i].bytes.begin(), out[i].bytes.end()}, out[i].received_ns});
     }
     if (*n > 0) continue;
     // The hot-peer socket, once open, is as readable as the main one.
