@@ -107,6 +107,33 @@ Result<std::optional<Accepted>> Accept(int listen_fd) {
   return std::optional<Accepted>(Accepted{guard.Release(), peer});
 }
 
+namespace {
+
+// A connect to a port of this host that nothing listens on can connect the
+// socket to itself when the kernel picks that very port as its source
+// (TCP's simultaneous open). Nobody is there: it is a refusal.
+bool ConnectedToItself(int fd) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_len = sizeof(local);
+  socklen_t peer_len = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+    return false;
+  }
+  Result<NetAddress> a = FromKernel(local, local_len);
+  Result<NetAddress> b = FromKernel(peer, peer_len);
+  return a.ok() && b.ok() && *a == *b;
+}
+
+Status SelfConnectRefused(const NetAddress& to, int* error) {
+  *error = ECONNREFUSED;
+  return ErrnoToStatus(ECONNREFUSED, "connect " + to.ToString() +
+                                         " (connected to itself: nothing listens there)");
+}
+
+}  // namespace
+
 Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& from, int* error) {
   *done = false;
   int ignored = 0;
@@ -134,6 +161,7 @@ Result<int> StartConnect(const NetAddress& to, bool* done, const NetAddress& fro
   sockaddr_storage address;
   const auto len = static_cast<socklen_t>(to.ToSockaddr(&address));
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), len) == 0) {
+    if (ConnectedToItself(fd)) return SelfConnectRefused(to, error);
     *done = true;
   } else if (errno != EINPROGRESS) {
     *error = errno;
@@ -151,6 +179,8 @@ Status FinishConnect(int fd, const NetAddress& to, int* error) {
   }
   if (error != nullptr) *error = err;
   if (err != 0) return ErrnoToStatus(err, "connect " + to.ToString());
+  int ignored = 0;
+  if (ConnectedToItself(fd)) return SelfConnectRefused(to, error != nullptr ? error : &ignored);
   return OkStatus();
 }
 

@@ -131,6 +131,34 @@ TEST(TcpSocketTest, RefusedConnectNamesTheAddress) {
   EXPECT_FALSE(StartConnect(NetAddress(), &done).ok());
 }
 
+// A socket whose source port is the port it connects to, on a host where
+// nothing listens there, connects to itself (TCP's simultaneous open): the
+// kernel picks such a source port now and then when a client retries a
+// server that is not up yet. That is nobody: refused, as the peer gone.
+TEST(TcpSocketTest, AConnectionToItselfIsARefusal) {
+  Result<int> listener = OpenListener(Loopback(), true, 16);
+  ASSERT_TRUE(listener.ok());
+  const NetAddress self = *LocalAddressOf(*listener);
+  close(*listener);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage address{};
+  const auto len = static_cast<socklen_t>(self.ToSockaddr(&address));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), len), 0) << errno;
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), len);
+  ASSERT_TRUE(rc == 0 || errno == EINPROGRESS) << errno;
+  ASSERT_TRUE(WaitWritable(fd));
+  int error = 0;
+  Status s = FinishConnect(fd, self, &error);
+  EXPECT_FALSE(s.ok()) << "a socket connected to itself passed for a peer";
+  EXPECT_EQ(error, ECONNREFUSED);
+  EXPECT_TRUE(PeerGone(error));
+  EXPECT_NE(s.message().find("connected to itself"), std::string::npos) << s;
+  close(fd);
+}
+
 TEST(TcpSocketTest, RefusedConnectReportsItsErrnoAsThePeerGone) {
   Result<int> listener = OpenListener(Loopback(), true, 16);
   ASSERT_TRUE(listener.ok());
