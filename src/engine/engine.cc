@@ -488,8 +488,11 @@ void Engine::HandleReply(transport::MessageEvent& event) {
   const uint64_t conn_id = op->conn;
   op->rpc_id = 0;
   // An answer, error or not, is a round trip; a failure is the transport's.
+  // It ends when the kernel received the answer, where it says (as a
+  // probe's does), else when the poll that delivered it began.
   if (op->started_ns != 0) {
-    NoteRoundTrip(*op, event.kind != transport::MessageEvent::Kind::kFailed, poll_now_ns_);
+    const TimeNs end = event.received_ns >= op->started_ns ? event.received_ns : poll_now_ns_;
+    NoteRoundTrip(*op, event.kind != transport::MessageEvent::Kind::kFailed, end);
   }
   Status status;
   Buffer payload;

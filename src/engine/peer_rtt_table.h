@@ -1,8 +1,9 @@
 // engine/peer_rtt_table.h: PeerRttTable, the round trips of the calls and
 // messages an engine's host sent, per peer: passive measurement from the
 // applications' own traffic, at no extra packets. The engine records each
-// answered request's round trip (send to the poll that delivered the
-// answer, the server's handling included) and each request that failed or
+// answered request's round trip (send to the kernel's receive stamp of the
+// answer where the transport has one, else to the poll that delivered it;
+// the server's handling included) and each request that failed or
 // timed out; whoever hosts the engine (wharfd's mesh service) takes what
 // is new now and then and keeps the windows and history itself.
 //
