@@ -41,12 +41,14 @@ class ServiceHost {
   // start.
   virtual const std::vector<transport::NetAddress>& HostAddresses() const = 0;
   // The round trips of the applications' own calls and messages, per peer
-  // and scheme, since the last take: every attached application's engine
+  // and scheme, since the last take: the attached applications' engines
   // (engine::PeerRttTable), not the own engines, whose calls are the
-  // service's. What a session recorded since the last take is lost when it
-  // detaches.
-  virtual void TakeApplicationRtts(
-      TimeNs now,
+  // service's, and what detached ones left. At most `max_sessions` sessions
+  // per call, going on where the last call stopped, so that many
+  // applications with many peers do not stall the loop in one pass; true
+  // once a call has reached the last session (the next starts a new round).
+  virtual bool TakeApplicationRtts(
+      TimeNs now, size_t max_sessions,
       const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit) = 0;
   // The daemon as `wharf status` shows it.
   virtual DaemonReport Report() const = 0;

@@ -447,13 +447,26 @@ void Daemon::KeepDepartedRtts(AppSession& session, TimeNs now) {
   });
 }
 
-void Daemon::TakeApplicationRtts(
-    TimeNs now,
+bool Daemon::TakeApplicationRtts(
+    TimeNs now, size_t max_sessions,
     const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit) {
-  departed_rtts_.Take(now, [&](const engine::PeerRttDelta& d) {
-    visit(departed_schemes_[d.peer.transport], d);
-  });
-  for (auto& [id, session] : sessions_) session->TakePeerRtts(now, visit);
+  if (rtt_take_cursor_ == 0) {
+    departed_rtts_.Take(now, [&](const engine::PeerRttDelta& d) {
+      visit(departed_schemes_[d.peer.transport], d);
+    });
+  }
+  // By id: sessions that come or go between calls neither stop the round
+  // nor are visited twice in it.
+  auto it = sessions_.lower_bound(rtt_take_cursor_);
+  for (size_t n = 0; it != sessions_.end() && n < max_sessions; ++it, ++n) {
+    it->second->TakePeerRtts(now, visit);
+  }
+  if (it == sessions_.end()) {
+    rtt_take_cursor_ = 0;
+    return true;
+  }
+  rtt_take_cursor_ = it->first;
+  return false;
 }
 
 Result<std::string> Daemon::AnswerStatusRequest() {

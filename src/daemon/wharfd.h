@@ -81,8 +81,8 @@ class Daemon final : public SessionHost, public ServiceHost {
   const std::vector<transport::NetAddress>& HostAddresses() const override {
     return host_addresses_;
   }
-  void TakeApplicationRtts(
-      TimeNs now,
+  bool TakeApplicationRtts(
+      TimeNs now, size_t max_sessions,
       const std::function<void(std::string_view scheme, const engine::PeerRttDelta&)>& visit)
       override;
   void WakeLoop() override { waiter_->WakeAlways(); }
@@ -160,6 +160,8 @@ class Daemon final : public SessionHost, public ServiceHost {
   // ("homa", "tcp": as many as transports; capped at kMaxDepartedSchemes).
   engine::PeerRttTable departed_rtts_{engine::PeerRttTable::Options{}};
   std::vector<std::string> departed_schemes_;
+  // The session id TakeApplicationRtts goes on from (0: a new round).
+  uint64_t rtt_take_cursor_ = 0;
   static constexpr size_t kMaxDepartedSchemes = 8;
 };
 

@@ -163,9 +163,10 @@ transport::PollResult MeshService::Poll(TimeNs now) {
     next_check_ns_ = now + settings_.reload_check_ns;
     CheckPinglist(now, forced);
   }
-  if (now >= next_passive_take_ns_) {
-    next_passive_take_ns_ = now + kPassiveTakeInterval;
-    TakePassive(now);
+  if (passive_round_open_ || now >= next_passive_take_ns_) {
+    if (!passive_round_open_) next_passive_take_ns_ = now + kPassiveTakeInterval;
+    passive_round_open_ = !TakePassive(now);
+    ++result.work;
   }
   // Probes are sent one system call each, not batched into one sendmmsg:
   // a burst of ten back to back doubled the p99 of the applications' RPCs
@@ -173,7 +174,8 @@ transport::PollResult MeshService::Poll(TimeNs now) {
   // CPU per probe.
   transport::PollResult probes = prober_.Poll(now);
   result.work += probes.work;
-  result.next_deadline = std::min({probes.next_deadline, next_check_ns_, next_passive_take_ns_});
+  result.next_deadline = std::min({probes.next_deadline, next_check_ns_,
+                                   passive_round_open_ ? now : next_passive_take_ns_});
   if (building_ != nullptr || board_->wanted()) {
     BuildSnapshot(now);
     ++result.work;
@@ -183,11 +185,13 @@ transport::PollResult MeshService::Poll(TimeNs now) {
   return result;
 }
 
-void MeshService::TakePassive(TimeNs now) {
-  host_->TakeApplicationRtts(now, [&](std::string_view scheme, const engine::PeerRttDelta& d) {
-    passive_.Add(now, scheme, d.peer.address, d.round_trips, d.failures);
-  });
-  if (building_ == nullptr) passive_.ForgetIdle(now);
+bool MeshService::TakePassive(TimeNs now) {
+  const bool round_over = host_->TakeApplicationRtts(
+      now, kPassiveSessionsPerPass, [&](std::string_view scheme, const engine::PeerRttDelta& d) {
+        passive_.Add(now, scheme, d.peer.address, d.round_trips, d.failures);
+      });
+  if (round_over && building_ == nullptr) passive_.ForgetIdle(now);
+  return round_over;
 }
 
 void MeshService::BuildSnapshot(TimeNs now) {

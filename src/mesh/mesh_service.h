@@ -36,6 +36,9 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // How often the attached applications' round trips are taken from their
   // engines (ServiceHost::TakeApplicationRtts): the passive windows' grain.
   static constexpr DurationNs kPassiveTakeInterval = kNsPerSec;
+  // Sessions taken from per pass of the loop: each hands over up to
+  // endpoint.peer_rtt_peers histograms (a microsecond each to keep).
+  static constexpr size_t kPassiveSessionsPerPass = 8;
 
   // Reads the pinglist (settings.pinglist, if set): a bad one is an error
   // here, at the daemon's start. `epoch` is this run's random prober epoch.
@@ -71,9 +74,10 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // Re-reads the file if it changed (or `forced`); a bad file keeps the
   // list in use and records why.
   void CheckPinglist(TimeNs now, bool forced);
-  // Takes the applications' round trips into passive_ (and forgets idle
-  // peers while no snapshot is being built: that would move them).
-  void TakePassive(TimeNs now);
+  // Takes the applications' round trips into passive_, a few sessions per
+  // pass; at the end of a round, forgets idle peers (unless a snapshot is
+  // being built: that would move them). True when the round is over.
+  bool TakePassive(TimeNs now);
   // Copies up to kSnapshotTargetsPerPass targets (then peers) into the
   // snapshot being built; publishes it once complete.
   void BuildSnapshot(TimeNs now);
@@ -96,6 +100,7 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   std::atomic<bool> reload_requested_{false};
   PassiveBook passive_{PassiveBook::Options{}};
   TimeNs next_passive_take_ns_ = 0;
+  bool passive_round_open_ = false;  // a take round goes on next pass
   // The snapshot being built, how many targets and peers it holds so far,
   // and the pinglist host of each peer a target matched (by passive_ index).
   std::shared_ptr<MeshSnapshot> building_;

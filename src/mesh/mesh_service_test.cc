@@ -205,10 +205,27 @@ TEST_F(MeshServiceTest, TheApplicationsOwnCallsShowBesideTheProbes) {
   std::thread serving([&] {
     while (!stop) (void)(*server)->Run(std::chrono::milliseconds(20));
   });
+  // More applications on a than one pass takes from
+  // (MeshService::kPassiveSessionsPerPass): the take goes round in passes.
+  std::vector<std::unique_ptr<Endpoint>> idle;
+  for (size_t i = 0; i <= MeshService::kPassiveSessionsPerPass; ++i) {
+    Result<std::unique_ptr<Endpoint>> e = a_->Attach("homa://127.0.0.1:0");
+    ASSERT_TRUE(e.ok()) << e.status();
+    idle.push_back(std::move(*e));
+  }
   Result<std::unique_ptr<Endpoint>> client = a_->Attach("homa://127.0.0.1:0");
   ASSERT_TRUE(client.ok()) << client.status();
+  // 45 calls from the client, which leaves before the take, and 5 from the
+  // last idle application, which stays: the take reaches it only in its
+  // round's second pass.
   constexpr int kCalls = 50;
-  for (int i = 0; i < kCalls; ++i) {
+  constexpr int kStayingCalls = 5;
+  for (int i = 0; i < kStayingCalls; ++i) {
+    Result<Buffer> answer = idle.back()->Call((*server)->address(), 7, Buffer::Copy("q"),
+                                              {.deadline = std::chrono::seconds(5)});
+    ASSERT_TRUE(answer.ok()) << answer.status();
+  }
+  for (int i = 0; i < kCalls - kStayingCalls; ++i) {
     Result<Buffer> answer = (*client)->Call((*server)->address(), 7, Buffer::Copy("q"),
                                             {.deadline = std::chrono::seconds(5)});
     ASSERT_TRUE(answer.ok()) << answer.status();
