@@ -61,7 +61,6 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   // For tests, on the loop thread.
   const Prober& prober() const { return prober_; }
   const PinglistSnapshot& pinglist_state() const { return pinglist_state_; }
-  const PassiveBook& passive() const { return passive_; }
 
  private:
   MeshService(const daemon::MeshSettings& settings, const Clock& clock, uint64_t epoch);

@@ -80,8 +80,6 @@ class UdpReceiver {
   // Whether GRO switches with the load.
   bool gro_adaptive() const { return gro_adaptive_; }
   bool hot_gro_enabled() const { return hot_fd_ >= 0 && hot_.gro; }
-  // Whether datagrams carry the kernel's receive time (the kernel agreed).
-  bool timestamps() const { return timestamps_; }
   // The UDP_GRO setting a socket opened now should get to match the main
   // one's (a hot-peer socket).
   bool gro_for_new_sockets() const { return gro_for_new_sockets_; }
