@@ -223,7 +223,14 @@ void ManagedEngine::Recv(uint64_t op_id, uint64_t conn) {
 }
 
 void ManagedEngine::Call(uint64_t op_id, const engine::Uri& peer, uint32_t method, Buffer request,
-                         TimeNs deadline_ns) {
+                         TimeNs deadline_ns, transport::MessagePriority priority) {
+  if (priority != transport::kPriorityBySize) {
+    sink_->OnComplete(op_id,
+                      UnimplementedError("a call at a chosen priority is not available "
+                                         "through wharfd yet; only embedded engines carry it"),
+                      Buffer(), 0);
+    return;
+  }
   if (!Usable(op_id)) return;
   Descriptor d = Command(Opcode::kCall, op_id, PeerHandle(peer));
   d.flags = shm::kFlagToPeer;
@@ -284,7 +291,8 @@ void ManagedEngine::SetServed(uint32_t method, bool served) {
   FlushUnlessBatching();
 }
 
-void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Buffer payload) {
+void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Buffer payload,
+                            transport::MessagePriority /*priority*/) {
   // A request from an earlier link cannot be answered on this one.
   if (broken_.has_value() || call.key.client_port != link_generation()) return;
   const uint64_t tag = next_tag_++;

@@ -64,8 +64,10 @@ class ManagedEngine final : public engine::EngineApi {
   void Accept(uint64_t op_id, TimeNs deadline_ns) override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
+  // A priority other than kPriorityBySize fails with kUnimplemented: the
+  // ring does not carry it (engine_api.h).
   void Call(uint64_t op_id, const engine::Uri& peer, uint32_t method, Buffer request,
-            TimeNs deadline_ns) override;
+            TimeNs deadline_ns, transport::MessagePriority priority = transport::kPriorityBySize) override;
   void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                         TimeNs deadline_ns) override;
   void Disconnect(uint64_t op_id, uint64_t conn) override;
@@ -75,7 +77,10 @@ class ManagedEngine final : public engine::EngineApi {
   void Release(uint64_t conn) override;
   Result<std::string> PeerOf(uint64_t conn) const override;
   void SetServed(uint32_t method, bool served) override;
-  void Respond(const engine::ServerCallRef& call, Status status, Buffer payload) override;
+  // `priority` is not carried (engine_api.h): the answer goes at the
+  // transport's choice.
+  void Respond(const engine::ServerCallRef& call, Status status, Buffer payload,
+               transport::MessagePriority priority = transport::kPriorityBySize) override;
   void Cancel(uint64_t op_id) override;
   void Sync(uint64_t op_id) override;
   void Shutdown(const Status& why) override;

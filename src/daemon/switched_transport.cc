@@ -57,7 +57,8 @@ void SwitchedTransport::Detach(const Status& why) {
 
 Result<uint64_t> SwitchedTransport::SendRequestTo(const NetAddress& server,
                                                   uint16_t server_endpoint, Buffer request,
-                                                  uint64_t cookie) {
+                                                  uint64_t cookie,
+                                                  transport::MessagePriority priority) {
   if (switch_ != nullptr && switch_->IsLocal(server)) {
     SwitchedTransport* target = switch_->Find(scheme_index_, server.port(), server_endpoint);
     if (target != nullptr) {
@@ -66,7 +67,7 @@ Result<uint64_t> SwitchedTransport::SendRequestTo(const NetAddress& server,
     // Not switched (no such endpoint here, or one outside the switch): the
     // daemon's real socket answers, as for any peer.
   }
-  return inner_->SendRequestTo(server, server_endpoint, std::move(request), cookie);
+  return inner_->SendRequestTo(server, server_endpoint, std::move(request), cookie, priority);
 }
 
 Result<uint64_t> SwitchedTransport::SendLocal(SwitchedTransport& target, const NetAddress& server,
@@ -128,11 +129,12 @@ void SwitchedTransport::FailCall(uint64_t id, LocalCall& call, const Status& why
 
 // ---------------------------------------------------------------- server
 
-Status SwitchedTransport::SendResponse(const ServerRpcKey& key, Buffer response) {
+Status SwitchedTransport::SendResponse(const ServerRpcKey& key, Buffer response,
+                                       transport::MessagePriority priority) {
   // A local id from a local address: ours. A remote client's ids never
   // carry the bit (and one that did from afar still goes to the inner).
   if (!IsLocalId(key.client_id) || switch_ == nullptr || !switch_->IsLocal(key.client)) {
-    return inner_->SendResponse(key, std::move(response));
+    return inner_->SendResponse(key, std::move(response), priority);
   }
   LocalServed* served = served_.Find(key.client_id);
   if (served == nullptr || !(served->key == key)) {

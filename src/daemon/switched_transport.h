@@ -77,9 +77,13 @@ class SwitchedTransport final : public transport::MessageTransport {
                                uint64_t cookie) override {
     return SendRequestTo(server, 0, std::move(request), cookie);
   }
+  // A local call ignores `priority` (no packets); a remote one passes it on.
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
-                                 Buffer request, uint64_t cookie) override;
-  Status SendResponse(const transport::ServerRpcKey& key, Buffer response) override;
+                                 Buffer request, uint64_t cookie,
+                                 transport::MessagePriority priority =
+                                     transport::kPriorityBySize) override;
+  Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
+                      transport::MessagePriority priority = transport::kPriorityBySize) override;
   bool Cancel(uint64_t client_id) override;
   // Local deliveries are not sent, so only the inner transport batches.
   void BeginBatch() override { inner_->BeginBatch(); }

@@ -179,14 +179,19 @@ void Engine::Recv(uint64_t op_id, uint64_t conn_id) {
 }
 
 void Engine::Call(uint64_t op_id, const Uri& uri, uint32_t method, Buffer request,
-                  TimeNs deadline_ns) {
+                  TimeNs deadline_ns, transport::MessagePriority priority) {
+  if (priority != transport::kPriorityBySize &&
+      (priority < 0 || priority > transport::kMaxMessagePriority)) {
+    return Complete(op_id, InvalidArgumentError("engine: priority " + std::to_string(priority) +
+                                                " is outside 0..7"));
+  }
   Result<PeerRef> peer = PeerFor(uri);
   if (!peer.ok()) return Complete(op_id, peer.status());
-  CallPeer(op_id, *peer, method, std::move(request), deadline_ns);
+  CallPeer(op_id, *peer, method, std::move(request), deadline_ns, priority);
 }
 
 void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
-                      TimeNs deadline_ns) {
+                      TimeNs deadline_ns, transport::MessagePriority priority) {
   if (Status size = CheckSize(request.size()); !size.ok()) return Complete(op_id, size);
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Frame frame;
@@ -208,7 +213,7 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
   // then overlaps the round trip instead of delaying it. Nothing can refer to
   // the operation meanwhile: the transport reports on it only from Poll().
   Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequestTo(
-      peer.address, peer.endpoint, WrapFrame(frame, std::move(request)), op_id);
+      peer.address, peer.endpoint, WrapFrame(frame, std::move(request)), op_id, priority);
   if (!rpc_id.ok()) return Complete(op_id, rpc_id.status());
   Register(op_id, Op{.kind = OpKind::kCall,
                      .rpc_id = *rpc_id,
@@ -224,7 +229,8 @@ void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method,
   const ConnState* conn = conns_.Find(conn_id);
   if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
   if (!conn->open) return Complete(op_id, conn->closed_reason);
-  CallPeer(op_id, conn->peer, method, std::move(request), deadline_ns);
+  CallPeer(op_id, conn->peer, method, std::move(request), deadline_ns,
+           transport::kPriorityBySize);
 }
 
 void Engine::Disconnect(uint64_t op_id, uint64_t conn_id) {
@@ -571,7 +577,8 @@ void Engine::HandleRequest(uint8_t transport, transport::MessageEvent& event) {
   Respond(key, InvalidArgumentError("engine: a reply frame sent as a request"));
 }
 
-void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload) {
+void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload,
+                     transport::MessagePriority priority) {
   if (call.transport >= transports_.size()) return;
   if (status.ok() && payload.size() > limits_.max_message_bytes) {
     // The handler's answer cannot be sent: the client gets why, instead of
@@ -588,8 +595,13 @@ void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload) {
   } else {
     message = ErrorReply(status);
   }
+  // A priority out of range would have the transport refuse the answer:
+  // it goes at the transport's choice instead, rather than not at all.
+  if (priority < 0 || priority > transport::kMaxMessagePriority) {
+    priority = transport::kPriorityBySize;
+  }
   // NotFound here means the client gave up meanwhile: nothing to do.
-  transports_[call.transport]->SendResponse(call.key, std::move(message)).IgnoreError();
+  transports_[call.transport]->SendResponse(call.key, std::move(message), priority).IgnoreError();
 }
 
 void Engine::HandleConnect(const ServerCallRef& key, const Frame& frame) {

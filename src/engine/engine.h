@@ -106,8 +106,9 @@ class Engine final : public EngineApi {
   void Accept(uint64_t op_id, TimeNs deadline_ns) override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
-  void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request,
-            TimeNs deadline_ns) override;
+  // kInvalidArgument for a priority outside 0..7 (and not by size).
+  void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns,
+            transport::MessagePriority priority = transport::kPriorityBySize) override;
   void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                         TimeNs deadline_ns) override;
   void Disconnect(uint64_t op_id, uint64_t conn) override;
@@ -126,7 +127,8 @@ class Engine final : public EngineApi {
   // Answers a request the sink received: `status` not ok sends it as the
   // error. Nothing happens when the request is gone (the client cancelled,
   // timed out or died).
-  void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer()) override;
+  void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer(),
+               transport::MessagePriority priority = transport::kPriorityBySize) override;
 
   // Completes operation `op_id` with kCancelled if still pending; a call's
   // server is told (best effort), so it can stop working on it.
@@ -189,7 +191,7 @@ class Engine final : public EngineApi {
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
   void CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
-                TimeNs deadline_ns);
+                TimeNs deadline_ns, transport::MessagePriority priority);
   // Sends `frame` + `payload` as a request for op `op_id`.
   void StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame, Buffer payload);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);

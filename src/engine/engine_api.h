@@ -38,8 +38,12 @@ class EngineApi {
   virtual void Accept(uint64_t op_id, TimeNs deadline_ns) = 0;
   virtual void Send(uint64_t op_id, uint64_t conn, Buffer message) = 0;
   virtual void Recv(uint64_t op_id, uint64_t conn) = 0;
+  // `priority`: the request's, 0..7 or transport::kPriorityBySize (the
+  // transport's choice; message_transport.h says what each transport does
+  // with it). A managed engine does not carry it yet: a Call at a priority
+  // fails with kUnimplemented there.
   virtual void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request,
-                    TimeNs deadline_ns) = 0;
+                    TimeNs deadline_ns, transport::MessagePriority priority = transport::kPriorityBySize) = 0;
   virtual void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                                 TimeNs deadline_ns) = 0;
   virtual void Disconnect(uint64_t op_id, uint64_t conn) = 0;
@@ -54,7 +58,11 @@ class EngineApi {
 
   // --- serving ---
   virtual void SetServed(uint32_t method, bool served) = 0;
-  virtual void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer()) = 0;
+  // `priority` as Call's; a managed engine answers at the transport's
+  // choice whatever it is (its answers travel through wharfd, which sets no
+  // per-application priority yet).
+  virtual void Respond(const ServerCallRef& call, Status status, Buffer payload = Buffer(),
+                       transport::MessagePriority priority = transport::kPriorityBySize) = 0;
 
   // Completes `op_id` once every operation before it has taken effect
   // (Listen, SetServed): at once in process; managed, when wharfd has

@@ -3,6 +3,7 @@
 // a handler that runs longer than Engine::kMaxBatchHoldNs makes the engine
 // send the answers before it ahead of the next handler; Engine::BeginBatch /
 // EndBatch span every transport, including one opened inside the batch.
+// And the priority a call or an answer is given reaches the packets.
 //
 // The server engine's sink answers inside OnRequest (as the embedded host
 // does for synchronous handlers), so its answers fall inside Poll's batch.
@@ -11,11 +12,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/testing/engine_fixture.h"
 #include "transport/fake/counting_datagram.h"
+#include "wire/packet.h"
 
 namespace wharf::engine {
 namespace {
@@ -34,13 +37,17 @@ class AnsweringSink final : public EngineSink {
   std::function<void(int)> before;
   int handled = 0;
   bool runs_inline = true;  // what MayRunHandlersInline says
+  transport::MessagePriority priority = transport::kPriorityBySize;  // of the answers
+  std::vector<std::pair<uint64_t, Status>> completed;  // the server's own calls
 
-  void OnComplete(uint64_t, Status, Buffer, uint64_t) override {}
+  void OnComplete(uint64_t op_id, Status status, Buffer, uint64_t) override {
+    completed.emplace_back(op_id, std::move(status));
+  }
   void OnRequest(IncomingCall call) override {
     if (before) before(handled);
     ++handled;
     engine_->Respond(call.ref, OkStatus(),
-                     Buffer::Copy("re:" + std::string(call.request.AsStringView())));
+                     Buffer::Copy("re:" + std::string(call.request.AsStringView())), priority);
   }
   void OnCallCancelled(const ServerCallRef&) override {}
   bool MayRunHandlersInline() const override { return runs_inline; }
@@ -65,11 +72,14 @@ class BatchCountingTransport final : public transport::MessageTransport {
     return inner_->SendRequest(server, std::move(request), cookie);
   }
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t endpoint,
-                                 Buffer request, uint64_t cookie) override {
-    return inner_->SendRequestTo(server, endpoint, std::move(request), cookie);
+                                 Buffer request, uint64_t cookie,
+                                 transport::MessagePriority priority =
+                                     transport::kPriorityBySize) override {
+    return inner_->SendRequestTo(server, endpoint, std::move(request), cookie, priority);
   }
-  Status SendResponse(const transport::ServerRpcKey& key, Buffer response) override {
-    return inner_->SendResponse(key, std::move(response));
+  Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
+                      transport::MessagePriority priority = transport::kPriorityBySize) override {
+    return inner_->SendResponse(key, std::move(response), priority);
   }
   void BeginBatch() override {
     ++begins;
@@ -310,6 +320,38 @@ TEST_F(EngineBatchTest, ATransportOpenedInsideAnEngineBatchDoesNotBreakEndBatch)
   EXPECT_EQ(second.depth, 0);
   EXPECT_EQ(server_primary_->depth, 0);
   server_.reset();  // before `second`, which it borrows
+}
+
+// The priority of a call and of an answer reaches the transport, and so the
+// packets (homa://: the unscheduled DATA); one outside 0..7 fails the call.
+TEST_F(EngineBatchTest, ACallsAndAnAnswersPriorityReachThePackets) {
+  AddServer();
+  testing::Node& a = AddNode("A");
+  auto data_priorities = [&](size_t from) {
+    std::vector<uint8_t> out;
+    for (size_t i = from; i < server_net_->sent.size(); ++i) {
+      Result<wire::Packet> p = wire::Decode(server_net_->sent[i]);
+      if (p.ok() && p->common.type == wire::PacketType::kData) {
+        out.push_back(server_net_->priorities[i]);
+      }
+    }
+    return out;
+  };
+  sink_.priority = 4;
+  StatePtr call = a.engine->Call(server_uri(), kMethod, Text("q"), kNever);
+  ASSERT_TRUE(RunAllUntil([&] { return Done(call); }));
+  ASSERT_TRUE(call->status.ok()) << call->status;
+  EXPECT_EQ(data_priorities(0), std::vector<uint8_t>{4});
+
+  const size_t sent = server_net_->sent.size();
+  server_->Call(1, a.uri, kMethod, Text("out"), kNever, /*priority=*/5);
+  server_->Call(2, a.uri, kMethod, Text("bad"), kNever, /*priority=*/8);
+  ASSERT_TRUE(RunAllUntil([&] { return sink_.completed.size() == 2; }));
+  EXPECT_EQ(data_priorities(sent), std::vector<uint8_t>{5});
+  ASSERT_EQ(sink_.completed[0].first, 2u);  // refused at once
+  EXPECT_EQ(sink_.completed[0].second.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sink_.completed[0].second.message().find("priority 8"), std::string::npos)
+      << sink_.completed[0].second;
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // EndBatch (or a Poll, or a full batch) and then leaves in one Send() call;
 // the guards that keep a held gather send from pointing into a freed message
 // (Cancel, a response arriving for a held request, closing an endpoint);
-// endpoints closing, or their host dying, inside a batch.
+// endpoints closing, or their host dying, inside a batch; and the priority
+// a caller chooses for a message, on the datagrams that carry it.
 //
 // Send() calls are counted by CountingDatagram, which also copies every
 // datagram as it was handed over, so a test can check the bytes that went
@@ -165,7 +166,8 @@ class BatchWorld {
     while (server_->PopEvent(&e)) {
       any = true;
       if (e.kind == HomaEvent::Kind::kRequest) {
-        EXPECT_TRUE(server_->SendResponse(e.server_key, std::move(e.message)).ok());
+        EXPECT_TRUE(
+            server_->SendResponse(e.server_key, std::move(e.message), response_priority).ok());
       }
     }
     for (HomaEndpoint* ep : {client_.get(), other_client_.get()}) {
@@ -189,6 +191,8 @@ class BatchWorld {
   std::unique_ptr<HomaEndpoint> other_client_;
   std::unique_ptr<HomaEndpoint> server_;
   std::vector<HomaEvent> done_;
+  // What the echoing server answers at.
+  transport::MessagePriority response_priority = transport::kPriorityBySize;
 };
 
 uint64_t Counter(const HomaHost& host, const std::string& name) {
@@ -581,6 +585,50 @@ TEST(HomaBatchTest, DestroyingTheHostInsideAnEndpointsBatchIsSafe) {
   EXPECT_FALSE(w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(10))
                    .ok());
   w.client_.reset();
+}
+
+// The priorities of the DATA packets among what `net` sent from `from` on.
+std::vector<uint8_t> DataPriorities(const CountingDatagram& net, size_t from) {
+  std::vector<uint8_t> out;
+  for (size_t i = from; i < net.sent.size(); ++i) {
+    Result<wire::Packet> p = wire::Decode(net.sent[i]);
+    if (p.ok() && p->common.type == wire::PacketType::kData) out.push_back(net.priorities[i]);
+  }
+  return out;
+}
+
+// A message sent at a chosen priority carries it on all its unscheduled
+// packets, request and response alike, whatever the receiver's cutoffs say
+// of its length; by size, a short message goes at the top level (7).
+TEST(MessagePriorityTest, AChosenPriorityIsOnEveryUnscheduledPacket) {
+  BatchWorld w;
+  w.response_priority = 3;
+  auto id = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(3000),
+                                     /*cookie=*/0, /*priority=*/2);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(w.RunUntilResponses(1));
+  EXPECT_EQ(DataPriorities(*w.client_net_, 0), (std::vector<uint8_t>{2, 2, 2}));
+  EXPECT_EQ(DataPriorities(*w.server_net_, 0), (std::vector<uint8_t>{3, 3, 3}));
+
+  const size_t client_sent = w.client_net_->sent.size();
+  const size_t server_sent = w.server_net_->sent.size();
+  w.response_priority = transport::kPriorityBySize;
+  w.Call(*w.client_, 100);
+  ASSERT_TRUE(w.RunUntilResponses(2));
+  EXPECT_EQ(DataPriorities(*w.client_net_, client_sent), (std::vector<uint8_t>{7}));
+  EXPECT_EQ(DataPriorities(*w.server_net_, server_sent), (std::vector<uint8_t>{7}));
+}
+
+TEST(MessagePriorityTest, APriorityOutsideZeroToSevenIsRefused) {
+  BatchWorld w;
+  for (transport::MessagePriority bad : {8, -2}) {
+    auto id = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(10),
+                                       /*cookie=*/0, bad);
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(id.status().message().find("outside 0..7"), std::string::npos) << id.status();
+  }
+  EXPECT_TRUE(w.client_net_->sent.empty());
 }
 
 }  // namespace

@@ -74,14 +74,16 @@ Result<uint64_t> HomaEndpoint::SendRequest(const transport::NetAddress& server, 
 
 Result<uint64_t> HomaEndpoint::SendRequestTo(const transport::NetAddress& server,
                                              uint16_t server_endpoint, Buffer request,
-                                             uint64_t cookie) {
+                                             uint64_t cookie,
+                                             transport::MessagePriority priority) {
   WHARF_RETURN_IF_ERROR(Usable());
-  return host_->SendRequest(*this, server, server_endpoint, std::move(request), cookie);
+  return host_->SendRequest(*this, server, server_endpoint, std::move(request), cookie, priority);
 }
 
-Status HomaEndpoint::SendResponse(const ServerRpcKey& key, Buffer response) {
+Status HomaEndpoint::SendResponse(const ServerRpcKey& key, Buffer response,
+                                  transport::MessagePriority priority) {
   WHARF_RETURN_IF_ERROR(Usable());
-  return host_->SendResponse(*this, key, std::move(response));
+  return host_->SendResponse(*this, key, std::move(response), priority);
 }
 
 bool HomaEndpoint::Cancel(uint64_t client_id) {

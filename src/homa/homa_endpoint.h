@@ -63,8 +63,11 @@ class HomaEndpoint final : public transport::MessageTransport {
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
                                uint64_t cookie = 0) override;
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
-                                 Buffer request, uint64_t cookie = 0) override;
-  Status SendResponse(const ServerRpcKey& key, Buffer response) override;
+                                 Buffer request, uint64_t cookie = 0,
+                                 transport::MessagePriority priority =
+                                     transport::kPriorityBySize) override;
+  Status SendResponse(const ServerRpcKey& key, Buffer response,
+                      transport::MessagePriority priority = transport::kPriorityBySize) override;
   bool Cancel(uint64_t client_id) override;
   // Messages to this endpoint are reassembled in memory from `allocator`
   // when it has some (homa.receives_placed).

@@ -30,6 +30,23 @@ uint64_t FirstClientId(const Clock& clock) {
   return std::max<uint64_t>(2, static_cast<uint64_t>(clock.WallNs())) & ~uint64_t{1};
 }
 
+Status CheckPriority(transport::MessagePriority priority) {
+  if (priority == transport::kPriorityBySize ||
+      (priority >= 0 && priority <= transport::kMaxMessagePriority)) {
+    return OkStatus();
+  }
+  return InvalidArgumentError("homa: priority " + std::to_string(priority) +
+                              " is outside 0.." +
+                              std::to_string(transport::kMaxMessagePriority));
+}
+
+// A message's unscheduled priority: the caller's class, else what `peer`'s
+// cutoffs give its length.
+uint8_t UnschedPriority(const Peer& peer, uint32_t length, transport::MessagePriority priority) {
+  return priority == transport::kPriorityBySize ? peer.UnschedPriority(length)
+                                                : static_cast<uint8_t>(priority);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<HomaHost>> HomaHost::Create(const HomaConfig& config,
@@ -108,10 +125,12 @@ void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
 // ------------------------------------------------------ the endpoints' calls
 
 Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAddress& server,
-                                       uint16_t server_port, Buffer request, uint64_t cookie) {
+                                       uint16_t server_port, Buffer request, uint64_t cookie,
+                                       transport::MessagePriority priority) {
   if (server.family() == transport::NetAddress::Family::kNone) {
     return InvalidArgumentError("homa: request to an empty address");
   }
+  WHARF_RETURN_IF_ERROR(CheckPriority(priority));
   if (request.size() > config_.max_message_bytes) {
     return InvalidArgumentError("homa: request of " + std::to_string(request.size()) +
                                 " bytes exceeds homa.max_message_bytes (" +
@@ -129,14 +148,16 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   rpc.cookie = cookie;
   const uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
-                  peer.UnschedPriority(length));
+                  UnschedPriority(peer, length, priority));
   sender_.Queue(rpc);
   sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
   return rpc.id;
 }
 
-Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response) {
+Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response,
+                              transport::MessagePriority priority) {
+  WHARF_RETURN_IF_ERROR(CheckPriority(priority));
   Rpc* found = FindServerRpc(ep, key);
   if (found == nullptr) {
     return NotFoundError("homa: RPC " + std::to_string(key.client_id) + " from " +
@@ -156,7 +177,7 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
   peers_.LearnPath(*rpc.peer, *net_, max_datagram_bytes_);
   const uint32_t length = static_cast<uint32_t>(response.size());
   rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
-                  rpc.peer->UnschedPriority(length));
+                  UnschedPriority(*rpc.peer, length, priority));
   rpc.state = RpcState::kServerSending;
   rpc.Heard();
   sender_.Queue(rpc);

@@ -130,9 +130,13 @@ class HomaHost {
   // an ack goes to the server), server RPCs are forgotten with tombstones.
   // Then ep's id is free again.
   void CloseEndpoint(HomaEndpoint& ep, const Status& status);
+  // `priority`: the unscheduled packets' (kPriorityBySize: the peer's
+  // cutoffs choose by length); kInvalidArgument outside 0..7.
   Result<uint64_t> SendRequest(HomaEndpoint& ep, const transport::NetAddress& server,
-                               uint16_t server_port, Buffer request, uint64_t cookie);
-  Status SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response);
+                               uint16_t server_port, Buffer request, uint64_t cookie,
+                               transport::MessagePriority priority);
+  Status SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response,
+                      transport::MessagePriority priority);
   // False unless `client_id` is a live client RPC of `ep`.
   bool Cancel(HomaEndpoint& ep, uint64_t client_id);
   // ep's live RPCs (a walk over all of them: for tests and diagnostics).

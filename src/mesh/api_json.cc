@@ -114,6 +114,8 @@ Json TargetJson(const MeshSnapshot& s, const TargetSnapshot& t) {
               {"interval_s", static_cast<double>(t.interval_ns) / kNsPerSec},
               {"timeout_s", static_cast<double>(t.timeout_ns) / kNsPerSec},
               {"size_bytes", t.size_bytes},
+              {"priority", t.priority},
+              {"dscp", t.dscp < 0 ? Json(nullptr) : Json(t.dscp)},
               {"timestamps", TimestampsJson(t.counters)},
               {"in_flight", t.in_flight},
               {"counters", CountersJson(t.counters)},
@@ -219,6 +221,8 @@ std::string RenderPinglistJson(const MeshSnapshot& s) {
                            {"interval_s", static_cast<double>(t.interval_ns) / kNsPerSec},
                            {"timeout_s", static_cast<double>(t.timeout_ns) / kNsPerSec},
                            {"size_bytes", t.size_bytes},
+                           {"priority", t.priority},
+                           {"dscp", t.dscp < 0 ? Json(nullptr) : Json(t.dscp)},
                            {"origin", t.origin}});
   }
   doc["targets"] = std::move(targets);

@@ -127,12 +127,12 @@ void MeshService::OnRequest(std::string_view, engine::EngineApi& engine, engine:
   // probe's wait in this daemon's socket is then the daemon's time, not the
   // network's.
   const TimeNs arrived = call.received_ns != 0 && call.received_ns <= now ? call.received_ns : now;
-  Result<Buffer> answer = responder_.Answer(call.request.span(), arrived, clock_.NowNs());
+  Result<ProbeAnswer> answer = responder_.Answer(call.request.span(), arrived, clock_.NowNs());
   if (!answer.ok()) {
     engine.Respond(call.ref, answer.status());
     return;
   }
-  engine.Respond(call.ref, OkStatus(), std::move(*answer));
+  engine.Respond(call.ref, OkStatus(), std::move(answer->message), answer->priority);
 }
 
 void MeshService::OnComplete(std::string_view, uint64_t op_id, Status status, Buffer message,
@@ -152,7 +152,8 @@ void MeshService::SendProbe(uint64_t op_id, const ProbeTargetSpec& target, Buffe
                        {}, clock_.NowNs());
     return;
   }
-  engine->Call(op_id, target.uri, wire::kMeshProbeMethod, std::move(request), deadline_ns);
+  engine->Call(op_id, target.uri, wire::kMeshProbeMethod, std::move(request), deadline_ns,
+               target.probe.priority);
 }
 
 transport::PollResult MeshService::Poll(TimeNs now) {
@@ -236,6 +237,8 @@ void MeshService::CopyTarget(size_t index, TimeNs now) {
                                           prober_.schedule().stretch());
   t.timeout_ns = spec.probe.timeout;
   t.size_bytes = spec.probe.size_bytes;
+  t.priority = spec.probe.priority;
+  t.dscp = ProbeDscp(spec.transport, spec.probe.priority);
   t.counters = series.counters();
   t.in_flight = series.in_flight();
   for (Window w : kWindows) {

@@ -175,6 +175,9 @@ TEST_F(MeshServiceTest, TwoDaemonsProbeEachOtherOverHomaAndTcp) {
   nlohmann::json targets = nlohmann::json::parse(RenderTargetsJson(*s));
   for (const auto& t : targets["targets"]) {
     EXPECT_EQ(t["timestamps"]["receive"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
+    // The class's priority 7 is CS7 on homa:// packets; tcp:// marks none.
+    EXPECT_EQ(t["priority"], 7) << t;
+    EXPECT_EQ(t["dscp"], t["transport"] == "homa" ? nlohmann::json(56) : nlohmann::json()) << t;
   }
   // b answered a's probes (and a b's).
   EXPECT_GT(s->probes_answered, 0u);

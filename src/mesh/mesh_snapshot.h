@@ -44,6 +44,10 @@ struct TargetSnapshot {
   DurationNs interval_ns = 0;  // after the total-rate stretch
   DurationNs timeout_ns = 0;
   uint32_t size_bytes = 0;
+  uint8_t priority = 0;  // the class's, 0..7
+  // The DSCP its packets carry (the class selector of the priority), or -1
+  // where the transport does not mark per message (tcp://).
+  int dscp = -1;
   SeriesCounters counters;
   size_t in_flight = 0;
   // Indexed by Window (k10s, k1m, k10m).

@@ -615,6 +615,10 @@ std::string_view TransportName(ProbeTransport t) {
   return "unknown";
 }
 
+int ProbeDscp(ProbeTransport t, uint8_t priority) {
+  return t == ProbeTransport::kHoma ? priority * 8 : -1;
+}
+
 Result<Pinglist> ParsePinglist(std::string_view text, std::string source_name) {
   WHARF_ASSIGN_OR_RETURN(ConfigDoc doc, ConfigDoc::Parse(text, source_name));
   return PinglistReader(doc, std::move(source_name)).Read(text);

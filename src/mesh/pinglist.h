@@ -88,11 +88,19 @@ enum class ProbeTransport : uint8_t { kHoma, kTcp };
 // "homa", "tcp": the names the file uses.
 std::string_view TransportName(ProbeTransport t);
 
+// The DSCP a probe of class priority `priority` carries over `t`: homa://
+// marks each message's packets with the class selector of its priority
+// (CS0-CS7, priority x 8); tcp:// has one stream per peer at the socket's
+// DSCP and marks nothing per message: -1.
+int ProbeDscp(ProbeTransport t, uint8_t priority);
+
 // How a target is probed.
 struct ProbeClass {
   DurationNs interval = kNsPerSec;  // between two probes of one target
   DurationNs timeout = kNsPerSec;   // unanswered after this: lost
-  uint8_t priority = 7;             // Homa priority level, 0..7
+  // 0..7: the probes' and their answers' priority (homa:// marks it as
+  // DSCP CS0-CS7; transport::MessagePriority).
+  uint8_t priority = 7;
   uint32_t size_bytes = 64;         // probe message bytes
 
   friend bool operator==(const ProbeClass&, const ProbeClass&) = default;

@@ -7,7 +7,7 @@
 
 namespace wharf::mesh {
 
-Result<Buffer> MeshResponder::Answer(std::span<const std::byte> request, TimeNs arrived_ns,
+Result<ProbeAnswer> MeshResponder::Answer(std::span<const std::byte> request, TimeNs arrived_ns,
                                      TimeNs now) {
   Result<wire::MeshProbe> probe = wire::DecodeMeshProbe(request);
   if (!probe.ok()) {
@@ -22,7 +22,7 @@ Result<Buffer> MeshResponder::Answer(std::span<const std::byte> request, TimeNs 
                              .dwell_source = wire::TimestampSource::kMonotonic};
   (void)wire::EncodeMeshAnswer(out, answer.span());
   ++counters_.answered;
-  return answer;
+  return ProbeAnswer{.message = std::move(answer), .priority = probe->answer_priority};
 }
 
 }  // namespace wharf::mesh

@@ -79,8 +79,10 @@ void Prober::SendOne(Target& target, TimeNs now) {
   Buffer request = Buffer::Allocate(size);
   const wire::MeshProbe probe{.epoch = epoch_,
                               .sequence = *sequence,
-                              .sent_ns = static_cast<uint64_t>(now)};
-  // Cannot fail: the size is clamped to what the encoder takes.
+                              .sent_ns = static_cast<uint64_t>(now),
+                              .answer_priority = static_cast<int8_t>(std::min<uint8_t>(
+                                  target.spec.probe.priority, wire::kMaxAnswerPriority))};
+  // Cannot fail: the size and priority are clamped to what the encoder takes.
   (void)wire::EncodeMeshProbe(probe, request.span());
   const uint64_t op_id = next_op_id_++;
   in_flight_.emplace(op_id, InFlight{&target, *sequence, now});

@@ -54,9 +54,9 @@ class ProberTest : public testing::Test {
   // The responder's answer to `probe`, as the engine would complete it.
   void Answer(const SentProbe& probe, TimeNs now) {
     // The probe spent kDwell in the responder, just before the answer left.
-    Result<Buffer> answer = responder_.Answer(probe.request.span(), now - kDwell, now);
+    Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), now - kDwell, now);
     ASSERT_TRUE(answer.ok()) << answer.status();
-    prober_.OnComplete(probe.op_id, OkStatus(), answer->span(), now);
+    prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), now);
   }
   // Runs the prober for `span`, answering each probe after kRtt unless
   // `drop` says the network lost it (then it times out at its deadline).
@@ -128,14 +128,14 @@ TEST_F(ProberTest, TheKernelsReceiveStampEndsTheRoundTripWhenItHasOne) {
     SendProbes(i + 1);
     const SentProbe& probe = sender_.sent[i];
     const TimeNs sent = now_;  // SendProbes' last poll sent it
-    Result<Buffer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
+    Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
                                               sent + 20 * kNsPerUs + kDwell);
     ASSERT_TRUE(answer.ok());
     const TimeNs read = sent + kNsPerMs;  // the loop read the answer 1 ms late
     const TimeNs stamp = i == 0 ? sent + kRtt        // trusted
                          : i == 1 ? sent - kNsPerUs  // before the probe left
                                   : read + kNsPerUs;  // after the loop read it
-    prober_.OnComplete(probe.op_id, OkStatus(), answer->span(), read, stamp);
+    prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), read, stamp);
   }
   const ProbeSeries& s = prober_.series(0);
   EXPECT_EQ(s.counters().answered, 3u);

@@ -111,7 +111,8 @@ Result<uint64_t> TcpMessageTransport::SendRequest(const transport::NetAddress& s
   return id;
 }
 
-Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buffer response) {
+Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buffer response,
+                                         transport::MessagePriority /*priority*/) {
   now_ = clock_.NowNs();
   WHARF_RETURN_IF_ERROR(server_.Respond(key, std::move(response), peers_.Find(key.client)));
   FlushUnlessHeld();

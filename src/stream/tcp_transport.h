@@ -74,7 +74,9 @@ class TcpMessageTransport final : public transport::MessageTransport, private Co
   transport::NetAddress LocalAddress() const override { return local_; }
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
                                uint64_t cookie = 0) override;
-  Status SendResponse(const transport::ServerRpcKey& key, Buffer response) override;
+  // `priority` is ignored: one stream per peer, one DSCP.
+  Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
+                      transport::MessagePriority priority = transport::kPriorityBySize) override;
   // Drops the RPC: chunks not yet written are not sent; a half-written chunk
   // is finished (the stream must stay framed) and then an ABORT tells the
   // server to drop what it received. A request already written whole may

@@ -41,6 +41,18 @@ struct ServerRpcKeyHash {
   }
 };
 
+// The priority a message travels at: 0 (lowest) to 7 (highest), which
+// transports over IP mark as the DSCP class selector CS0 to CS7 (udp's
+// priority, datagram.h), or kPriorityBySize: the transport's own choice
+// (homa://: by the message's length, from the receiver's cutoffs). It
+// applies to what the sender chooses: over homa://, the unscheduled part of
+// a message; the receiver's grants set the rest. tcp:// carries one stream
+// per peer whose packets all have the socket's DSCP, and the same-host
+// switch sends no packets: both ignore it.
+using MessagePriority = int8_t;
+inline constexpr MessagePriority kPriorityBySize = -1;
+inline constexpr MessagePriority kMaxMessagePriority = 7;
+
 // What a transport reports upward, in the order it happened.
 struct MessageEvent {
   enum class Kind : uint8_t {
@@ -103,18 +115,22 @@ class MessageTransport {
   virtual Result<uint64_t> SendRequest(const NetAddress& server, Buffer request,
                                        uint64_t cookie) = 0;
   // The same to endpoint `server_endpoint` of the engine at `server` (0: its
-  // default endpoint). Transports without named endpoints refuse others.
+  // default endpoint), at `priority` (0..7 or kPriorityBySize; the caller
+  // checks the range). Transports without named endpoints refuse others.
   virtual Result<uint64_t> SendRequestTo(const NetAddress& server, uint16_t server_endpoint,
-                                         Buffer request, uint64_t cookie) {
+                                         Buffer request, uint64_t cookie,
+                                         MessagePriority /*priority*/ = kPriorityBySize) {
     if (server_endpoint != 0) {
       return InvalidArgumentError(std::string(scheme()) +
                                   "://: one endpoint per port; no named endpoints");
     }
     return SendRequest(server, std::move(request), cookie);
   }
-  // Answers a request delivered as a kRequest event. NotFound when the RPC is
-  // gone (the client gave up or died), FailedPrecondition when answered twice.
-  virtual Status SendResponse(const ServerRpcKey& key, Buffer response) = 0;
+  // Answers a request delivered as a kRequest event, at `priority` (as
+  // SendRequestTo's). NotFound when the RPC is gone (the client gave up or
+  // died), FailedPrecondition when answered twice.
+  virtual Status SendResponse(const ServerRpcKey& key, Buffer response,
+                              MessagePriority priority = kPriorityBySize) = 0;
   // Batching: between BeginBatch() and the matching EndBatch() (they nest),
   // SendRequest and SendResponse may hold what they would send, and
   // EndBatch (or the next Poll) sends it together, in fewer system calls.

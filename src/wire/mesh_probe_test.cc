@@ -38,11 +38,49 @@ TEST(MeshProbeTest, TheFieldsAreBigEndianAtTheirOffsets) {
   std::vector<std::byte> bytes = Probe(32, {.epoch = 1, .sequence = 2, .sent_ns = 3});
   EXPECT_EQ(bytes[0], std::byte{0x57});  // "WMSH"
   EXPECT_EQ(bytes[3], std::byte{0x48});
-  EXPECT_EQ(bytes[4], std::byte{1});  // version
+  EXPECT_EQ(bytes[4], std::byte{2});  // version
   EXPECT_EQ(bytes[5], std::byte{1});  // kind: probe
+  EXPECT_EQ(bytes[6], std::byte{0});  // answer priority: the responder's choice
+  EXPECT_EQ(bytes[7], std::byte{0});
   EXPECT_EQ(bytes[15], std::byte{1});
   EXPECT_EQ(bytes[23], std::byte{2});
   EXPECT_EQ(bytes[31], std::byte{3});
+}
+
+// Byte 6 carries the answer's priority plus one, 0 meaning "by size".
+TEST(MeshProbeTest, TheAnswerPriorityRoundTripsInByteSix) {
+  for (int8_t priority = kAnswerPriorityBySize; priority <= kMaxAnswerPriority; ++priority) {
+    std::vector<std::byte> bytes = Probe(64, {.sequence = 1, .answer_priority = priority});
+    EXPECT_EQ(bytes[6], static_cast<std::byte>(priority + 1));
+    Result<MeshProbe> out = DecodeMeshProbe(bytes);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->answer_priority, priority);
+  }
+  std::vector<std::byte> room(64);
+  EXPECT_FALSE(EncodeMeshProbe({.answer_priority = 8}, room).ok());
+  EXPECT_FALSE(EncodeMeshProbe({.answer_priority = -2}, room).ok());
+  std::vector<std::byte> bytes = Probe(64, {});
+  bytes[6] = std::byte{9};
+  Result<MeshProbe> out = DecodeMeshProbe(bytes);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("answer priority byte 9"), std::string::npos)
+      << out.status();
+}
+
+// A version-1 probe (before byte 6 meant anything) is still answered, at
+// the responder's choice; in version 1 byte 6 is reserved and must be zero.
+TEST(MeshProbeTest, AVersionOneProbeIsReadWithNoPriority) {
+  std::vector<std::byte> bytes = Probe(64, {.sequence = 5});
+  bytes[4] = std::byte{1};
+  Result<MeshProbe> out = DecodeMeshProbe(bytes);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->sequence, 5u);
+  EXPECT_EQ(out->answer_priority, kAnswerPriorityBySize);
+  bytes[6] = std::byte{3};
+  EXPECT_NE(DecodeMeshProbe(bytes).status().message().find("reserved"), std::string::npos);
+  std::vector<std::byte> answer = Answer({.sequence = 5});
+  answer[4] = std::byte{1};
+  EXPECT_TRUE(DecodeMeshAnswer(answer).ok());
 }
 
 TEST(MeshProbeTest, AnAnswerRoundTrips) {
@@ -88,7 +126,8 @@ TEST(MeshProbeTest, EachMalformedHeaderFieldIsNamed) {
     std::byte value;
     const char* says;
   };
-  for (const Case& c : {Case{0, std::byte{0}, "bad magic"}, Case{4, std::byte{2}, "version 2"},
+  for (const Case& c : {Case{0, std::byte{0}, "bad magic"}, Case{4, std::byte{3}, "version 3"},
+                        Case{4, std::byte{0}, "version 0"},
                         Case{5, std::byte{2}, "kind 2"}, Case{7, std::byte{1}, "reserved"}}) {
     std::vector<std::byte> bytes = Probe(64, {});
     bytes[c.offset] = c.value;
@@ -106,6 +145,9 @@ TEST(MeshProbeTest, EachMalformedHeaderFieldIsNamed) {
             std::string::npos);
   answer = Answer({});
   answer[47] = std::byte{1};
+  EXPECT_NE(DecodeMeshAnswer(answer).status().message().find("reserved"), std::string::npos);
+  answer = Answer({});
+  answer[6] = std::byte{1};  // an answer has no priority byte
   EXPECT_NE(DecodeMeshAnswer(answer).status().message().find("reserved"), std::string::npos);
 }
 

@@ -4,8 +4,11 @@
 // slowed: tc tbf at 2 Mbit/s both ways with a 15 ms queue, which background
 // UDP floods (iperf3, 3 Mbit/s each way) keep full, so that whatever
 // crosses it waits tens of milliseconds (this kernel has no netem to add a
-// fixed delay; a congested link is what a slow pair is in practice). The API and /metrics of every daemon must show the loss and
-// the delay on exactly the pairs that cross those links, and on no other.
+// fixed delay; a congested link is what a slow pair is in practice). The
+// API and /metrics of every daemon must show the loss and the delay on
+// exactly the pairs that cross those links, and on no other. And a probe
+// class's priority decides the queue its packets take at a strict-priority
+// port.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -215,6 +218,93 @@ TEST_F(MeshNetnsTest, LossAndDelayShowOnExactlyThePairsThatCrossTheBadLinks) {
   };
   EXPECT_GT(counter(HostName(kLossy)), 0);
   EXPECT_EQ(counter(HostName(1)), 0);
+}
+
+// A probe class's priority is the queue its packets take: h0 probes h1 at
+// priority 7 and h2 at priority 0, and the switch port into h0 is a
+// strict-priority bottleneck (queues by DSCP class selector) that an
+// unmarked UDP flood from h3 keeps full. The answers come back at their
+// probe's priority (the responder answers in the probe's class), so h2's
+// wait behind the flood in the lowest queue while h1's pass it.
+TEST_F(MeshNetnsTest, AProbeClassesPriorityIsTheQueueItsPacketsTake) {
+  constexpr int kProber = 0, kHigh = 1, kLow = 2, kFlooder = 3;
+  auto group = [&](int host) {
+    return "[{name: " + HostName(host) + ", address: " + cluster_->address(host) + "}]";
+  };
+  const std::string pinglist = dir_ + "/pinglist.yaml";
+  // Probes every 20 ms, lost after 300 ms, homa's first resend later (as
+  // above): the low class's answers wait about the queue's 20 ms.
+  std::ofstream(pinglist) << "version: classes\n"
+                          << "defaults: {interval: 20ms, timeout: 300ms, size: 200, "
+                             "transports: [homa]}\n"
+                          << "groups:\n  prober: " << group(kProber) << "\n  high: "
+                          << group(kHigh) << "\n  low: " << group(kLow) << "\n"
+                          << "arrows:\n"
+                          << "  - {from: prober, to: high, priority: 7}\n"
+                          << "  - {from: prober, to: low, priority: 0}\n";
+  const TbfOptions queues{.burst = "16kb", .latency = "20ms", .priority_levels = 8};
+  ASSERT_OK(cluster_->SetIngressRate(kProber, "10mbit", queues));
+  Result<std::unique_ptr<NetnsProcess>> server =
+      NetnsProcess::Spawn(*cluster_, kProber, {"iperf3", "-s", "-p", "5201"});
+  ASSERT_OK(server.status());
+  floods_.push_back(std::move(*server));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server listens
+  Result<std::unique_ptr<NetnsProcess>> flood = NetnsProcess::Spawn(
+      *cluster_, kFlooder,
+      {"iperf3", "-c", cluster_->address(kProber), "-p", "5201", "-u", "-b", "15M", "-l",
+       "1000", "-t", "60"});
+  ASSERT_OK(flood.status());
+  floods_.push_back(std::move(*flood));
+  // The responders first, so that no probe finds a host not started yet.
+  for (int i : {kHigh, kLow, kProber}) {
+    Result<std::unique_ptr<NetnsProcess>> d = NetnsProcess::Spawn(
+        *cluster_, i,
+        {WHARF_WHARFD, "--socket", dir_ + "/" + HostName(i) + ".sock", "--log-level", "warn",
+         "--set", "listen.homa=" + cluster_->address(i) + ":4000", "--set", "listen.tcp=",
+         "--set", "http.listen=" + cluster_->address(i) + ":4002", "--set",
+         "mesh.pinglist=" + pinglist, "--set", "homa.resend_ticks=400"});
+    ASSERT_OK(d.status());
+    daemons_.push_back(std::move(*d));
+    const TimeNs up_by = SystemClock::Get().NowNs() + 10 * kNsPerSec;
+    while (!Fetch(*cluster_, i, "/api/v1/pinglist").ok()) {
+      ASSERT_LT(SystemClock::Get().NowNs(), up_by) << HostName(i) << " does not serve HTTP";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  // The 10 s window of both targets, once each has 100 probes behind it.
+  std::map<std::string, nlohmann::json> targets;
+  std::string last;  // the last answer, for the failure message
+  const TimeNs deadline = SystemClock::Get().NowNs() + 30 * kNsPerSec;
+  for (bool enough = false; !enough && SystemClock::Get().NowNs() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    Result<std::string> body = Fetch(*cluster_, kProber, "/api/v1/targets");
+    last = body.ok() ? *body : body.status().ToString();
+    if (!body.ok()) continue;
+    targets.clear();
+    const nlohmann::json doc = nlohmann::json::parse(*body);
+    for (const auto& t : doc["targets"]) targets[t["host"].get<std::string>()] = t;
+    enough = targets.size() == 2;
+    for (const auto& [host, t] : targets) {
+      const nlohmann::json& w = t["windows"]["10s"];
+      if (w["answered"].get<int>() + w["unanswered"].get<int>() < 100) enough = false;
+    }
+  }
+  ASSERT_EQ(targets.size(), 2u) << last;
+  const nlohmann::json& high = targets[HostName(kHigh)];
+  const nlohmann::json& low = targets[HostName(kLow)];
+  SCOPED_TRACE("high: " + high.dump() + "\nlow: " + low.dump() + "\n" +
+               cluster_->DescribeFiltering(kProber));
+  EXPECT_EQ(high["priority"], 7);
+  EXPECT_EQ(high["dscp"], 56);  // CS7
+  EXPECT_EQ(low["priority"], 0);
+  EXPECT_EQ(low["dscp"], 0);
+  const double high_p50 = high["windows"]["10s"]["rtt"]["p50_us"].get<double>();
+  const double low_p50 = low["windows"]["10s"]["rtt"]["p50_us"].get<double>();
+  // The low class waits in the full queue (about its 20 ms); the high one
+  // at most behind the frame on the wire, and the machine's own stalls.
+  EXPECT_GT(low_p50, 10'000);
+  EXPECT_LT(high_p50 * 3, low_p50);
+  EXPECT_EQ(high["windows"]["10s"]["unanswered"].get<int>(), 0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // transport/fake/counting_datagram.h: CountingDatagram, a Datagram that
 // forwards to a FakeDatagram and records every Send() call: how many calls,
 // how many datagrams each carried, and a copy of each datagram's bytes
-// (header and payload joined) as they were at the call. For tests that
+// (header and payload joined) as they were at the call, and its priority. For tests that
 // check how a protocol groups its sends (one call for a batch) and what the
 // bytes were when they left. Test-only, header-only.
 #pragma once
@@ -31,6 +31,7 @@ class CountingDatagram final : public Datagram {
       std::vector<std::byte> bytes(d.bytes.begin(), d.bytes.end());
       bytes.insert(bytes.end(), d.payload.begin(), d.payload.end());
       sent.push_back(std::move(bytes));
+      priorities.push_back(d.priority);
     }
     return inner_->Send(batch);
   }
@@ -47,6 +48,7 @@ class CountingDatagram final : public Datagram {
   int send_calls = 0;
   std::vector<size_t> batch_sizes;          // datagrams per Send() call, in order
   std::vector<std::vector<std::byte>> sent;  // every datagram handed to Send(), in order
+  std::vector<uint8_t> priorities;           // the priority of each of `sent`
 
  private:
   std::unique_ptr<FakeDatagram> inner_;
