@@ -27,6 +27,11 @@ struct OutDatagram {
   // 0 (lowest) .. 7 (highest); mapped to DSCP by real transports.
   uint8_t priority = 0;
   std::span<const std::byte> payload = {};
+  // Nonzero: asks for the kernel's stamp of this datagram's departure,
+  // reported by TakeDepartures with this token, where the transport does
+  // transmit timestamps (udp.tx_timestamps); ignored elsewhere. Such a
+  // datagram is sent alone (no GSO run).
+  uint64_t departure_token = 0;
 
   size_t size() const { return bytes.size() + payload.size(); }
 };
@@ -64,6 +69,14 @@ struct PathError {
     }
     return "path error";
   }
+};
+
+// When a datagram sent with a departure_token left: the kernel's software
+// transmit stamp (SO_TIMESTAMPING, SOF_TIMESTAMPING_TX_SOFTWARE), moved to
+// this process's monotonic clock.
+struct Departure {
+  uint64_t token = 0;
+  TimeNs sent_ns = 0;
 };
 
 // One received datagram. `bytes` points into the transport's receive buffers
@@ -123,6 +136,12 @@ class Datagram {
   // real transport reads its error queue only after the kernel signalled
   // an error on a send or receive). Call it after Receive().
   virtual size_t TakePathErrors(std::span<PathError> /*out*/) { return 0; }
+
+  // Moves up to out.size() departures reported since the last call into
+  // `out`; returns how many. No system call unless stamps were asked for
+  // and not all reported yet. Call it before Receive(), so that a
+  // departure is known before the answer it drew.
+  virtual size_t TakeDepartures(std::span<Departure> /*out*/) { return 0; }
 
   // Control path, off the per-packet path: re-reads what MaxDatagramBytesTo
   // and IsLocalPath answer from (e.g. the host's interface addresses). The

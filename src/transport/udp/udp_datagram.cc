@@ -18,6 +18,12 @@ namespace wharf::transport {
 namespace {
 
 constexpr size_t kUdpHeaderBytes = 8;
+
+TimeNs MonotonicNow() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * kNsPerSec + ts.tv_nsec;
+}
 constexpr size_t kMaxUdpPayloadBytes = 65507;  // 65535 - 20 (IPv4) - 8 (UDP)
 // UIO_MAXIOV: the kernel caps a sendmmsg/recvmmsg vector at this many.
 constexpr size_t kMaxBatch = 1024;
@@ -63,15 +69,82 @@ UdpDatagram::~UdpDatagram() {
 }
 
 size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
+  if (stashed_count_ > 0 && !out.empty()) {
+    const size_t n = std::min(out.size(), stashed_count_);
+    std::copy_n(stashed_path_errors_.begin(), n, out.begin());
+    std::copy(stashed_path_errors_.begin() + static_cast<std::ptrdiff_t>(n),
+              stashed_path_errors_.begin() + static_cast<std::ptrdiff_t>(stashed_count_),
+              stashed_path_errors_.begin());
+    stashed_count_ -= n;
+    stats_.path_errors += n;
+    return n;
+  }
   if (!(path_errors_pending_ || receiver_.path_errors_pending()) || out.empty()) return 0;
   bool more_main = false;
   bool more_hot = false;
-  size_t n = udp::ReadPathErrors(fd_, out, &more_main);
-  if (hot_fd_ >= 0) n += udp::ReadPathErrors(hot_fd_, out.subspan(n), &more_hot);
+  // Stamps met on the way are kept too (a stamp read here is read once).
+  auto on_main = [this](const udp::TransmitStamp& s) {
+    OnTransmitStamp(udp::DepartureStamps::Socket::kMain, s);
+  };
+  auto on_hot = [this](const udp::TransmitStamp& s) {
+    OnTransmitStamp(udp::DepartureStamps::Socket::kHot, s);
+  };
+  if (tx_timestamps_) RefreshStampOffset();
+  size_t n = udp::ReadPathErrors(fd_, out, &more_main, on_main);
+  if (hot_fd_ >= 0) n += udp::ReadPathErrors(hot_fd_, out.subspan(n), &more_hot, on_hot);
   path_errors_pending_ = more_main || more_hot;
   receiver_.ClearPathErrors();
   stats_.path_errors += n;
   return n;
+}
+
+size_t UdpDatagram::TakeDepartures(std::span<Departure> out) {
+  if (departures_.awaiting_any()) {
+    RefreshStampOffset();
+    departures_.Expire(MonotonicNow());
+    if (departures_.awaiting(udp::DepartureStamps::Socket::kMain)) {
+      ReadDepartures(fd_, udp::DepartureStamps::Socket::kMain);
+    }
+    if (hot_fd_ >= 0 && departures_.awaiting(udp::DepartureStamps::Socket::kHot)) {
+      ReadDepartures(hot_fd_, udp::DepartureStamps::Socket::kHot);
+    }
+  }
+  return departures_.Take(out);
+}
+
+void UdpDatagram::NoteStamped(size_t sent, bool hot) {
+  const auto socket = hot ? udp::DepartureStamps::Socket::kHot : udp::DepartureStamps::Socket::kMain;
+  TimeNs now = 0;
+  for (size_t i = 0; i < sent; ++i) {
+    if (send_tokens_[i] == 0) continue;
+    if (now == 0) now = MonotonicNow();
+    departures_.NoteSent(socket, send_tokens_[i], now);
+  }
+}
+
+void UdpDatagram::ReadDepartures(int fd, udp::DepartureStamps::Socket socket) {
+  std::span<PathError> room(stashed_path_errors_.data() + stashed_count_,
+                            kStashedPathErrors - stashed_count_);
+  bool more = false;
+  stashed_count_ += udp::ReadPathErrors(fd, room, &more, [&](const udp::TransmitStamp& s) {
+    OnTransmitStamp(socket, s);
+  });
+  // Reports left in the queue (the stash is full) are read later.
+  if (more && stashed_count_ == kStashedPathErrors) path_errors_pending_ = true;
+}
+
+void UdpDatagram::OnTransmitStamp(udp::DepartureStamps::Socket socket,
+                                  const udp::TransmitStamp& stamp) {
+  departures_.OnStamp(socket, stamp.key, stamp.realtime_ns + stamp_offset_ns_);
+}
+
+void UdpDatagram::RefreshStampOffset() {
+  timespec mono{};
+  timespec real{};
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  stamp_offset_ns_ =
+      (int64_t{mono.tv_sec} - real.tv_sec) * 1'000'000'000 + (mono.tv_nsec - real.tv_nsec);
 }
 
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
@@ -158,6 +231,9 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
     if (mode == LoopbackGro::kAdaptive) gro = udp::GroMode::kAdaptive;
   }
   receiver_.Open(fd_, local_, batch_, max_datagram_bytes_, gro, options.rx_timestamps);
+  // Receive stamps, if the receiver has them, stay on: one option holds both.
+  tx_timestamps_ = options.tx_timestamps &&
+                   udp::EnableTimestamps(fd_, receiver_.receive_timestamps(), true);
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {
@@ -184,6 +260,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   send_addrs_.resize(batch_);
   send_controls_.resize(batch_);
   send_runs_.resize(batch_);
+  send_tokens_.resize(batch_);
   send_staged_.resize(batch_);
   return OkStatus();
 }
@@ -253,9 +330,11 @@ size_t UdpDatagram::PlanMessages(std::span<const OutDatagram> rest) {
     // a control message only when the socket's own marking differs.
     const int tos = first.priority << 5;
     const int socket_tos = ipv4_header ? socket_tos_v4_ : socket_tos_v6_;
-    const size_t control_len =
-        udp::WriteSendControl(send_controls_[messages].bytes, gso_size,
-                              tos == socket_tos ? udp::kSocketTos : tos, ipv4_header);
+    // A stamped datagram is a run of its own (udp_gso_plan.h).
+    send_tokens_[messages] = tx_timestamps_ ? first.departure_token : 0;
+    const size_t control_len = udp::WriteSendControl(
+        send_controls_[messages].bytes, gso_size, tos == socket_tos ? udp::kSocketTos : tos,
+        ipv4_header, send_tokens_[messages] != 0);
     if (control_len > 0) {
       hdr.msg_control = send_controls_[messages].bytes;
       hdr.msg_controllen = control_len;
@@ -278,7 +357,7 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
     if (messages == 1 && hot_enabled_) {
       const NetAddress& to = batch[done].to;
       if (hot_tracker_.NoteSend(to)) MakeHot(to);
-      if (hot_fd_ >= 0 && to == hot_peer_) {
+      if (hot_fd_ >= 0 && to == hot_peer_ && (send_tokens_[0] == 0 || hot_stamps_)) {
         // Connected: no address, and so no route lookup.
         send_fd = hot_fd_;
         send_msgs_[0].msg_hdr.msg_name = nullptr;
@@ -289,6 +368,7 @@ Result<size_t> UdpDatagram::Send(std::span<const OutDatagram> batch) {
                                    : syscalls_->SendMmsg(fd_, send_msgs_.data(),
                                                          static_cast<unsigned>(messages));
     if (sent > 0 && send_fd != fd_) stats_.hot_sends += send_runs_[0];
+    if (tx_timestamps_ && sent > 0) NoteStamped(static_cast<size_t>(sent), send_fd != fd_);
     if (sent > 0) {
       if (retry_plain_) {
         // The datagrams GSO could not send went out plain: GSO is at fault.
@@ -375,6 +455,11 @@ void UdpDatagram::MakeHot(const NetAddress& to) {
   hot_peer_ = to;
   hot_tracker_.MadeHot(to);
   receiver_.AddHotSocket(hot_fd_, hot_setup_.gro);
+  // Its stamps are numbered from 0 again. Without transmit stamps on it,
+  // stamped sends to the hot peer go through the main socket instead.
+  departures_.ResetSocket(udp::DepartureStamps::Socket::kHot);
+  hot_stamps_ = tx_timestamps_ &&
+                udp::EnableTimestamps(hot_fd_, receiver_.receive_timestamps(), true);
   ++stats_.hot_sockets_opened;
 }
 
@@ -392,6 +477,8 @@ void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* 
                            {"udp.path_errors", stats_.path_errors},
                            {"udp.path_cache_evictions", stats_.path_cache_evictions},
                            {"udp.hot_sends", stats_.hot_sends},
+                           {"udp.departure_stamps", departures_.counters().reported},
+                           {"udp.departure_stamps_lost", departures_.counters().lost},
                            {"udp.hot_sockets_opened", stats_.hot_sockets_opened},
                            {"udp.hot_handovers", stats_.hot_handovers},
                            {"udp.hot_socket_failures", stats_.hot_socket_failures},

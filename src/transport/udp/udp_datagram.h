@@ -26,6 +26,7 @@
 #include "transport/net_address.h"
 #include "transport/udp/udp_gso_plan.h"
 #include "transport/udp/udp_gso_staging.h"
+#include "transport/udp/udp_departures.h"
 #include "transport/udp/udp_hot_peer.h"
 #include "transport/udp/udp_path_table.h"
 #include "transport/udp/udp_receiver.h"
@@ -90,6 +91,11 @@ struct UdpOptions {
   // (InDatagram::received_ns): for measuring, as wharfd's mesh prober does.
   // Costs a control message per read datagram.
   bool rx_timestamps = false;
+  // Ask the kernel for the software transmit stamp of each datagram sent
+  // with a departure_token (TakeDepartures): for measuring, as the mesh
+  // prober's probes do. Costs an error-queue read per stamped datagram;
+  // datagrams without a token pay nothing.
+  bool tx_timestamps = false;
   // The priority (0..7) most datagrams carry. The socket is marked with it,
   // so only datagrams of other priorities need a per-packet control
   // message. The protocol sends short messages and all control packets at
@@ -176,6 +182,11 @@ class UdpDatagram final : public Datagram {
   // receive met the error the kernel raises alongside each report, so it is
   // free while there are none.
   size_t TakePathErrors(std::span<PathError> out) override;
+  // The transmit stamps of datagrams sent with a departure_token, with
+  // UdpOptions::tx_timestamps (none without). Reads the error queue of a
+  // socket that still owes stamps; ICMP reports met there wait for
+  // TakePathErrors.
+  size_t TakeDepartures(std::span<Departure> out) override;
 
   // Whether sends currently coalesce with GSO (probed at Open; turns false
   // if the kernel later rejects a GSO send).
@@ -213,6 +224,16 @@ class UdpDatagram final : public Datagram {
   // Fills send_msgs_ with up to batch_ messages for the front of `rest`;
   // returns how many.
   size_t PlanMessages(std::span<const OutDatagram> rest);
+  // The first `sent` messages of send_msgs_ went out (on the hot-peer
+  // socket when `hot`): those that asked for a stamp are owed one.
+  void NoteStamped(size_t sent, bool hot);
+  // Reads `fd`'s error queue for the stamps `socket` owes.
+  void ReadDepartures(int fd, udp::DepartureStamps::Socket socket);
+  // A stamp read from `socket`'s error queue: to the monotonic clock, then
+  // to departures_. Uses stamp_offset_ns_, which a read sets first.
+  void OnTransmitStamp(udp::DepartureStamps::Socket socket, const udp::TransmitStamp& stamp);
+  // CLOCK_MONOTONIC - CLOCK_REALTIME now, into stamp_offset_ns_.
+  void RefreshStampOffset();
   // Makes `to` the hot peer: opens the hot-peer socket connected to it, or
   // connects the open one to it instead of the old peer. A failure is
   // counted; after three to open, none is tried again.
@@ -246,6 +267,15 @@ class UdpDatagram final : public Datagram {
   // Set when a send failed with an ICMP-raised errno: the error queues hold
   // reports for TakePathErrors (the receiver notes its own).
   bool path_errors_pending_ = false;
+  // Transmit stamps (UdpOptions::tx_timestamps; off when the kernel
+  // refused them), and ICMP reports their error-queue reads met, kept for
+  // TakePathErrors (at most kStashedPathErrors; the rest stay queued).
+  bool tx_timestamps_ = false;
+  udp::DepartureStamps departures_;
+  int64_t stamp_offset_ns_ = 0;
+  static constexpr size_t kStashedPathErrors = 8;
+  std::array<PathError, kStashedPathErrors> stashed_path_errors_;
+  size_t stashed_count_ = 0;
   // Whether sends coalesce with GSO now.
   bool gso_ = false;
   // Set after a GSO send was rejected: the next attempt goes out plain, and
@@ -259,6 +289,7 @@ class UdpDatagram final : public Datagram {
   udp::HotSocketSetup hot_setup_;
   int hot_fd_ = -1;
   NetAddress hot_peer_;
+  bool hot_stamps_ = false;  // transmit stamps on the hot-peer socket
 
   // Send scratch, sized at Open so that Send never allocates. Message i uses
   // send_iovs_[i * 2 * max_segments ...] (two per datagram: its bytes and its
@@ -270,6 +301,7 @@ class UdpDatagram final : public Datagram {
   std::vector<sockaddr_storage> send_addrs_;
   std::vector<SendControl> send_controls_;
   std::vector<size_t> send_runs_;
+  std::vector<uint64_t> send_tokens_;  // message i's departure_token (0: none)
   std::vector<uint8_t> send_staged_;
   udp::GsoStaging gso_staging_;
 };

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -115,6 +116,70 @@ TEST_P(UdpDatagramTest, ReceiveTimestampsAreTheKernelsOnTheMonotonicClock) {
   const std::vector<Received> other = ReceiveUpTo(*plain, 1);
   ASSERT_EQ(other.size(), 1u);
   EXPECT_EQ(other[0].received_ns, 0);
+}
+
+// tx_timestamps: a datagram sent with a departure token gets the kernel's
+// transmit stamp, reported with its token on the monotonic clock; those
+// without one get none, and neither does a socket without the option. A
+// GSO-able run with a stamped datagram in it still arrives whole. Then the
+// same through the hot-peer socket (a peer sent single datagrams in a row).
+TEST_P(UdpDatagramTest, TransmitStampsComeBackWithTheirTokens) {
+  UdpOptions stamping = OptionsFor(family());
+  stamping.tx_timestamps = true;
+  auto sender = MustOpen(stamping);
+  auto unstamped = MustOpen(OptionsFor(family()));
+  auto receiver = MustOpen(OptionsFor(family()));
+  ASSERT_TRUE(sender && unstamped && receiver);
+  std::vector<Departure> departures(16);
+  const TimeNs before = SystemClock::Get().NowNs();
+  Outgoing out = MakeOutgoing(receiver->LocalAddress(), {1000, 1000, 1000, 1000});
+  out.datagrams[0].departure_token = 11;
+  out.datagrams[2].departure_token = 33;
+  ASSERT_TRUE(sender->Send(out.datagrams).ok());
+  const TimeNs sent = SystemClock::Get().NowNs();
+  ASSERT_TRUE(Readable(*receiver, 1000));
+  EXPECT_EQ(ReceiveUpTo(*receiver, 4).size(), 4u);
+  departures.resize(sender->TakeDepartures(departures));
+  ASSERT_EQ(departures.size(), 2u);
+  EXPECT_EQ(departures[0].token, 11u);
+  EXPECT_EQ(departures[1].token, 33u);
+  for (const Departure& d : departures) {
+    // 1 ms of slack for the realtime-to-monotonic conversion.
+    EXPECT_GE(d.sent_ns, before - kNsPerMs);
+    EXPECT_LE(d.sent_ns, sent + kNsPerMs);
+  }
+  departures.assign(16, {});
+  EXPECT_EQ(sender->TakeDepartures(departures), 0u);
+  Outgoing plain = MakeOutgoing(receiver->LocalAddress(), {100});
+  plain.datagrams[0].departure_token = 44;
+  ASSERT_TRUE(unstamped->Send(plain.datagrams).ok());
+  EXPECT_EQ(unstamped->TakeDepartures(departures), 0u);
+  ASSERT_TRUE(Readable(*receiver, 1000));
+  EXPECT_EQ(ReceiveUpTo(*receiver, 1).size(), 1u);
+
+  // Single datagrams in a row make the receiver the hot peer.
+  for (uint64_t i = 0; i < 2 * UdpDatagram::kHotAfterSends; ++i) {
+    Outgoing one = MakeOutgoing(receiver->LocalAddress(), {64});
+    one.datagrams[0].departure_token = 100 + i;
+    ASSERT_TRUE(sender->Send(one.datagrams).ok());
+  }
+  EXPECT_GT(sender->stats().hot_sends, 0u);
+  ASSERT_TRUE(Readable(*receiver, 1000));
+  EXPECT_EQ(ReceiveUpTo(*receiver, 2 * UdpDatagram::kHotAfterSends).size(), 2 * UdpDatagram::kHotAfterSends);
+  departures.assign(64, {});
+  departures.resize(sender->TakeDepartures(departures));
+  ASSERT_EQ(departures.size(), 2 * UdpDatagram::kHotAfterSends);
+  std::vector<uint64_t> tokens;
+  for (const Departure& d : departures) tokens.push_back(d.token);
+  std::sort(tokens.begin(), tokens.end());
+  for (uint64_t i = 0; i < 2 * UdpDatagram::kHotAfterSends; ++i) EXPECT_EQ(tokens[i], 100 + i);
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  sender->AppendCounters(&counters);
+  for (const auto& [name, value] : counters) {
+    if (name == "udp.departure_stamps_lost") {
+      EXPECT_EQ(value, 0u);
+    }
+  }
 }
 
 TEST_P(UdpDatagramTest, ReadableFdBecomesReadableWhenADatagramArrives) {

@@ -7,14 +7,16 @@ size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& 
   if (rest.empty()) return 0;
   const OutDatagram& first = rest.front();
   const size_t segment = first.size();
-  // An empty first datagram has no segment size to split by.
-  if (!gso || segment == 0) return 1;
+  // An empty first datagram has no segment size to split by; a stamped one
+  // goes alone, so that its stamp is its own.
+  if (!gso || segment == 0 || first.departure_token != 0) return 1;
   size_t run = 1;
   size_t payload = segment;
   while (run < rest.size() && run < limits.max_segments) {
     const OutDatagram& next = rest[run];
     const size_t size = next.size();
     if (next.to != first.to || next.priority != first.priority) break;
+    if (next.departure_token != 0) break;
     if (size == 0 || size > segment) break;
     if (payload + size > limits.max_payload_bytes) break;
     payload += size;

@@ -29,7 +29,8 @@ struct GsoLimits {
 // last has the first one's size() (bytes and payload together), and the last
 // is no longer than that and not empty (the kernel splits the payload every
 // `size` bytes, so an empty tail would vanish and a longer one would be
-// split in two). With `gso` false every run has length 1.
+// split in two). With `gso` false every run has length 1, and a datagram
+// with a departure_token is always a run of its own.
 size_t NextGsoRun(std::span<const OutDatagram> rest, bool gso, const GsoLimits& limits);
 
 // Appends `part` to iovs[0, count) and returns the new count. A part that

@@ -109,7 +109,8 @@ std::optional<PathError> ParsePathError(const msghdr& msg) {
   return std::nullopt;
 }
 
-size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more) {
+size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more,
+                      const std::function<void(const TransmitStamp&)>& on_stamp) {
   size_t stored = 0;
   bool empty = false;
   for (size_t reads = 0; reads < kMaxReadsPerCall && stored < out.size(); ++reads) {
@@ -119,7 +120,8 @@ size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more) {
     std::byte data[16];
     iovec iov{data, sizeof(data)};
     alignas(cmsghdr) std::byte control[CMSG_SPACE(sizeof(sock_extended_err) +
-                                                  sizeof(sockaddr_in6)) * 2];
+                                                  sizeof(sockaddr_in6)) * 2 +
+                                       CMSG_SPACE(3 * sizeof(timespec))];
     msghdr msg{};
     msg.msg_name = &name;
     msg.msg_namelen = sizeof(name);
@@ -132,7 +134,11 @@ size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more) {
       empty = true;  // EAGAIN: the queue is empty
       break;
     }
-    if (std::optional<PathError> e = ParsePathError(msg)) out[stored++] = *e;
+    if (std::optional<PathError> e = ParsePathError(msg)) {
+      out[stored++] = *e;
+    } else if (on_stamp) {
+      if (std::optional<TransmitStamp> stamp = ParseTransmitStamp(msg)) on_stamp(*stamp);
+    }
   }
   *more = !empty;
   return stored;

@@ -10,10 +10,12 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 
 #include "transport/datagram.h"
+#include "transport/udp/udp_departures.h"
 
 namespace wharf::transport::udp {
 
@@ -27,11 +29,13 @@ bool EnableRecvErr(int fd, bool ipv6, bool dual_stack);
 // the socket (sk_err): the cue to read the error queue.
 bool IsPathErrno(int err);
 
-// Reads up to out.size() entries from fd's error queue (non-blocking);
-// returns how many were stored. Entries that are not ICMP reports about a
-// destination (none are expected) are consumed and skipped. `more` is set
-// when the queue may still hold entries (out filled up).
-size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more);
+// Reads up to out.size() ICMP reports from fd's error queue (non-blocking);
+// returns how many were stored. Transmit stamps (udp_departures.h) found on
+// the way go to `on_stamp` (dropped when it is empty); other entries are
+// consumed and skipped. `more` is set when the queue may still hold entries
+// (out filled up).
+size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more,
+                      const std::function<void(const TransmitStamp&)>& on_stamp = {});
 
 // Decodes one error-queue message: `name` is the original destination the
 // kernel wrote into msg_name, the control messages hold the

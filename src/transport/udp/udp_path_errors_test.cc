@@ -140,6 +140,42 @@ TEST(UdpPathErrorsTest, DatagramToAClosedPortReportsPortUnreachable) {
   EXPECT_EQ(poll(&pfd, 1, 0), 0);
 }
 
+// Transmit stamps and ICMP reports share the error queue: whichever read
+// meets the other's entry keeps it, so neither is lost.
+TEST(UdpPathErrorsTest, AStampAndAReportInOneErrorQueueBothArrive) {
+  UdpOptions options = OptionsFor(Family::kIpv4);
+  options.tx_timestamps = true;
+  options.hot_peer_socket = false;
+  auto sender = MustOpen(options);
+  ASSERT_TRUE(sender);
+  const NetAddress closed = Loopback(Family::kIpv4, ClosedPort(Family::kIpv4));
+  auto out = MakeOutgoing(closed, {20});
+  out.datagrams[0].departure_token = 5;
+  SendAll(*sender, out.datagrams);
+  // The report follows the stamp (the ICMP comes back from the loopback).
+  pollfd pfd{sender->ReadableFd(), POLLIN, 0};
+  (void)poll(&pfd, 1, 1000);
+  std::vector<Departure> departures(4);
+  departures.resize(sender->TakeDepartures(departures));
+  ASSERT_EQ(departures.size(), 1u);
+  EXPECT_EQ(departures[0].token, 5u);
+  // The departures' read met the report and kept it.
+  std::vector<PathError> errors = WaitForPathErrors(*sender);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].to, closed);
+  EXPECT_EQ(errors[0].kind, PathError::Kind::kPortUnreachable);
+  // The other way round: a report read first keeps the stamp behind it.
+  auto again = MakeOutgoing(closed, {20});
+  again.datagrams[0].departure_token = 6;
+  SendAll(*sender, again.datagrams);
+  errors = WaitForPathErrors(*sender);
+  ASSERT_EQ(errors.size(), 1u);
+  departures.assign(4, {});
+  departures.resize(sender->TakeDepartures(departures));
+  ASSERT_EQ(departures.size(), 1u);
+  EXPECT_EQ(departures[0].token, 6u);
+}
+
 TEST(UdpPathErrorsTest, Ipv6ClosedPortReportsPortUnreachable) {
   if (!udp_testing::Ipv6LoopbackUsable()) GTEST_SKIP() << "no IPv6 loopback";
   auto sender = MustOpen(OptionsFor(Family::kIpv6));

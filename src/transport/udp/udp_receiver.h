@@ -86,6 +86,8 @@ class UdpReceiver {
   // A read (or a GRO switch's peek) met an ICMP-raised errno since
   // ClearPathErrors: the sockets' error queues hold reports.
   bool path_errors_pending() const { return path_errors_pending_; }
+  // Whether the kernel stamps what the sockets receive (asked for at Open).
+  bool receive_timestamps() const { return timestamps_; }
   void ClearPathErrors() { path_errors_pending_ = false; }
 
  private:

@@ -39,7 +39,8 @@ bool EnableGro(int fd) {
   return setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 }
 
-size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header) {
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header,
+                        bool stamp) {
   // CMSG_FIRSTHDR/NXTHDR need a msghdr to walk; a local one describing the
   // caller's buffer is enough.
   msghdr msg{};
@@ -63,6 +64,15 @@ size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv
     cmsg->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(cmsg), &value, sizeof(value));
     used += CMSG_SPACE(sizeof(int));
+    cmsg = CMSG_NXTHDR(&msg, cmsg);
+  }
+  if (stamp) {
+    const int flags = SOF_TIMESTAMPING_TX_SOFTWARE;
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SO_TIMESTAMPING;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &flags, sizeof(flags));
+    used += CMSG_SPACE(sizeof(int));
   }
   return used;
 }
@@ -83,6 +93,15 @@ bool SetDontFragment(int fd, bool ipv6) {
     ok = setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6)) == 0;
   }
   return ok;
+}
+
+bool EnableTimestamps(int fd, bool receive, bool transmit) {
+  int flags = 0;
+  if (receive) flags |= SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  if (transmit) {
+    flags |= SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  }
+  return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) == 0;
 }
 
 bool EnableReceiveTimestamps(int fd) {

@@ -49,7 +49,8 @@ bool EnableGro(int fd);
 
 // Room one outgoing message needs for its control messages: a UDP_SEGMENT
 // (uint16_t) and an IP_TOS or IPV6_TCLASS (int).
-inline constexpr size_t kSendControlBytes = CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int));
+inline constexpr size_t kSendControlBytes =
+    CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int)) * 2;
 // Room one incoming message needs: the UDP_GRO segment size (int) and a
 // receive timestamp (SCM_TIMESTAMPING: three timespecs), with slack so that
 // an unexpected extra cmsg sets MSG_CTRUNC instead of hiding the ones we
@@ -61,6 +62,12 @@ inline constexpr size_t kReceiveControlBytes =
 // receive time (SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE), delivered as
 // an SCM_TIMESTAMPING control message. False when the kernel refuses.
 bool EnableReceiveTimestamps(int fd);
+// Sets fd's SO_TIMESTAMPING to software receive stamps when `receive`, and
+// when `transmit` to numbered transmit stamps (OPT_ID, OPT_TSONLY) for the
+// sends that ask with WriteSendControl's `stamp` (the socket asks for none
+// by itself). One option holds both, so this sets the union. False when
+// the kernel refuses.
+bool EnableTimestamps(int fd, bool receive, bool transmit);
 // The software receive time in `msg`'s control messages, ns on
 // CLOCK_REALTIME; nullopt when there is none.
 std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg);
@@ -77,7 +84,10 @@ inline constexpr int kSocketTos = -1;
 //   ipv4_header: whether the packet goes out with an IPv4 header (a v4
 //     socket, or a dual-stack v6 socket sending to a v4-mapped address,
 //     which the kernel routes through its IPv4 path and so reads IP_TOS).
-size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header);
+//   stamp: ask for this message's software transmit stamp (the socket must
+//     have transmit stamps on: EnableTimestamps).
+size_t WriteSendControl(std::byte* control, uint16_t gso_size, int tos, bool ipv4_header,
+                        bool stamp = false);
 
 // Sets the TOS (packets with an IPv4 header) or traffic class (IPv6 header)
 // that the socket's packets carry when no control message says otherwise,
