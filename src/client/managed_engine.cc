@@ -223,11 +223,12 @@ void ManagedEngine::Recv(uint64_t op_id, uint64_t conn) {
 }
 
 void ManagedEngine::Call(uint64_t op_id, const engine::Uri& peer, uint32_t method, Buffer request,
-                         TimeNs deadline_ns, transport::MessagePriority priority) {
-  if (priority != transport::kPriorityBySize) {
+                         TimeNs deadline_ns, const transport::SendOptions& options) {
+  if (options.priority != transport::kPriorityBySize || options.stamp_departure) {
     sink_->OnComplete(op_id,
-                      UnimplementedError("a call at a chosen priority is not available "
-                                         "through wharfd yet; only embedded engines carry it"),
+                      UnimplementedError("a call at a chosen priority or with its departure "
+                                         "stamped is not available through wharfd yet; only "
+                                         "embedded engines carry them"),
                       Buffer(), 0);
     return;
   }

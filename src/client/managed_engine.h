@@ -64,10 +64,10 @@ class ManagedEngine final : public engine::EngineApi {
   void Accept(uint64_t op_id, TimeNs deadline_ns) override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
-  // A priority other than kPriorityBySize fails with kUnimplemented: the
-  // ring does not carry it (engine_api.h).
+  // Options other than the defaults fail with kUnimplemented: the ring
+  // does not carry them (engine_api.h).
   void Call(uint64_t op_id, const engine::Uri& peer, uint32_t method, Buffer request,
-            TimeNs deadline_ns, transport::MessagePriority priority = transport::kPriorityBySize) override;
+            TimeNs deadline_ns, const transport::SendOptions& options = {}) override;
   void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                         TimeNs deadline_ns) override;
   void Disconnect(uint64_t op_id, uint64_t conn) override;

@@ -158,11 +158,14 @@ Result<DaemonConfig> LoadDaemonConfig(
   c.engine.homa.max_message_bytes = static_cast<uint32_t>(std::min<uint64_t>(
       uint64_t{c.engine.homa.max_message_bytes} + engine::kFrameBytes, UINT32_MAX));
   c.engine.limits.max_connections = std::min(c.engine.limits.max_connections, c.limits.max_connections);
-  // A wharfd that probes times its probes' answers by the kernel's receive
-  // stamps (docs/mesh.md), unless udp.rx_timestamps says otherwise.
-  if (!c.mesh.pinglist.empty() && !file_doc.Has("udp.rx_timestamps") &&
-      !over_doc.Has("udp.rx_timestamps")) {
-    c.engine.rx_timestamps = true;
+  // A wharfd that probes times its probes by the kernel's transmit and
+  // receive stamps (docs/mesh.md), unless udp.tx_timestamps and
+  // udp.rx_timestamps say otherwise.
+  if (!c.mesh.pinglist.empty()) {
+    for (auto [key, on] : {std::pair{"udp.rx_timestamps", &c.engine.rx_timestamps},
+                           std::pair{"udp.tx_timestamps", &c.engine.tx_timestamps}}) {
+      if (!file_doc.Has(key) && !over_doc.Has(key)) *on = true;
+    }
   }
   WHARF_RETURN_IF_ERROR(file_doc.CheckNoUnknownKeys());
   WHARF_RETURN_IF_ERROR(over_doc.CheckNoUnknownKeys());

@@ -30,19 +30,28 @@ TEST(DaemonConfigTest, AllowedUidsMustBeNumbers) {
   EXPECT_THAT(c.status().message(), HasSubstr("'root'"));
 }
 
-// A wharfd that probes asks for the kernel's receive stamps on its
-// sockets, unless told not to; one that does not probe leaves them off.
-TEST(DaemonConfigTest, ProbingTurnsOnReceiveTimestampsUnlessToldOtherwise) {
+// A wharfd that probes asks for the kernel's receive and transmit stamps
+// on its sockets, unless told not to; one that does not probe leaves them
+// off.
+TEST(DaemonConfigTest, ProbingTurnsOnKernelTimestampsUnlessToldOtherwise) {
   Result<DaemonConfig> plain = LoadDaemonConfig("", {});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(plain->engine.rx_timestamps);
+  EXPECT_FALSE(plain->engine.tx_timestamps);
   Result<DaemonConfig> probing = LoadDaemonConfig("", {{"mesh.pinglist", "/etc/wharf/p.yaml"}});
   ASSERT_TRUE(probing.ok()) << probing.status();
   EXPECT_TRUE(probing->engine.rx_timestamps);
+  EXPECT_TRUE(probing->engine.tx_timestamps);
   Result<DaemonConfig> off = LoadDaemonConfig(
       "", {{"mesh.pinglist", "/etc/wharf/p.yaml"}, {"udp.rx_timestamps", "false"}});
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->engine.rx_timestamps);
+  EXPECT_TRUE(off->engine.tx_timestamps);
+  Result<DaemonConfig> tx_off = LoadDaemonConfig(
+      "", {{"mesh.pinglist", "/etc/wharf/p.yaml"}, {"udp.tx_timestamps", "false"}});
+  ASSERT_TRUE(tx_off.ok()) << tx_off.status();
+  EXPECT_TRUE(tx_off->engine.rx_timestamps);
+  EXPECT_FALSE(tx_off->engine.tx_timestamps);
 }
 
 TEST(DaemonConfigTest, BusySpinIsADurationOfAtMostASecond) {

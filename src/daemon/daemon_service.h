@@ -72,10 +72,11 @@ class DaemonService {
                          engine::IncomingCall call, TimeNs now) = 0;
   // An operation the service started on `scheme`'s engine ended. Must not
   // call into that engine (engine_sink.h): note it, act in Poll. `now` is
-  // when the engine handed it over; `received_ns` when the kernel received
-  // the answer (EngineApi::completing_received_ns), 0 when not known.
+  // when the engine handed it over; `stamps` when the kernel sent the
+  // request and received the answer (EngineApi::completing_stamps), 0 where
+  // not known.
   virtual void OnComplete(std::string_view scheme, uint64_t op_id, Status status, Buffer message,
-                          TimeNs now, TimeNs received_ns) = 0;
+                          TimeNs now, engine::KernelStamps stamps) = 0;
   // Once per pass of the loop: the work done and when it must run next.
   virtual transport::PollResult Poll(TimeNs now) = 0;
   // A thread other than the loop's asks the service to re-read what it

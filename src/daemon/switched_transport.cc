@@ -58,7 +58,7 @@ void SwitchedTransport::Detach(const Status& why) {
 Result<uint64_t> SwitchedTransport::SendRequestTo(const NetAddress& server,
                                                   uint16_t server_endpoint, Buffer request,
                                                   uint64_t cookie,
-                                                  transport::MessagePriority priority) {
+                                                  const transport::SendOptions& options) {
   if (switch_ != nullptr && switch_->IsLocal(server)) {
     SwitchedTransport* target = switch_->Find(scheme_index_, server.port(), server_endpoint);
     if (target != nullptr) {
@@ -67,7 +67,7 @@ Result<uint64_t> SwitchedTransport::SendRequestTo(const NetAddress& server,
     // Not switched (no such endpoint here, or one outside the switch): the
     // daemon's real socket answers, as for any peer.
   }
-  return inner_->SendRequestTo(server, server_endpoint, std::move(request), cookie, priority);
+  return inner_->SendRequestTo(server, server_endpoint, std::move(request), cookie, options);
 }
 
 Result<uint64_t> SwitchedTransport::SendLocal(SwitchedTransport& target, const NetAddress& server,

@@ -77,11 +77,10 @@ class SwitchedTransport final : public transport::MessageTransport {
                                uint64_t cookie) override {
     return SendRequestTo(server, 0, std::move(request), cookie);
   }
-  // A local call ignores `priority` (no packets); a remote one passes it on.
+  // A local call ignores `options` (no packets); a remote one passes them on.
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
                                  Buffer request, uint64_t cookie,
-                                 transport::MessagePriority priority =
-                                     transport::kPriorityBySize) override;
+                                 const transport::SendOptions& options = {}) override;
   Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
                       transport::MessagePriority priority = transport::kPriorityBySize) override;
   bool Cancel(uint64_t client_id) override;

@@ -28,9 +28,10 @@ class Daemon::OwnSink final : public engine::EngineSink {
   void set_engine(engine::EngineApi* engine) { engine_ = engine; }
   void OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t) override {
     if (service_ != nullptr) {
-      const TimeNs received_ns = engine_ != nullptr ? engine_->completing_received_ns() : 0;
+      const engine::KernelStamps stamps =
+          engine_ != nullptr ? engine_->completing_stamps() : engine::KernelStamps{};
       service_->OnComplete(scheme_, op_id, std::move(status), std::move(message), clock_.NowNs(),
-                           received_ns);
+                           stamps);
     }
   }
   void OnRequest(engine::IncomingCall call) override {

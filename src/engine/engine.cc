@@ -179,19 +179,20 @@ void Engine::Recv(uint64_t op_id, uint64_t conn_id) {
 }
 
 void Engine::Call(uint64_t op_id, const Uri& uri, uint32_t method, Buffer request,
-                  TimeNs deadline_ns, transport::MessagePriority priority) {
-  if (priority != transport::kPriorityBySize &&
-      (priority < 0 || priority > transport::kMaxMessagePriority)) {
-    return Complete(op_id, InvalidArgumentError("engine: priority " + std::to_string(priority) +
+                  TimeNs deadline_ns, const transport::SendOptions& options) {
+  if (options.priority != transport::kPriorityBySize &&
+      (options.priority < 0 || options.priority > transport::kMaxMessagePriority)) {
+    return Complete(op_id, InvalidArgumentError("engine: priority " +
+                                                std::to_string(options.priority) +
                                                 " is outside 0..7"));
   }
   Result<PeerRef> peer = PeerFor(uri);
   if (!peer.ok()) return Complete(op_id, peer.status());
-  CallPeer(op_id, *peer, method, std::move(request), deadline_ns, priority);
+  CallPeer(op_id, *peer, method, std::move(request), deadline_ns, options);
 }
 
 void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
-                      TimeNs deadline_ns, transport::MessagePriority priority) {
+                      TimeNs deadline_ns, const transport::SendOptions& options) {
   if (Status size = CheckSize(request.size()); !size.ok()) return Complete(op_id, size);
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Frame frame;
@@ -213,7 +214,7 @@ void Engine::CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buff
   // then overlaps the round trip instead of delaying it. Nothing can refer to
   // the operation meanwhile: the transport reports on it only from Poll().
   Result<uint64_t> rpc_id = transports_[peer.transport]->SendRequestTo(
-      peer.address, peer.endpoint, WrapFrame(frame, std::move(request)), op_id, priority);
+      peer.address, peer.endpoint, WrapFrame(frame, std::move(request)), op_id, options);
   if (!rpc_id.ok()) return Complete(op_id, rpc_id.status());
   Register(op_id, Op{.kind = OpKind::kCall,
                      .rpc_id = *rpc_id,
@@ -229,8 +230,7 @@ void Engine::CallOnConnection(uint64_t op_id, uint64_t conn_id, uint32_t method,
   const ConnState* conn = conns_.Find(conn_id);
   if (conn == nullptr) return Complete(op_id, InvalidArgumentError("unknown connection"));
   if (!conn->open) return Complete(op_id, conn->closed_reason);
-  CallPeer(op_id, conn->peer, method, std::move(request), deadline_ns,
-           transport::kPriorityBySize);
+  CallPeer(op_id, conn->peer, method, std::move(request), deadline_ns, {});
 }
 
 void Engine::Disconnect(uint64_t op_id, uint64_t conn_id) {
@@ -543,9 +543,9 @@ void Engine::HandleReply(transport::MessageEvent& event) {
       break;
   }
   Buffer message = (kind == OpKind::kCall && status.ok()) ? std::move(payload) : Buffer();
-  completing_received_ns_ = event.received_ns;
+  completing_stamps_ = {.sent_ns = event.sent_ns, .received_ns = event.received_ns};
   FinishOp(op_id, std::move(status), std::move(message), value);
-  completing_received_ns_ = 0;
+  completing_stamps_ = {};
 }
 
 // ----------------------------------------------------- requests from peers

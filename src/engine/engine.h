@@ -108,7 +108,7 @@ class Engine final : public EngineApi {
   void Recv(uint64_t op_id, uint64_t conn) override;
   // kInvalidArgument for a priority outside 0..7 (and not by size).
   void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request, TimeNs deadline_ns,
-            transport::MessagePriority priority = transport::kPriorityBySize) override;
+            const transport::SendOptions& options = {}) override;
   void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                         TimeNs deadline_ns) override;
   void Disconnect(uint64_t op_id, uint64_t conn) override;
@@ -176,7 +176,7 @@ class Engine final : public EngineApi {
   void TakePeerRtts(TimeNs now,
                     const std::function<void(std::string_view scheme, const PeerRttDelta&)>& visit);
   const PeerRttTable& peer_rtts() const { return peer_rtts_; }
-  TimeNs completing_received_ns() const override { return completing_received_ns_; }
+  KernelStamps completing_stamps() const override { return completing_stamps_; }
   // The engine's counters ("engine.*"), then every transport's.
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
@@ -191,7 +191,7 @@ class Engine final : public EngineApi {
   // The peer `uri` names, opening its scheme's transport on first use.
   Result<PeerRef> PeerFor(const Uri& uri);
   void CallPeer(uint64_t op_id, const PeerRef& peer, uint32_t method, Buffer request,
-                TimeNs deadline_ns, transport::MessagePriority priority);
+                TimeNs deadline_ns, const transport::SendOptions& options);
   // Sends `frame` + `payload` as a request for op `op_id`.
   void StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame, Buffer payload);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
@@ -265,8 +265,8 @@ class Engine final : public EngineApi {
   // dispatching that transport's events).
   TimeNs poll_now_ns_ = 0;
   TimeNs host_now_ns_ = 0;  // SetHostNow; 0: read the clock
-  // HandleReply's answer's kernel receive time, while it completes the op.
-  TimeNs completing_received_ns_ = 0;
+  // HandleReply's call's kernel stamps, while it completes the op.
+  KernelStamps completing_stamps_;
   // BeginBatch nesting, and how many transports (the first ones) the
   // outermost BeginBatch opened a batch on: one opened later has none to end.
   int batch_depth_ = 0;

@@ -27,6 +27,13 @@
 
 namespace wharf::engine {
 
+// The kernel's times of a call's two ends, on the monotonic clock; 0 where
+// not known.
+struct KernelStamps {
+  TimeNs sent_ns = 0;      // the request's first packet left
+  TimeNs received_ns = 0;  // the answer's last packet arrived
+};
+
 class EngineApi {
  public:
   virtual ~EngineApi() = default;
@@ -38,12 +45,13 @@ class EngineApi {
   virtual void Accept(uint64_t op_id, TimeNs deadline_ns) = 0;
   virtual void Send(uint64_t op_id, uint64_t conn, Buffer message) = 0;
   virtual void Recv(uint64_t op_id, uint64_t conn) = 0;
-  // `priority`: the request's, 0..7 or transport::kPriorityBySize (the
-  // transport's choice; message_transport.h says what each transport does
-  // with it). A managed engine does not carry it yet: a Call at a priority
+  // `options`: the request's priority (0..7 or transport::kPriorityBySize,
+  // the transport's choice) and whether to stamp its departure
+  // (completing_stamps); message_transport.h says what each transport does
+  // with them. A managed engine carries neither yet: a Call with either
   // fails with kUnimplemented there.
   virtual void Call(uint64_t op_id, const Uri& peer, uint32_t method, Buffer request,
-                    TimeNs deadline_ns, transport::MessagePriority priority = transport::kPriorityBySize) = 0;
+                    TimeNs deadline_ns, const transport::SendOptions& options = {}) = 0;
   virtual void CallOnConnection(uint64_t op_id, uint64_t conn, uint32_t method, Buffer request,
                                 TimeNs deadline_ns) = 0;
   virtual void Disconnect(uint64_t op_id, uint64_t conn) = 0;
@@ -103,10 +111,11 @@ class EngineApi {
   virtual Buffer AllocateBuffer(size_t size) { return Buffer::Allocate(size); }
   // Counters: "engine.*" then the transports'.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;
-  // Inside the sink's OnComplete for an answer that came from a peer: when
-  // the kernel received it (transport::MessageEvent::received_ns,
-  // monotonic), 0 when not known; 0 at any other time.
-  virtual TimeNs completing_received_ns() const { return 0; }
+  // Inside the sink's OnComplete for a call's answer that came from a peer:
+  // when the kernel sent the request and received the answer
+  // (transport::MessageEvent's sent_ns and received_ns, monotonic), each 0
+  // when not known; both 0 at any other time.
+  virtual KernelStamps completing_stamps() const { return {}; }
 };
 
 }  // namespace wharf::engine

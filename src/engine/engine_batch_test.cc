@@ -73,9 +73,8 @@ class BatchCountingTransport final : public transport::MessageTransport {
   }
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t endpoint,
                                  Buffer request, uint64_t cookie,
-                                 transport::MessagePriority priority =
-                                     transport::kPriorityBySize) override {
-    return inner_->SendRequestTo(server, endpoint, std::move(request), cookie, priority);
+                                 const transport::SendOptions& options = {}) override {
+    return inner_->SendRequestTo(server, endpoint, std::move(request), cookie, options);
   }
   Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
                       transport::MessagePriority priority = transport::kPriorityBySize) override {
@@ -344,8 +343,8 @@ TEST_F(EngineBatchTest, ACallsAndAnAnswersPriorityReachThePackets) {
   EXPECT_EQ(data_priorities(0), std::vector<uint8_t>{4});
 
   const size_t sent = server_net_->sent.size();
-  server_->Call(1, a.uri, kMethod, Text("out"), kNever, /*priority=*/5);
-  server_->Call(2, a.uri, kMethod, Text("bad"), kNever, /*priority=*/8);
+  server_->Call(1, a.uri, kMethod, Text("out"), kNever, {.priority = 5});
+  server_->Call(2, a.uri, kMethod, Text("bad"), kNever, {.priority = 8});
   ASSERT_TRUE(RunAllUntil([&] { return sink_.completed.size() == 2; }));
   EXPECT_EQ(data_priorities(sent), std::vector<uint8_t>{5});
   ASSERT_EQ(sink_.completed[0].first, 2u);  // refused at once

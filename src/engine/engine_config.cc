@@ -207,6 +207,7 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   }
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.hot_peer_socket", &c.hot_peer_socket));
   WHARF_RETURN_IF_ERROR(Bool(l, "udp.rx_timestamps", &c.rx_timestamps));
+  WHARF_RETURN_IF_ERROR(Bool(l, "udp.tx_timestamps", &c.tx_timestamps));
   WHARF_RETURN_IF_ERROR(Bytes(l, "udp.gso_copy_bytes", &c.gso_copy_bytes, 65535));
   stream::TcpConfig& t = c.tcp;
   WHARF_RETURN_IF_ERROR(Bytes(l, "tcp.chunk_bytes", &t.chunk_bytes, 64u << 20));

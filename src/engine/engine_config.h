@@ -46,6 +46,9 @@ struct EngineConfig {
   // udp.rx_timestamps: see transport::UdpOptions::rx_timestamps. wharfd
   // turns it on for its sockets when it probes (mesh.pinglist).
   bool rx_timestamps = false;
+  // udp.tx_timestamps: see transport::UdpOptions::tx_timestamps. wharfd
+  // turns it on too when it probes.
+  bool tx_timestamps = false;
   // udp.gso_copy_bytes: see transport::UdpOptions::gso_copy_min_bytes.
   uint64_t gso_copy_bytes = 8 << 10;
   // How long a waiting thread polls before it sleeps (endpoint.spin). Spin

@@ -49,6 +49,7 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     }
     udp.hot_peer_socket = config_.hot_peer_socket;
     udp.rx_timestamps = config_.rx_timestamps;
+    udp.tx_timestamps = config_.tx_timestamps;
     udp.gso_copy_min_bytes = config_.gso_copy_bytes;
     HomaSocket socket;
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<transport::UdpDatagram> datagram,

@@ -604,7 +604,7 @@ TEST(MessagePriorityTest, AChosenPriorityIsOnEveryUnscheduledPacket) {
   BatchWorld w;
   w.response_priority = 3;
   auto id = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(3000),
-                                     /*cookie=*/0, /*priority=*/2);
+                                     /*cookie=*/0, {.priority = 2});
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(w.RunUntilResponses(1));
   EXPECT_EQ(DataPriorities(*w.client_net_, 0), (std::vector<uint8_t>{2, 2, 2}));
@@ -623,12 +623,41 @@ TEST(MessagePriorityTest, APriorityOutsideZeroToSevenIsRefused) {
   BatchWorld w;
   for (transport::MessagePriority bad : {8, -2}) {
     auto id = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(10),
-                                       /*cookie=*/0, bad);
+                                       /*cookie=*/0, {.priority = bad});
     ASSERT_FALSE(id.ok());
     EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(id.status().message().find("outside 0..7"), std::string::npos) << id.status();
   }
   EXPECT_TRUE(w.client_net_->sent.empty());
+}
+
+// A request sent with stamp_departure asks the socket to stamp its first
+// packet only (its token is the RPC's id), and the response's event carries
+// the stamp; a request without it asks nothing and carries 0.
+TEST(DepartureStampTest, TheResponseCarriesWhenItsRequestLeft) {
+  BatchWorld w;
+  w.client_net_->inner().set_departure_delay(7 * kNsPerUs);
+  const TimeNs sent_at = w.clock_.NowNs();
+  auto stamped = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(3000),
+                                          /*cookie=*/1, {.stamp_departure = true});
+  ASSERT_TRUE(stamped.ok()) << stamped.status();
+  auto plain = w.client_->SendRequestTo(w.server_net_->LocalAddress(), kServerEp, Pattern(100),
+                                        /*cookie=*/2);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(w.RunUntilResponses(2));
+  for (const HomaEvent& e : w.done_) {
+    ASSERT_EQ(e.kind, HomaEvent::Kind::kResponse);
+    EXPECT_EQ(e.sent_ns, e.cookie == 1 ? sent_at + 7 * kNsPerUs : 0) << "cookie " << e.cookie;
+  }
+  // Only the stamped request's first packet asked, with the RPC's id.
+  std::vector<uint64_t> tokens;
+  for (uint64_t t : w.client_net_->tokens) {
+    if (t != 0) tokens.push_back(t);
+  }
+  EXPECT_EQ(tokens, std::vector<uint64_t>{*stamped});
+  // Nothing else asked: no departure is left over.
+  std::vector<transport::Departure> rest(4);
+  EXPECT_EQ(w.client_net_->TakeDepartures(rest), 0u);
 }
 
 }  // namespace

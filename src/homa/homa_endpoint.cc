@@ -75,9 +75,9 @@ Result<uint64_t> HomaEndpoint::SendRequest(const transport::NetAddress& server, 
 Result<uint64_t> HomaEndpoint::SendRequestTo(const transport::NetAddress& server,
                                              uint16_t server_endpoint, Buffer request,
                                              uint64_t cookie,
-                                             transport::MessagePriority priority) {
+                                             const transport::SendOptions& options) {
   WHARF_RETURN_IF_ERROR(Usable());
-  return host_->SendRequest(*this, server, server_endpoint, std::move(request), cookie, priority);
+  return host_->SendRequest(*this, server, server_endpoint, std::move(request), cookie, options);
 }
 
 Status HomaEndpoint::SendResponse(const ServerRpcKey& key, Buffer response,

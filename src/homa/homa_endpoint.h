@@ -64,8 +64,7 @@ class HomaEndpoint final : public transport::MessageTransport {
                                uint64_t cookie = 0) override;
   Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
                                  Buffer request, uint64_t cookie = 0,
-                                 transport::MessagePriority priority =
-                                     transport::kPriorityBySize) override;
+                                 const transport::SendOptions& options = {}) override;
   Status SendResponse(const ServerRpcKey& key, Buffer response,
                       transport::MessagePriority priority = transport::kPriorityBySize) override;
   bool Cancel(uint64_t client_id) override;

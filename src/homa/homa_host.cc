@@ -69,6 +69,7 @@ HomaHost::HomaHost(const HomaConfig& config, transport::Datagram* net, const Clo
       timer_(config, clock.NowNs()) {
   rx_batch_.resize(kRxBatch);
   path_errors_.resize(kPathErrorBatch);
+  departures_.resize(kPathErrorBatch);
 }
 
 HomaHost::~HomaHost() {
@@ -126,11 +127,11 @@ void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
 
 Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAddress& server,
                                        uint16_t server_port, Buffer request, uint64_t cookie,
-                                       transport::MessagePriority priority) {
+                                       const transport::SendOptions& options) {
   if (server.family() == transport::NetAddress::Family::kNone) {
     return InvalidArgumentError("homa: request to an empty address");
   }
-  WHARF_RETURN_IF_ERROR(CheckPriority(priority));
+  WHARF_RETURN_IF_ERROR(CheckPriority(options.priority));
   if (request.size() > config_.max_message_bytes) {
     return InvalidArgumentError("homa: request of " + std::to_string(request.size()) +
                                 " bytes exceeds homa.max_message_bytes (" +
@@ -146,9 +147,10 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   peers_.LearnPath(peer, *net_, max_datagram_bytes_);
   Rpc& rpc = rpcs_.NewClientRpc(&ep, ep.endpoint_id(), peer, server_port);
   rpc.cookie = cookie;
+  rpc.stamp_departure = options.stamp_departure;
   const uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
-                  UnschedPriority(peer, length, priority));
+                  UnschedPriority(peer, length, options.priority));
   sender_.Queue(rpc);
   sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
@@ -200,6 +202,9 @@ PollResult HomaHost::Poll() {
   const TimeNs now = now_ns_ = clock_.NowNs();
   result.now = now;
   if (!deferred_releases_.empty()) ReleaseFinished();
+  // Before the receives: a request's departure is then known when its
+  // response completes in this same Poll.
+  TakeDepartures();
   for (int batch = 0; batch < kMaxRxBatchesPerPoll; ++batch) {
     Result<size_t> got = net_->Receive(rx_batch_);
     if (!got.ok() || *got == 0) break;
@@ -259,6 +264,20 @@ std::vector<std::pair<std::string, uint64_t>> HomaHost::Counters() const {
   all.push_back({"homa.receive_pool_freed_idle", pool.freed_idle});
   net_->AppendCounters(&all);  // the socket's own, after the protocol's
   return all;
+}
+
+void HomaHost::TakeDepartures() {
+  while (true) {
+    const size_t n = net_->TakeDepartures(departures_);
+    for (size_t i = 0; i < n; ++i) {
+      // The token is the client RPC's id; a finished or cancelled one is
+      // gone, and its stamp with it.
+      if (Rpc* rpc = rpcs_.FindClient(departures_[i].token)) {
+        rpc->departed_ns = departures_[i].sent_ns;
+      }
+    }
+    if (n < departures_.size()) return;
+  }
 }
 
 // ------------------------------------------------------- packet handlers
@@ -520,6 +539,7 @@ void HomaHost::HandleResponseData(HomaEndpoint& ep, Peer& peer, const wire::Comm
     event.cookie = rpc.cookie;
     event.message = rpc.in->TakeMessage();
     event.received_ns = rx_received_ns_;
+    event.sent_ns = rpc.departed_ns;
     ++stats_.responses_delivered;
     ep.PushEvent(std::move(event));
     FinishClientRpc(rpc);

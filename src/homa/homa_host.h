@@ -130,11 +130,13 @@ class HomaHost {
   // an ack goes to the server), server RPCs are forgotten with tombstones.
   // Then ep's id is free again.
   void CloseEndpoint(HomaEndpoint& ep, const Status& status);
-  // `priority`: the unscheduled packets' (kPriorityBySize: the peer's
-  // cutoffs choose by length); kInvalidArgument outside 0..7.
+  // options.priority: the unscheduled packets' (kPriorityBySize: the
+  // peer's cutoffs choose by length); kInvalidArgument outside 0..7.
+  // options.stamp_departure: the first DATA packet asks the socket for its
+  // transmit stamp, which the response's event carries (sent_ns).
   Result<uint64_t> SendRequest(HomaEndpoint& ep, const transport::NetAddress& server,
                                uint16_t server_port, Buffer request, uint64_t cookie,
-                               transport::MessagePriority priority);
+                               const transport::SendOptions& options);
   Status SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer response,
                       transport::MessagePriority priority);
   // False unless `client_id` is a live client RPC of `ep`.
@@ -154,6 +156,9 @@ class HomaHost {
   // The kernel's report that `error.to` cannot be reached: fails that peer's
   // client RPCs and drops its server RPCs at once.
   void HandlePathError(const transport::PathError& error);
+  // Notes on their client RPCs when the requests that asked
+  // (SendOptions::stamp_departure) left, as the socket reports it.
+  void TakeDepartures();
   void HandleData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
                   const wire::Data& data);
   void HandleRequestData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common,
@@ -255,6 +260,7 @@ class HomaHost {
   TimeNs rx_received_ns_ = 0;
   std::vector<transport::InDatagram> rx_batch_;    // Poll scratch
   std::vector<transport::PathError> path_errors_;  // Poll scratch
+  std::vector<transport::Departure> departures_;   // Poll scratch
   bool polled_by_owner_ = false;
 };
 

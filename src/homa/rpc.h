@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/clock.h"
 #include "homa/incoming.h"
 #include "homa/outgoing.h"
 #include "transport/net_address.h"
@@ -50,6 +51,11 @@ struct Rpc {
   uint16_t local_port = 0;
   // Opaque to the protocol; returned in completion events (client side).
   uint64_t cookie = 0;
+  // Client: the request's first DATA packet asks for its transmit stamp
+  // (cleared once it left), and the stamp, on the monotonic clock (0:
+  // none yet), which the response's event carries.
+  bool stamp_departure = false;
+  TimeNs departed_ns = 0;
 
   std::optional<OutgoingMessage> out;
   std::optional<IncomingMessage> in;

@@ -74,8 +74,15 @@ void Sender::EmitData(Rpc& rpc, TimeNs now) {
     peer.pending_acks.pop_back();
   }
   if (rpc.is_client()) data.ack_floor = rpcs_.ClientFloor(peer, rpc.local_port, rpc.peer_port);
+  // The first transmission of a request's first packet carries the
+  // departure token (its id) when the caller asked for the stamp.
+  uint64_t token = 0;
+  if (rpc.stamp_departure && slice.offset == 0 && !slice.retransmit) {
+    token = rpc.id;
+    rpc.stamp_departure = false;
+  }
   tx_.AddData(rpc.peer_addr, common, data, rpc.out->bytes().subspan(slice.offset, slice.length),
-              slice.priority);
+              slice.priority, token);
   if (peer.paced) pacer_.OnSent(now, wire::kDataHeaderBytes + slice.length);
   ++stats_.data_sent;
   if (slice.retransmit) ++stats_.data_retransmitted;

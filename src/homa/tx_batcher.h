@@ -75,10 +75,12 @@ class TxBatcher {
   void Flush();
 
   // Adds a DATA packet: `common` and `data` encoded, then `payload` (copied
-  // when short, else borrowed: it must stay valid until the batch leaves).
+  // when short, else borrowed: it must stay valid until the batch leaves),
+  // asking for its transmit stamp when `departure_token` is not 0.
   // (Inline: one call per DATA packet, on the caller's headers.)
   void AddData(const transport::NetAddress& to, const wire::CommonHeader& common,
-               const wire::DataHeader& data, std::span<const std::byte> payload, uint8_t priority) {
+               const wire::DataHeader& data, std::span<const std::byte> payload, uint8_t priority,
+               uint64_t departure_token = 0) {
     std::span<std::byte> slot = NextSlot();
     // The slot holds any header, so this cannot fail.
     (void)wire::EncodeDataHeader(common, data, slot);
@@ -86,10 +88,17 @@ class TxBatcher {
       if (!payload.empty()) {
         std::memcpy(slot.data() + wire::kDataHeaderBytes, payload.data(), payload.size());
       }
-      batch_.push_back({to, slot.first(wire::kDataHeaderBytes + payload.size()), priority});
+      batch_.push_back({.to = to,
+                        .bytes = slot.first(wire::kDataHeaderBytes + payload.size()),
+                        .priority = priority,
+                        .departure_token = departure_token});
     } else {
       // Gather send: the payload goes out from the message itself, uncopied.
-      batch_.push_back({to, slot.first(wire::kDataHeaderBytes), priority, payload});
+      batch_.push_back({.to = to,
+                        .bytes = slot.first(wire::kDataHeaderBytes),
+                        .priority = priority,
+                        .payload = payload,
+                        .departure_token = departure_token});
       ++borrowed_;
     }
   }

@@ -48,17 +48,21 @@ Json CountersJson(const SeriesCounters& c) {
   return Json{{"sent", c.sent},           {"answered", c.answered}, {"lost", c.lost},
               {"failed", c.failed},       {"reordered", c.reordered},
               {"duplicated", c.stray},    {"skipped", c.skipped},   {"weird", c.weird},
-              {"kernel_stamped", c.kernel_stamped}};
+              {"kernel_stamped", c.kernel_stamped},
+              {"kernel_send_stamped", c.kernel_send_stamped}};
 }
 
 // Which clock timed the answers' arrival: the kernel's receive stamp
 // (SO_TIMESTAMPING, homa:// over UDP with udp.rx_timestamps), the prober's
 // monotonic clock, or both over the target's life.
+// Which clock timed `stamped` of `answered` answers' ends.
+const char* StampSource(uint64_t stamped, uint64_t answered) {
+  return stamped == 0 ? "monotonic" : stamped == answered ? "kernel" : "mixed";
+}
+
 Json TimestampsJson(const SeriesCounters& c) {
-  const char* receive = c.kernel_stamped == 0               ? "monotonic"
-                        : c.kernel_stamped == c.answered ? "kernel"
-                                                          : "mixed";
-  return Json{{"send", "monotonic"}, {"receive", receive}};
+  return Json{{"send", StampSource(c.kernel_send_stamped, c.answered)},
+              {"receive", StampSource(c.kernel_stamped, c.answered)}};
 }
 
 // The applications' own traffic on a peer (passive measurement).

@@ -136,8 +136,8 @@ void MeshService::OnRequest(std::string_view, engine::EngineApi& engine, engine:
 }
 
 void MeshService::OnComplete(std::string_view, uint64_t op_id, Status status, Buffer message,
-                             TimeNs now, TimeNs received_ns) {
-  prober_.OnComplete(op_id, status, message.span(), now, received_ns);
+                             TimeNs now, engine::KernelStamps stamps) {
+  prober_.OnComplete(op_id, status, message.span(), now, stamps.received_ns, stamps.sent_ns);
 }
 
 void MeshService::SendProbe(uint64_t op_id, const ProbeTargetSpec& target, Buffer request,
@@ -152,8 +152,10 @@ void MeshService::SendProbe(uint64_t op_id, const ProbeTargetSpec& target, Buffe
                        {}, clock_.NowNs());
     return;
   }
+  // The departure is stamped where the socket can (udp.tx_timestamps).
   engine->Call(op_id, target.uri, wire::kMeshProbeMethod, std::move(request), deadline_ns,
-               target.probe.priority);
+               {.priority = static_cast<transport::MessagePriority>(target.probe.priority),
+                .stamp_departure = true});
 }
 
 transport::PollResult MeshService::Poll(TimeNs now) {

@@ -51,7 +51,7 @@ class MeshService final : public daemon::DaemonService, private ProbeSender {
   void OnRequest(std::string_view scheme, engine::EngineApi& engine, engine::IncomingCall call,
                  TimeNs now) override;
   void OnComplete(std::string_view scheme, uint64_t op_id, Status status, Buffer message,
-                  TimeNs now, TimeNs received_ns) override;
+                  TimeNs now, engine::KernelStamps stamps) override;
   transport::PollResult Poll(TimeNs now) override;
   void RequestReload() override;
 

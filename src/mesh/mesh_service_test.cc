@@ -36,7 +36,8 @@ class MeshDaemon {
         {"listen.homa", "127.0.0.1:0"},
         {"listen.tcp", "127.0.0.1:0"},
         // As a wharfd given mesh.pinglist has it (daemon_config.cc).
-        {"udp.rx_timestamps", "true"}};
+        {"udp.rx_timestamps", "true"},
+        {"udp.tx_timestamps", "true"}};
     Result<daemon::DaemonConfig> config = daemon::LoadDaemonConfig("", settings);
     EXPECT_TRUE(config.ok()) << config.status();
     Result<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(std::move(*config));
@@ -168,13 +169,16 @@ TEST_F(MeshServiceTest, TwoDaemonsProbeEachOtherOverHomaAndTcp) {
     // homa:// answers are timed by the kernel's receive stamp; tcp:// has none.
     if (t.transport == "homa") {
       EXPECT_EQ(t.counters.kernel_stamped, t.counters.answered);
+      EXPECT_EQ(t.counters.kernel_send_stamped, t.counters.answered);
     } else {
       EXPECT_EQ(t.counters.kernel_stamped, 0u);
+      EXPECT_EQ(t.counters.kernel_send_stamped, 0u);
     }
   }
   nlohmann::json targets = nlohmann::json::parse(RenderTargetsJson(*s));
   for (const auto& t : targets["targets"]) {
     EXPECT_EQ(t["timestamps"]["receive"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
+    EXPECT_EQ(t["timestamps"]["send"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
     // The class's priority 7 is CS7 on homa:// packets; tcp:// marks none.
     EXPECT_EQ(t["priority"], 7) << t;
     EXPECT_EQ(t["dscp"], t["transport"] == "homa" ? nlohmann::json(56) : nlohmann::json()) << t;

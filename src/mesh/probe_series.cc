@@ -64,17 +64,20 @@ ProbeSeries::Slot* ProbeSeries::Find(uint64_t sequence) {
   return slot.sequence == sequence ? &slot : nullptr;
 }
 
-void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped) {
+void ProbeSeries::OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped,
+                           TimeNs kernel_sent_ns) {
   Slot* slot = Find(sequence);
   if (slot == nullptr) {
     ++counters_.stray;
     return;
   }
-  const uint64_t rtt_ns = static_cast<uint64_t>(std::max<TimeNs>(0, now - slot->sent_ns));
+  const TimeNs started = kernel_sent_ns != 0 ? kernel_sent_ns : slot->sent_ns;
+  const uint64_t rtt_ns = static_cast<uint64_t>(std::max<TimeNs>(0, now - started));
   *slot = Slot{};
   --in_flight_;
   ++counters_.answered;
   if (kernel_stamped) ++counters_.kernel_stamped;
+  if (kernel_sent_ns != 0) ++counters_.kernel_send_stamped;
   if (sequence < newest_answered_) ++counters_.reordered;
   newest_answered_ = std::max(newest_answered_, sequence);
   last_answer_ns_ = now;

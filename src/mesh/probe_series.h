@@ -58,6 +58,9 @@ struct SeriesCounters {
   // Answers timed by the kernel's receive stamp (SO_TIMESTAMPING) rather
   // than the prober's clock when it got them.
   uint64_t kernel_stamped = 0;
+  // Answers whose probe's departure was timed by the kernel's transmit
+  // stamp rather than the prober's clock before it sent.
+  uint64_t kernel_send_stamped = 0;
 };
 
 // What a window shows for a series. The states are distinct so that a
@@ -86,8 +89,11 @@ class ProbeSeries {
   // The answer to `sequence` arrived at `now`; `dwell_ns` as the responder
   // measured it. A sequence not in flight is a stray.
   // `now`: when the answer arrived, by the kernel's stamp when
-  // `kernel_stamped`, else by the prober's clock.
-  void OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped = false);
+  // `kernel_stamped`, else by the prober's clock. `kernel_sent_ns`: when
+  // the probe left by the kernel's transmit stamp, which then starts the
+  // round trip instead of the time Start was given; 0 when there is none.
+  void OnAnswer(uint64_t sequence, TimeNs now, uint64_t dwell_ns, bool kernel_stamped = false,
+                TimeNs kernel_sent_ns = 0);
   // The engine ended probe `sequence` without an answer: lost when the
   // status is kDeadlineExceeded, failed otherwise.
   void OnFailure(uint64_t sequence, TimeNs now, StatusCode code);

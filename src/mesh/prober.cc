@@ -91,7 +91,7 @@ void Prober::SendOne(Target& target, TimeNs now) {
 }
 
 void Prober::OnComplete(uint64_t op_id, const Status& status, std::span<const std::byte> answer,
-                        TimeNs now, TimeNs received_ns) {
+                        TimeNs now, TimeNs received_ns, TimeNs sent_ns) {
   auto it = in_flight_.find(op_id);
   if (it == in_flight_.end()) {
     ++counters_.stray_completions;
@@ -114,8 +114,13 @@ void Prober::OnComplete(uint64_t op_id, const Status& status, std::span<const st
   }
   ++counters_.answers;
   const bool kernel_stamped = received_ns >= probe.sent_ns && received_ns <= now && received_ns != 0;
-  series.OnAnswer(probe.sequence, kernel_stamped ? received_ns : now, decoded->dwell_ns,
-                  kernel_stamped);
+  const TimeNs arrived = kernel_stamped ? received_ns : now;
+  // The kernel sends after the prober read its clock, and before the
+  // answer can arrive; a stamp outside that (a clock step under the
+  // conversion) is not trusted.
+  const bool send_stamped = sent_ns >= probe.sent_ns && sent_ns <= arrived && sent_ns != 0;
+  series.OnAnswer(probe.sequence, arrived, decoded->dwell_ns, kernel_stamped,
+                  send_stamped ? sent_ns : 0);
 }
 
 }  // namespace wharf::mesh

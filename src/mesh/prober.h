@@ -95,8 +95,11 @@ class Prober {
   // `received_ns`: when the kernel received the answer (0: not known); the
   // round trip ends there instead of at `now` when it lies between the
   // probe's departure and `now` (a clock step otherwise: `now` is used).
+  // `sent_ns`: when the kernel sent the probe (0: not known); the round
+  // trip starts there instead of at the prober's send time when it lies
+  // between that time and the answer's arrival.
   void OnComplete(uint64_t op_id, const Status& status, std::span<const std::byte> answer,
-                  TimeNs now, TimeNs received_ns = 0);
+                  TimeNs now, TimeNs received_ns = 0, TimeNs sent_ns = 0);
 
   size_t size() const { return targets_.size(); }
   const ProbeTargetSpec& target(size_t i) const { return targets_[i]->spec; }

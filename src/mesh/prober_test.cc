@@ -145,6 +145,34 @@ TEST_F(ProberTest, TheKernelsReceiveStampEndsTheRoundTripWhenItHasOne) {
   EXPECT_EQ(rtt.max_ns, static_cast<uint64_t>(kNsPerMs));
 }
 
+// A probe the kernel stamped on leaving starts its round trip there: the
+// prober's own wait between reading its clock and the send is not the
+// path's. A stamp before the prober's send time or after the answer's
+// arrival is not trusted.
+TEST_F(ProberTest, TheKernelsTransmitStampStartsTheRoundTripWhenItHasOne) {
+  prober_.SetTargets({Target("b")}, now_);
+  for (size_t i = 0; i < 3; ++i) {
+    SendProbes(i + 1);
+    const SentProbe& probe = sender_.sent[i];
+    const TimeNs sent = now_;  // SendProbes' last poll sent it
+    Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
+                                                   sent + 20 * kNsPerUs + kDwell);
+    ASSERT_TRUE(answer.ok());
+    const TimeNs arrived = sent + kNsPerMs;
+    const TimeNs left = i == 0 ? sent + 100 * kNsPerUs  // trusted: 100 us below the socket
+                        : i == 1 ? sent - kNsPerUs       // before the prober's clock read
+                                 : arrived + kNsPerUs;   // after the answer came
+    prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), arrived, arrived, left);
+  }
+  const ProbeSeries& s = prober_.series(0);
+  EXPECT_EQ(s.counters().answered, 3u);
+  EXPECT_EQ(s.counters().kernel_stamped, 3u);
+  EXPECT_EQ(s.counters().kernel_send_stamped, 1u);
+  const WindowSummary rtt = s.rtt().Summary(Window::k10s, now_ + kNsPerMs);
+  EXPECT_EQ(rtt.min_ns, static_cast<uint64_t>(kNsPerMs - 100 * kNsPerUs));
+  EXPECT_EQ(rtt.max_ns, static_cast<uint64_t>(kNsPerMs));
+}
+
 TEST_F(ProberTest, EveryProbeCarriesTheEpochAndIncreasingSequenceNumbers) {
   prober_.SetTargets({Target("b")}, now_);
   SendProbes(3);

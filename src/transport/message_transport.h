@@ -53,6 +53,15 @@ using MessagePriority = int8_t;
 inline constexpr MessagePriority kPriorityBySize = -1;
 inline constexpr MessagePriority kMaxMessagePriority = 7;
 
+// How a request is to be sent.
+struct SendOptions {
+  MessagePriority priority = kPriorityBySize;
+  // Ask when the request's first packet left this host, by the kernel's
+  // transmit stamp (homa:// over UDP with udp.tx_timestamps; others have
+  // none): reported with the response as MessageEvent::sent_ns.
+  bool stamp_departure = false;
+};
+
 // What a transport reports upward, in the order it happened.
 struct MessageEvent {
   enum class Kind : uint8_t {
@@ -72,6 +81,10 @@ struct MessageEvent {
   // clock; 0 when the transport has no such stamp (tcp://, same host, or
   // timestamps off).
   TimeNs received_ns = 0;
+  // kResponse: when the kernel sent the request's first packet, on the
+  // monotonic clock, where SendOptions::stamp_departure asked and the
+  // transport could; 0 otherwise.
+  TimeNs sent_ns = 0;
 };
 
 struct PollResult {
@@ -115,11 +128,11 @@ class MessageTransport {
   virtual Result<uint64_t> SendRequest(const NetAddress& server, Buffer request,
                                        uint64_t cookie) = 0;
   // The same to endpoint `server_endpoint` of the engine at `server` (0: its
-  // default endpoint), at `priority` (0..7 or kPriorityBySize; the caller
-  // checks the range). Transports without named endpoints refuse others.
+  // default endpoint), as `options` say (a priority outside 0..7 is
+  // kInvalidArgument). Transports without named endpoints refuse others.
   virtual Result<uint64_t> SendRequestTo(const NetAddress& server, uint16_t server_endpoint,
                                          Buffer request, uint64_t cookie,
-                                         MessagePriority /*priority*/ = kPriorityBySize) {
+                                         const SendOptions& /*options*/ = {}) {
     if (server_endpoint != 0) {
       return InvalidArgumentError(std::string(scheme()) +
                                   "://: one endpoint per port; no named endpoints");

@@ -24,7 +24,24 @@ Result<size_t> FakeDatagram::Send(std::span<const OutDatagram> batch) {
     return FailedPreconditionError("fake endpoint " + host_name_ + " (" + address_.ToString() +
                                    "): the FakeNetwork it was attached to is gone");
   }
-  return network_->Send(*this, batch);
+  Result<size_t> sent = network_->Send(*this, batch);
+  if (sent.ok()) {
+    for (size_t i = 0; i < *sent; ++i) {
+      if (batch[i].departure_token == 0) continue;
+      departures_.push_back({.token = batch[i].departure_token,
+                             .sent_ns = network_->clock().NowNs() + departure_delay_});
+    }
+  }
+  return sent;
+}
+
+size_t FakeDatagram::TakeDepartures(std::span<Departure> out) {
+  size_t n = std::min(out.size(), departures_.size());
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = departures_.front();
+    departures_.pop_front();
+  }
+  return n;
 }
 
 Result<size_t> FakeDatagram::Receive(std::span<InDatagram> out) {

@@ -50,6 +50,14 @@ class FakeDatagram final : public Datagram {
   // (FakeNetwork::SetReportNoRoute), oldest first.
   size_t TakePathErrors(std::span<PathError> out) override;
 
+  // Every datagram sent with a departure_token departs at the clock's time
+  // of the Send plus departure_delay() (a model of the time a real packet
+  // spends below the socket), reported oldest first. Unbounded, like the
+  // inbox.
+  size_t TakeDepartures(std::span<Departure> out) override;
+  void set_departure_delay(DurationNs delay) { departure_delay_ = delay; }
+  DurationNs departure_delay() const { return departure_delay_; }
+
   // Queues a path error as if the kernel had read an ICMP report for this
   // endpoint: the next TakePathErrors hands it out.
   void InjectPathError(const PathError& error) { path_errors_.push_back(error); }
@@ -81,6 +89,8 @@ class FakeDatagram final : public Datagram {
   std::deque<Arrived> inbox_;
   // Path errors not yet taken. Unbounded, like the inbox.
   std::deque<PathError> path_errors_;
+  std::deque<Departure> departures_;  // not yet taken
+  DurationNs departure_delay_ = 0;
   // Owns the bytes behind the views the last Receive() handed out; replaced
   // by the next Receive().
   std::vector<Arrived> last_batch_;

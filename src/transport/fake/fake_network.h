@@ -100,6 +100,8 @@ class FakeNetwork {
 
   // The describer defaults to wire::Describe ("DATA 1400@0", "GRANT 10000").
   FakeNetwork(SimClock& clock, uint64_t seed);
+  // The clock the network runs on (its endpoints stamp departures with it).
+  const SimClock& clock() const { return clock_; }
   ~FakeNetwork();
   FakeNetwork(const FakeNetwork&) = delete;
   FakeNetwork& operator=(const FakeNetwork&) = delete;
