@@ -154,6 +154,9 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   sender_.Queue(rpc);
   sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
+  // A loopback or software path stamps the packet inside the send: taking
+  // the stamp now spares the loop the wake-up its error queue would cause.
+  if (options.stamp_departure) TakeDepartures();
   return rpc.id;
 }
 

@@ -85,9 +85,11 @@ size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
   // Stamps met on the way are kept too (a stamp read here is read once).
   auto on_main = [this](const udp::TransmitStamp& s) {
     OnTransmitStamp(udp::DepartureStamps::Socket::kMain, s);
+    return true;
   };
   auto on_hot = [this](const udp::TransmitStamp& s) {
     OnTransmitStamp(udp::DepartureStamps::Socket::kHot, s);
+    return true;
   };
   if (tx_timestamps_) RefreshStampOffset();
   size_t n = udp::ReadPathErrors(fd_, out, &more_main, on_main);
@@ -126,10 +128,15 @@ void UdpDatagram::ReadDepartures(int fd, udp::DepartureStamps::Socket socket) {
   std::span<PathError> room(stashed_path_errors_.data() + stashed_count_,
                             kStashedPathErrors - stashed_count_);
   bool more = false;
+  // Reading stops once the socket owes nothing more: the read that would
+  // only find the queue empty costs as much as one that finds a stamp.
   stashed_count_ += udp::ReadPathErrors(fd, room, &more, [&](const udp::TransmitStamp& s) {
     OnTransmitStamp(socket, s);
+    return departures_.awaiting(socket);
   });
-  // Reports left in the queue (the stash is full) are read later.
+  // Reports left in the queue behind a full stash are read later. One left
+  // behind the last stamp awaited needs no flag: the kernel raises each
+  // report on the socket too (the error the next send or receive meets).
   if (more && stashed_count_ == kStashedPathErrors) path_errors_pending_ = true;
 }
 

@@ -110,7 +110,7 @@ std::optional<PathError> ParsePathError(const msghdr& msg) {
 }
 
 size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more,
-                      const std::function<void(const TransmitStamp&)>& on_stamp) {
+                      const std::function<bool(const TransmitStamp&)>& on_stamp) {
   size_t stored = 0;
   bool empty = false;
   for (size_t reads = 0; reads < kMaxReadsPerCall && stored < out.size(); ++reads) {
@@ -137,7 +137,8 @@ size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more,
     if (std::optional<PathError> e = ParsePathError(msg)) {
       out[stored++] = *e;
     } else if (on_stamp) {
-      if (std::optional<TransmitStamp> stamp = ParseTransmitStamp(msg)) on_stamp(*stamp);
+      std::optional<TransmitStamp> stamp = ParseTransmitStamp(msg);
+      if (stamp.has_value() && !on_stamp(*stamp)) break;  // `empty` stays false
     }
   }
   *more = !empty;

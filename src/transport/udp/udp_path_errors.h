@@ -31,11 +31,13 @@ bool IsPathErrno(int err);
 
 // Reads up to out.size() ICMP reports from fd's error queue (non-blocking);
 // returns how many were stored. Transmit stamps (udp_departures.h) found on
-// the way go to `on_stamp` (dropped when it is empty); other entries are
+// the way go to `on_stamp` (dropped when it is empty), which returns
+// whether to read on (false: its caller has what it waited for, and the
+// read that would find the queue empty is spared); other entries are
 // consumed and skipped. `more` is set when the queue may still hold entries
-// (out filled up).
+// (out filled up, or on_stamp stopped the reading).
 size_t ReadPathErrors(int fd, std::span<PathError> out, bool* more,
-                      const std::function<void(const TransmitStamp&)>& on_stamp = {});
+                      const std::function<bool(const TransmitStamp&)>& on_stamp = {});
 
 // Decodes one error-queue message: `name` is the original destination the
 // kernel wrote into msg_name, the control messages hold the
