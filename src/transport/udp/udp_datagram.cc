@@ -18,12 +18,6 @@ namespace wharf::transport {
 namespace {
 
 constexpr size_t kUdpHeaderBytes = 8;
-
-TimeNs MonotonicNow() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * kNsPerSec + ts.tv_nsec;
-}
 constexpr size_t kMaxUdpPayloadBytes = 65507;  // 65535 - 20 (IPv4) - 8 (UDP)
 // UIO_MAXIOV: the kernel caps a sendmmsg/recvmmsg vector at this many.
 constexpr size_t kMaxBatch = 1024;
@@ -49,6 +43,12 @@ bool IsDestinationError(int err) {
 // (EIO: no checksum offload on the route; EINVAL: segment larger than the
 // path MTU, or checksums off; EMSGSIZE: the coalesced size).
 bool IsGsoRejection(int err) { return err == EIO || err == EINVAL || err == EMSGSIZE; }
+
+TimeNs MonotonicNow() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * kNsPerSec + ts.tv_nsec;
+}
 
 }  // namespace
 
@@ -91,7 +91,7 @@ size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
     OnTransmitStamp(udp::DepartureStamps::Socket::kHot, s);
     return true;
   };
-  if (tx_timestamps_) RefreshStampOffset();
+  if (tx_timestamps_) stamp_offset_ns_ = udp::RealtimeToMonotonicNs();
   size_t n = udp::ReadPathErrors(fd_, out, &more_main, on_main);
   if (hot_fd_ >= 0) n += udp::ReadPathErrors(hot_fd_, out.subspan(n), &more_hot, on_hot);
   path_errors_pending_ = more_main || more_hot;
@@ -102,7 +102,7 @@ size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
 
 size_t UdpDatagram::TakeDepartures(std::span<Departure> out) {
   if (departures_.awaiting_any()) {
-    RefreshStampOffset();
+    stamp_offset_ns_ = udp::RealtimeToMonotonicNs();
     departures_.Expire(MonotonicNow());
     if (departures_.awaiting(udp::DepartureStamps::Socket::kMain)) {
       ReadDepartures(fd_, udp::DepartureStamps::Socket::kMain);
@@ -143,15 +143,6 @@ void UdpDatagram::ReadDepartures(int fd, udp::DepartureStamps::Socket socket) {
 void UdpDatagram::OnTransmitStamp(udp::DepartureStamps::Socket socket,
                                   const udp::TransmitStamp& stamp) {
   departures_.OnStamp(socket, stamp.key, stamp.realtime_ns + stamp_offset_ns_);
-}
-
-void UdpDatagram::RefreshStampOffset() {
-  timespec mono{};
-  timespec real{};
-  ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  ::clock_gettime(CLOCK_REALTIME, &real);
-  stamp_offset_ns_ =
-      (int64_t{mono.tv_sec} - real.tv_sec) * 1'000'000'000 + (mono.tv_nsec - real.tv_nsec);
 }
 
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {

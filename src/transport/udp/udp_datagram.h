@@ -230,10 +230,9 @@ class UdpDatagram final : public Datagram {
   // Reads `fd`'s error queue for the stamps `socket` owes.
   void ReadDepartures(int fd, udp::DepartureStamps::Socket socket);
   // A stamp read from `socket`'s error queue: to the monotonic clock, then
-  // to departures_. Uses stamp_offset_ns_, which a read sets first.
+  // to departures_. Uses stamp_offset_ns_, which a read sets first
+  // (udp::RealtimeToMonotonicNs).
   void OnTransmitStamp(udp::DepartureStamps::Socket socket, const udp::TransmitStamp& stamp);
-  // CLOCK_MONOTONIC - CLOCK_REALTIME now, into stamp_offset_ns_.
-  void RefreshStampOffset();
   // Makes `to` the hot peer: opens the hot-peer socket connected to it, or
   // connects the open one to it instead of the old peer. A failure is
   // counted; after three to open, none is tried again.

@@ -141,14 +141,7 @@ Result<size_t> UdpReceiver::ReadMessages(int fd, ReadWindow& w, size_t count) {
         w.full_single_reads = 0;
       }
       if (gro_adaptive_ && n > 0) AdaptGro(n);
-      if (timestamps_ && n > 0) {
-        timespec mono{};
-        timespec real{};
-        ::clock_gettime(CLOCK_MONOTONIC, &mono);
-        ::clock_gettime(CLOCK_REALTIME, &real);
-        realtime_to_mono_ns_ = (int64_t{mono.tv_sec} - real.tv_sec) * 1'000'000'000 +
-                               (mono.tv_nsec - real.tv_nsec);
-      }
+      if (timestamps_ && n > 0) realtime_to_mono_ns_ = RealtimeToMonotonicNs();
       return n;
     }
     const int err = errno;

@@ -95,6 +95,14 @@ bool SetDontFragment(int fd, bool ipv6) {
   return ok;
 }
 
+int64_t RealtimeToMonotonicNs() {
+  timespec mono{};
+  timespec real{};
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  return (int64_t{mono.tv_sec} - real.tv_sec) * 1'000'000'000 + (mono.tv_nsec - real.tv_nsec);
+}
+
 bool EnableTimestamps(int fd, bool receive, bool transmit) {
   int flags = 0;
   if (receive) flags |= SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;

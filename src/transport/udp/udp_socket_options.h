@@ -68,6 +68,11 @@ bool EnableReceiveTimestamps(int fd);
 // by itself). One option holds both, so this sets the union. False when
 // the kernel refuses.
 bool EnableTimestamps(int fd, bool receive, bool transmit);
+// CLOCK_MONOTONIC - CLOCK_REALTIME now, in ns: added to a kernel software
+// stamp (realtime) it gives the monotonic time the protocol runs on. Read
+// anew for each batch of stamps, so that a step of the realtime clock
+// moves no more than the stamps read around it.
+int64_t RealtimeToMonotonicNs();
 // The software receive time in `msg`'s control messages, ns on
 // CLOCK_REALTIME; nullopt when there is none.
 std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg);

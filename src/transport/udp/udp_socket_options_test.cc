@@ -3,6 +3,7 @@
 #include "transport/udp/udp_socket_options.h"
 
 #include <gtest/gtest.h>
+#include <linux/net_tstamp.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -76,9 +77,12 @@ TEST(WriteSendControlTest, ZeroTosIsWrittenWhenTheSocketHasAnother) {
   EXPECT_EQ(CmsgValue<int>(c), 0);
 }
 
-TEST(WriteSendControlTest, GsoAndTosFillTheWholeBuffer) {
+// All three control messages fit: GSO, the TOS and the transmit stamp's
+// request (never sent together by UdpDatagram, which sends a stamped
+// datagram alone, but the room is there).
+TEST(WriteSendControlTest, GsoTosAndStampFillTheWholeBuffer) {
   alignas(cmsghdr) std::byte control[kSendControlBytes];
-  size_t len = WriteSendControl(control, 8972, 0x04, true);
+  size_t len = WriteSendControl(control, 8972, 0x04, true, /*stamp=*/true);
   ASSERT_EQ(len, kSendControlBytes);
   msghdr msg = MsgOver(control, len);
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -90,6 +94,11 @@ TEST(WriteSendControlTest, GsoAndTosFillTheWholeBuffer) {
   EXPECT_EQ(c->cmsg_level, IPPROTO_IP);
   EXPECT_EQ(c->cmsg_type, IP_TOS);
   EXPECT_EQ(CmsgValue<int>(c), 0x04);
+  c = CMSG_NXTHDR(&msg, c);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cmsg_level, SOL_SOCKET);
+  EXPECT_EQ(c->cmsg_type, SO_TIMESTAMPING);
+  EXPECT_EQ(CmsgValue<int>(c), SOF_TIMESTAMPING_TX_SOFTWARE);
 }
 
 // Builds a received message's control area: optionally an IP_TOS cmsg first,
