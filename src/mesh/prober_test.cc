@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -51,6 +52,29 @@ ProbeTargetSpec Target(std::string host, ProbeTransport transport = ProbeTranspo
 
 class ProberTest : public testing::Test {
  protected:
+  // The kernel's stamps of one probe's two ends.
+  struct Stamps {
+    TimeNs received_ns = 0;
+    TimeNs sent_ns = 0;
+  };
+  // Sends three probes to the one target, one per poll, and completes each
+  // when the loop reads its answer, 1 ms after it left, with the stamps
+  // `stamps(i, sent, read)` gives probe i.
+  void CompleteThreeProbes(const std::function<Stamps(size_t, TimeNs, TimeNs)>& stamps) {
+    prober_.SetTargets({Target("b")}, now_);
+    for (size_t i = 0; i < 3; ++i) {
+      SendProbes(i + 1);
+      const SentProbe& probe = sender_.sent[i];
+      const TimeNs sent = now_;  // SendProbes' last poll sent it
+      Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
+                                                     sent + 20 * kNsPerUs + kDwell);
+      ASSERT_TRUE(answer.ok());
+      const TimeNs read = sent + kNsPerMs;
+      const Stamps s = stamps(i, sent, read);
+      prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), read, s.received_ns,
+                         s.sent_ns);
+    }
+  }
   // The responder's answer to `probe`, as the engine would complete it.
   void Answer(const SentProbe& probe, TimeNs now) {
     // The probe spent kDwell in the responder, just before the answer left.
@@ -123,20 +147,12 @@ TEST_F(ProberTest, AnsweredProbesGiveRoundTripAndNetworkTime) {
 // that read it late does not make the path look slow. A stamp outside the
 // probe's life (a clock stepped under the conversion) is not trusted.
 TEST_F(ProberTest, TheKernelsReceiveStampEndsTheRoundTripWhenItHasOne) {
-  prober_.SetTargets({Target("b")}, now_);
-  for (size_t i = 0; i < 3; ++i) {
-    SendProbes(i + 1);
-    const SentProbe& probe = sender_.sent[i];
-    const TimeNs sent = now_;  // SendProbes' last poll sent it
-    Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
-                                              sent + 20 * kNsPerUs + kDwell);
-    ASSERT_TRUE(answer.ok());
-    const TimeNs read = sent + kNsPerMs;  // the loop read the answer 1 ms late
-    const TimeNs stamp = i == 0 ? sent + kRtt        // trusted
-                         : i == 1 ? sent - kNsPerUs  // before the probe left
-                                  : read + kNsPerUs;  // after the loop read it
-    prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), read, stamp);
-  }
+  CompleteThreeProbes([](size_t i, TimeNs sent, TimeNs read) {
+    // The loop read each answer 1 ms late.
+    return Stamps{.received_ns = i == 0 ? sent + kRtt        // trusted
+                                 : i == 1 ? sent - kNsPerUs  // before the probe left
+                                          : read + kNsPerUs};  // after the loop read it
+  });
   const ProbeSeries& s = prober_.series(0);
   EXPECT_EQ(s.counters().answered, 3u);
   EXPECT_EQ(s.counters().kernel_stamped, 1u);
@@ -150,20 +166,12 @@ TEST_F(ProberTest, TheKernelsReceiveStampEndsTheRoundTripWhenItHasOne) {
 // path's. A stamp before the prober's send time or after the answer's
 // arrival is not trusted.
 TEST_F(ProberTest, TheKernelsTransmitStampStartsTheRoundTripWhenItHasOne) {
-  prober_.SetTargets({Target("b")}, now_);
-  for (size_t i = 0; i < 3; ++i) {
-    SendProbes(i + 1);
-    const SentProbe& probe = sender_.sent[i];
-    const TimeNs sent = now_;  // SendProbes' last poll sent it
-    Result<ProbeAnswer> answer = responder_.Answer(probe.request.span(), sent + 20 * kNsPerUs,
-                                                   sent + 20 * kNsPerUs + kDwell);
-    ASSERT_TRUE(answer.ok());
-    const TimeNs arrived = sent + kNsPerMs;
-    const TimeNs left = i == 0 ? sent + 100 * kNsPerUs  // trusted: 100 us below the socket
-                        : i == 1 ? sent - kNsPerUs       // before the prober's clock read
-                                 : arrived + kNsPerUs;   // after the answer came
-    prober_.OnComplete(probe.op_id, OkStatus(), answer->message.span(), arrived, arrived, left);
-  }
+  CompleteThreeProbes([](size_t i, TimeNs sent, TimeNs read) {
+    return Stamps{.received_ns = read,
+                  .sent_ns = i == 0 ? sent + 100 * kNsPerUs  // trusted: 100 us below the socket
+                             : i == 1 ? sent - kNsPerUs       // before the prober's clock read
+                                      : read + kNsPerUs};     // after the answer came
+  });
   const ProbeSeries& s = prober_.series(0);
   EXPECT_EQ(s.counters().answered, 3u);
   EXPECT_EQ(s.counters().kernel_stamped, 3u);

@@ -95,6 +95,31 @@ class MeshNetnsTest : public testing::Test {
     return path;
   }
 
+  // Starts wharfd on host `i` with `pinglist` (homa:// on :4000, HTTP on
+  // :4002, no tcp://, homa's first resend after 400 ms: below).
+  Status StartDaemon(int i, const std::string& pinglist) {
+    Result<std::unique_ptr<NetnsProcess>> d = NetnsProcess::Spawn(
+        *cluster_, i,
+        {WHARF_WHARFD, "--socket", dir_ + "/" + HostName(i) + ".sock", "--log-level", "warn",
+         "--set", "listen.homa=" + cluster_->address(i) + ":4000", "--set", "listen.tcp=",
+         "--set", "http.listen=" + cluster_->address(i) + ":4002", "--set",
+         "mesh.pinglist=" + pinglist, "--set", "homa.resend_ticks=400"});
+    if (!d.ok()) return d.status();
+    daemons_.push_back(std::move(*d));
+    return OkStatus();
+  }
+  // Waits up to 10 s for host `i`'s wharfd to serve HTTP.
+  Status WaitForHttp(int i) {
+    const TimeNs up_by = SystemClock::Get().NowNs() + 10 * kNsPerSec;
+    while (!Fetch(*cluster_, i, "/api/v1/pinglist").ok()) {
+      if (SystemClock::Get().NowNs() >= up_by) {
+        return DeadlineExceededError(HostName(i) + " does not serve HTTP");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return OkStatus();
+  }
+
   std::unique_ptr<NetnsCluster> cluster_;
   std::string dir_;
   std::vector<std::unique_ptr<NetnsProcess>> daemons_;
@@ -125,23 +150,8 @@ TEST_F(MeshNetnsTest, LossAndDelayShowOnExactlyThePairsThatCrossTheBadLinks) {
     ASSERT_OK(client.status());
     floods_.push_back(std::move(*client));
   }
-  for (int i = 0; i < kHosts; ++i) {
-    Result<std::unique_ptr<NetnsProcess>> d = NetnsProcess::Spawn(
-        *cluster_, i,
-        {WHARF_WHARFD, "--socket", dir_ + "/" + HostName(i) + ".sock", "--log-level", "warn",
-         "--set", "listen.homa=" + cluster_->address(i) + ":4000", "--set", "listen.tcp=",
-         "--set", "http.listen=" + cluster_->address(i) + ":4002", "--set",
-         "mesh.pinglist=" + pinglist, "--set", "homa.resend_ticks=400"});
-    ASSERT_OK(d.status());
-    daemons_.push_back(std::move(*d));
-  }
-  for (int i = 0; i < kHosts; ++i) {
-    const TimeNs up_by = SystemClock::Get().NowNs() + 10 * kNsPerSec;
-    while (!Fetch(*cluster_, i, "/api/v1/pinglist").ok()) {
-      ASSERT_LT(SystemClock::Get().NowNs(), up_by) << HostName(i) << " does not serve HTTP";
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  for (int i = 0; i < kHosts; ++i) ASSERT_OK(StartDaemon(i, pinglist));
+  for (int i = 0; i < kHosts; ++i) ASSERT_OK(WaitForHttp(i));
   // Now the mesh: each daemon sees the file change within a second.
   WritePinglist(true);
   // Each daemon's 10 s window, once every pair has 80 probes behind it.
@@ -257,19 +267,8 @@ TEST_F(MeshNetnsTest, AProbeClassesPriorityIsTheQueueItsPacketsTake) {
   floods_.push_back(std::move(*flood));
   // The responders first, so that no probe finds a host not started yet.
   for (int i : {kHigh, kLow, kProber}) {
-    Result<std::unique_ptr<NetnsProcess>> d = NetnsProcess::Spawn(
-        *cluster_, i,
-        {WHARF_WHARFD, "--socket", dir_ + "/" + HostName(i) + ".sock", "--log-level", "warn",
-         "--set", "listen.homa=" + cluster_->address(i) + ":4000", "--set", "listen.tcp=",
-         "--set", "http.listen=" + cluster_->address(i) + ":4002", "--set",
-         "mesh.pinglist=" + pinglist, "--set", "homa.resend_ticks=400"});
-    ASSERT_OK(d.status());
-    daemons_.push_back(std::move(*d));
-    const TimeNs up_by = SystemClock::Get().NowNs() + 10 * kNsPerSec;
-    while (!Fetch(*cluster_, i, "/api/v1/pinglist").ok()) {
-      ASSERT_LT(SystemClock::Get().NowNs(), up_by) << HostName(i) << " does not serve HTTP";
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    ASSERT_OK(StartDaemon(i, pinglist));
+    ASSERT_OK(WaitForHttp(i));
   }
   // The 10 s window of both targets, once each has 100 probes behind it.
   std::map<std::string, nlohmann::json> targets;

@@ -9,23 +9,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/udp/udp_socket_options.h"
+
 namespace wharf::transport::udp {
 
 std::optional<TransmitStamp> ParseTransmitStamp(const msghdr& msg) {
-  std::optional<int64_t> realtime;
+  const std::optional<int64_t> realtime = ReadSoftwareTimestamp(msg);
+  if (!realtime.has_value()) return std::nullopt;
   std::optional<uint32_t> key;
   for (const cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
        c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(c))) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING &&
-        c->cmsg_len >= CMSG_LEN(3 * sizeof(timespec))) {
-      timespec ts[3];
-      std::memcpy(ts, CMSG_DATA(c), sizeof(ts));
-      // ts[0] is the software stamp; 0 when the kernel took none.
-      if (ts[0].tv_sec != 0 || ts[0].tv_nsec != 0) {
-        realtime = int64_t{ts[0].tv_sec} * 1'000'000'000 + ts[0].tv_nsec;
-      }
-      continue;
-    }
     const bool v4 = c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR;
     const bool v6 = c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR;
     if ((v4 || v6) && c->cmsg_len >= CMSG_LEN(sizeof(sock_extended_err))) {
@@ -37,7 +30,7 @@ std::optional<TransmitStamp> ParseTransmitStamp(const msghdr& msg) {
       }
     }
   }
-  if (!realtime.has_value() || !key.has_value()) return std::nullopt;
+  if (!key.has_value()) return std::nullopt;
   return TransmitStamp{.key = *key, .realtime_ns = *realtime};
 }
 

@@ -192,7 +192,7 @@ bool UdpReceiver::OpenMessage() {
   // merged the rest as they came, within microseconds.
   message_received_ns_ = 0;
   if (timestamps_ && message.msg_hdr.msg_controllen > 0) {
-    if (std::optional<int64_t> real = ReadReceiveTimestamp(message.msg_hdr)) {
+    if (std::optional<int64_t> real = ReadSoftwareTimestamp(message.msg_hdr)) {
       message_received_ns_ = *real + realtime_to_mono_ns_;
     }
   }

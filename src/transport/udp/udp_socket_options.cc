@@ -117,7 +117,7 @@ bool EnableReceiveTimestamps(int fd) {
   return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) == 0;
 }
 
-std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg) {
+std::optional<int64_t> ReadSoftwareTimestamp(const msghdr& msg) {
   for (const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
        cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(cmsg))) {
     if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_TIMESTAMPING &&

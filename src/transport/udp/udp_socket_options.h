@@ -73,9 +73,10 @@ bool EnableTimestamps(int fd, bool receive, bool transmit);
 // anew for each batch of stamps, so that a step of the realtime clock
 // moves no more than the stamps read around it.
 int64_t RealtimeToMonotonicNs();
-// The software receive time in `msg`'s control messages, ns on
-// CLOCK_REALTIME; nullopt when there is none.
-std::optional<int64_t> ReadReceiveTimestamp(const msghdr& msg);
+// The software stamp in `msg`'s control messages (SCM_TIMESTAMPING: a
+// received datagram's receive time, or an error-queue entry's transmit
+// time), ns on CLOCK_REALTIME; nullopt when there is none.
+std::optional<int64_t> ReadSoftwareTimestamp(const msghdr& msg);
 
 // WriteSendControl's `tos` when the socket's own TOS / traffic class applies.
 inline constexpr int kSocketTos = -1;
