@@ -153,6 +153,9 @@ Json Pair() {
               {"interval_s", 1.0},
               {"timeout_s", 1.0},
               {"size_bytes", 64},
+              {"priority", 5},
+              {"dscp", 40},
+              {"timestamps", {{"send", "kernel"}, {"receive", "mixed"}}},
               {"in_flight", 0},
               {"counters",
                {{"sent", 600}, {"answered", 594}, {"lost", 14}, {"failed", 0}, {"reordered", 0}}},
@@ -494,6 +497,9 @@ TEST_F(DashboardPageTest, DrillDownDrawsThePairsHistory) {
   // The target's counters and windows.
   EXPECT_THAT(dom, HasSubstr("<th scope=\"row\">sent</th><td>600</td>"));
   EXPECT_THAT(dom, HasSubstr("homa://10.0.0.2:4000"));
+  // Its class, and which clock timed its probes.
+  EXPECT_THAT(dom, HasSubstr("<th scope=\"row\">priority</th><td>5 (DSCP 40)</td>"));
+  EXPECT_THAT(dom, HasSubstr("<th scope=\"row\">timed by</th><td>send kernel, receive mixed</td>"));
   // Beside the probes' windows, the applications' own round trips.
   EXPECT_THAT(dom, HasSubstr("<th scope=\"col\">apps p99</th>"));
   EXPECT_THAT(dom, HasSubstr("<td>4321</td><td>70 µs</td><td>3.00 ms</td>"));
