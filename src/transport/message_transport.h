@@ -128,8 +128,9 @@ class MessageTransport {
   virtual Result<uint64_t> SendRequest(const NetAddress& server, Buffer request,
                                        uint64_t cookie) = 0;
   // The same to endpoint `server_endpoint` of the engine at `server` (0: its
-  // default endpoint), as `options` say (a priority outside 0..7 is
-  // kInvalidArgument). Transports without named endpoints refuse others.
+  // default endpoint), as `options` say (a transport that applies the
+  // priority refuses one outside 0..7 with kInvalidArgument; the engine
+  // checks first). Transports without named endpoints refuse others.
   virtual Result<uint64_t> SendRequestTo(const NetAddress& server, uint16_t server_endpoint,
                                          Buffer request, uint64_t cookie,
                                          const SendOptions& /*options*/ = {}) {

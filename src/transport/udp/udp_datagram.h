@@ -24,9 +24,9 @@
 
 #include "transport/datagram.h"
 #include "transport/net_address.h"
+#include "transport/udp/udp_departures.h"
 #include "transport/udp/udp_gso_plan.h"
 #include "transport/udp/udp_gso_staging.h"
-#include "transport/udp/udp_departures.h"
 #include "transport/udp/udp_hot_peer.h"
 #include "transport/udp/udp_path_table.h"
 #include "transport/udp/udp_receiver.h"
