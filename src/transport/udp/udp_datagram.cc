@@ -101,17 +101,18 @@ size_t UdpDatagram::TakePathErrors(std::span<PathError> out) {
 }
 
 size_t UdpDatagram::TakeDepartures(std::span<Departure> out) {
-  if (departures_.awaiting_any()) {
+  if (departures_ == nullptr) return 0;
+  if (departures_->awaiting_any()) {
     stamp_offset_ns_ = udp::RealtimeToMonotonicNs();
-    departures_.Expire(MonotonicNow());
-    if (departures_.awaiting(udp::DepartureStamps::Socket::kMain)) {
+    departures_->Expire(MonotonicNow());
+    if (departures_->awaiting(udp::DepartureStamps::Socket::kMain)) {
       ReadDepartures(fd_, udp::DepartureStamps::Socket::kMain);
     }
-    if (hot_fd_ >= 0 && departures_.awaiting(udp::DepartureStamps::Socket::kHot)) {
+    if (hot_fd_ >= 0 && departures_->awaiting(udp::DepartureStamps::Socket::kHot)) {
       ReadDepartures(hot_fd_, udp::DepartureStamps::Socket::kHot);
     }
   }
-  return departures_.Take(out);
+  return departures_->Take(out);
 }
 
 void UdpDatagram::NoteStamped(size_t sent, bool hot) {
@@ -120,7 +121,7 @@ void UdpDatagram::NoteStamped(size_t sent, bool hot) {
   for (size_t i = 0; i < sent; ++i) {
     if (send_tokens_[i] == 0) continue;
     if (now == 0) now = MonotonicNow();
-    departures_.NoteSent(socket, send_tokens_[i], now);
+    departures_->NoteSent(socket, send_tokens_[i], now);
   }
 }
 
@@ -132,7 +133,7 @@ void UdpDatagram::ReadDepartures(int fd, udp::DepartureStamps::Socket socket) {
   // only find the queue empty costs as much as one that finds a stamp.
   stashed_count_ += udp::ReadPathErrors(fd, room, &more, [&](const udp::TransmitStamp& s) {
     OnTransmitStamp(socket, s);
-    return departures_.awaiting(socket);
+    return departures_->awaiting(socket);
   });
   // Reports left in the queue behind a full stash are read later. One left
   // behind the last stamp awaited needs no flag: the kernel raises each
@@ -142,7 +143,10 @@ void UdpDatagram::ReadDepartures(int fd, udp::DepartureStamps::Socket socket) {
 
 void UdpDatagram::OnTransmitStamp(udp::DepartureStamps::Socket socket,
                                   const udp::TransmitStamp& stamp) {
-  departures_.OnStamp(socket, stamp.key, stamp.realtime_ns + stamp_offset_ns_);
+  // Without transmit stamps on nothing is owed, and a stamp read is dropped.
+  if (departures_ != nullptr) {
+    departures_->OnStamp(socket, stamp.key, stamp.realtime_ns + stamp_offset_ns_);
+  }
 }
 
 Result<std::unique_ptr<UdpDatagram>> UdpDatagram::Open(const UdpOptions& options) {
@@ -232,6 +236,7 @@ Status UdpDatagram::Configure(const UdpOptions& options) {
   // Receive stamps, if the receiver has them, stay on: one option holds both.
   tx_timestamps_ = options.tx_timestamps &&
                    udp::EnableTimestamps(fd_, receiver_.receive_timestamps(), true);
+  if (tx_timestamps_) departures_ = std::make_unique<udp::DepartureStamps>();
   const auto default_tos = static_cast<uint8_t>(options.default_priority << 5);
   // A v6 socket sends IPv4 packets (dual stack) with its IP_TOS.
   if ((!ipv6_ || dual_stack_) && udp::SetSocketTos(fd_, true, default_tos)) {
@@ -455,7 +460,7 @@ void UdpDatagram::MakeHot(const NetAddress& to) {
   receiver_.AddHotSocket(hot_fd_, hot_setup_.gro);
   // Its stamps are numbered from 0 again. Without transmit stamps on it,
   // stamped sends to the hot peer go through the main socket instead.
-  departures_.ResetSocket(udp::DepartureStamps::Socket::kHot);
+  if (departures_ != nullptr) departures_->ResetSocket(udp::DepartureStamps::Socket::kHot);
   hot_stamps_ = tx_timestamps_ &&
                 udp::EnableTimestamps(hot_fd_, receiver_.receive_timestamps(), true);
   ++stats_.hot_sockets_opened;
@@ -475,8 +480,10 @@ void UdpDatagram::AppendCounters(std::vector<std::pair<std::string, uint64_t>>* 
                            {"udp.path_errors", stats_.path_errors},
                            {"udp.path_cache_evictions", stats_.path_cache_evictions},
                            {"udp.hot_sends", stats_.hot_sends},
-                           {"udp.departure_stamps", departures_.counters().reported},
-                           {"udp.departure_stamps_lost", departures_.counters().lost},
+                           {"udp.departure_stamps",
+                            departures_ != nullptr ? departures_->counters().reported : 0},
+                           {"udp.departure_stamps_lost",
+                            departures_ != nullptr ? departures_->counters().lost : 0},
                            {"udp.hot_sockets_opened", stats_.hot_sockets_opened},
                            {"udp.hot_handovers", stats_.hot_handovers},
                            {"udp.hot_socket_failures", stats_.hot_socket_failures},

@@ -270,7 +270,8 @@ class UdpDatagram final : public Datagram {
   // refused them), and ICMP reports their error-queue reads met, kept for
   // TakePathErrors (at most kStashedPathErrors; the rest stay queued).
   bool tx_timestamps_ = false;
-  udp::DepartureStamps departures_;
+  // Made only with tx_timestamps_ (12 KiB that other sockets do not pay).
+  std::unique_ptr<udp::DepartureStamps> departures_;
   int64_t stamp_offset_ns_ = 0;
   static constexpr size_t kStashedPathErrors = 8;
   std::array<PathError, kStashedPathErrors> stashed_path_errors_;
