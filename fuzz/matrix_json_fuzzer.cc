@@ -8,23 +8,15 @@
 // JSON must parse back with the same cells.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fuzz_fail.h"
 #include "mesh/cluster_matrix.h"
 #include "mesh/matrix_text.h"
 
-namespace {
-
-void Fail(const char* what) {
-  std::fprintf(stderr, "matrix_json_fuzzer: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
+using wharf::fuzz::Fail;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace wharf;

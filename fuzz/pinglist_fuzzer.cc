@@ -14,16 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_fail.h"
 #include "mesh/pinglist.h"
 
-namespace {
-
-void Fail(const char* what) {
-  std::fprintf(stderr, "pinglist_fuzzer: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
+using wharf::fuzz::Fail;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace wharf;

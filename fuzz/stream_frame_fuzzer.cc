@@ -16,15 +16,13 @@
 #include <cstring>
 #include <span>
 
+#include "fuzz_fail.h"
 #include "wire/stream_frame.h"
 
 namespace wharf::wire {
 namespace {
 
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "stream_frame_fuzzer: %s\n", what);
-  std::abort();
-}
+using wharf::fuzz::Fail;
 
 void Require(bool ok, const char* what) {
   if (!ok) Fail(what);

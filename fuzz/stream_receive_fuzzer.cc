@@ -14,21 +14,17 @@
 // returns every byte. Nothing may crash, hang or trip a sanitizer.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <span>
 
+#include "fuzz_fail.h"
 #include "stream/frame_parser.h"
 
 namespace wharf::stream {
 namespace {
 
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "stream_receive_fuzzer: %s\n", what);
-  std::abort();
-}
+using wharf::fuzz::Fail;
 
 void Require(bool ok, const char* what) {
   if (!ok) Fail(what);

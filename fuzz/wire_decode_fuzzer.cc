@@ -14,15 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_fail.h"
 #include "wire/packet.h"
 
 namespace wharf::wire {
 namespace {
 
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "wire_decode_fuzzer: %s\n", what);
-  std::abort();
-}
+using wharf::fuzz::Fail;
 
 void Require(bool ok, const char* what) {
   if (!ok) Fail(what);

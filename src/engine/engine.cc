@@ -180,8 +180,7 @@ void Engine::Recv(uint64_t op_id, uint64_t conn_id) {
 
 void Engine::Call(uint64_t op_id, const Uri& uri, uint32_t method, Buffer request,
                   TimeNs deadline_ns, const transport::SendOptions& options) {
-  if (options.priority != transport::kPriorityBySize &&
-      (options.priority < 0 || options.priority > transport::kMaxMessagePriority)) {
+  if (!transport::IsMessagePriority(options.priority)) {
     return Complete(op_id, InvalidArgumentError("engine: priority " +
                                                 std::to_string(options.priority) +
                                                 " is outside 0..7"));
@@ -597,9 +596,7 @@ void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload,
   }
   // A priority out of range would have the transport refuse the answer:
   // it goes at the transport's choice instead, rather than not at all.
-  if (priority < 0 || priority > transport::kMaxMessagePriority) {
-    priority = transport::kPriorityBySize;
-  }
+  if (!transport::IsMessagePriority(priority)) priority = transport::kPriorityBySize;
   // NotFound here means the client gave up meanwhile: nothing to do.
   transports_[call.transport]->SendResponse(call.key, std::move(message), priority).IgnoreError();
 }

@@ -31,20 +31,8 @@ uint64_t FirstClientId(const Clock& clock) {
 }
 
 Status CheckPriority(transport::MessagePriority priority) {
-  if (priority == transport::kPriorityBySize ||
-      (priority >= 0 && priority <= transport::kMaxMessagePriority)) {
-    return OkStatus();
-  }
-  return InvalidArgumentError("homa: priority " + std::to_string(priority) +
-                              " is outside 0.." +
-                              std::to_string(transport::kMaxMessagePriority));
-}
-
-// A message's unscheduled priority: the caller's class, else what `peer`'s
-// cutoffs give its length.
-uint8_t UnschedPriority(const Peer& peer, uint32_t length, transport::MessagePriority priority) {
-  return priority == transport::kPriorityBySize ? peer.UnschedPriority(length)
-                                                : static_cast<uint8_t>(priority);
+  if (transport::IsMessagePriority(priority)) return OkStatus();
+  return InvalidArgumentError("homa: priority " + std::to_string(priority) + " is outside 0..7");
 }
 
 }  // namespace
@@ -150,7 +138,7 @@ Result<uint64_t> HomaHost::SendRequest(HomaEndpoint& ep, const transport::NetAdd
   rpc.stamp_departure = options.stamp_departure;
   const uint32_t length = static_cast<uint32_t>(request.size());
   rpc.out.emplace(std::move(request), config_.unsched_bytes, peer.payload_bytes,
-                  UnschedPriority(peer, length, options.priority));
+                  peer.UnschedPriority(length, options.priority));
   sender_.Queue(rpc);
   sender_.Pump(&now_ns_, /*clock_fresh=*/false);
   FlushUnlessHeld();
@@ -182,7 +170,7 @@ Status HomaHost::SendResponse(HomaEndpoint& ep, const ServerRpcKey& key, Buffer 
   peers_.LearnPath(*rpc.peer, *net_, max_datagram_bytes_);
   const uint32_t length = static_cast<uint32_t>(response.size());
   rpc.out.emplace(std::move(response), config_.unsched_bytes, rpc.peer->payload_bytes,
-                  UnschedPriority(*rpc.peer, length, priority));
+                  rpc.peer->UnschedPriority(length, priority));
   rpc.state = RpcState::kServerSending;
   rpc.Heard();
   sender_.Queue(rpc);

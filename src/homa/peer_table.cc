@@ -6,7 +6,8 @@
 
 namespace wharf::homa {
 
-uint8_t Peer::UnschedPriority(uint32_t length) const {
+uint8_t Peer::UnschedPriority(uint32_t length, transport::MessagePriority chosen) const {
+  if (chosen != transport::kPriorityBySize) return static_cast<uint8_t>(chosen);
   for (int p = wire::kNumPriorities - 1; p >= 0; --p) {
     if (cutoffs[p] != 0 && length <= cutoffs[p]) return static_cast<uint8_t>(p);
   }

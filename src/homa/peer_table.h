@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "homa/config.h"
 #include "homa/rpc.h"
+#include "transport/message_transport.h"
 #include "transport/datagram.h"
 #include "transport/net_address.h"
 #include "wire/packet.h"
@@ -152,8 +153,10 @@ struct Peer {
   // but its at-most-once records.
   bool Idle() const { return live_rpcs == 0 && pending_acks.empty() && !owed_acks_listed; }
 
-  // Priority for unscheduled data of a message of `length` bytes.
-  uint8_t UnschedPriority(uint32_t length) const;
+  // Priority for unscheduled data of a message of `length` bytes: `chosen`
+  // when its sender chose one (0..7), else what this peer's cutoffs give.
+  uint8_t UnschedPriority(uint32_t length,
+                          transport::MessagePriority chosen = transport::kPriorityBySize) const;
 
   // Spends one probe of this tick's per-peer budget; false when spent.
   bool TakeProbe(int64_t tick, int budget) {

@@ -52,6 +52,10 @@ struct ServerRpcKeyHash {
 using MessagePriority = int8_t;
 inline constexpr MessagePriority kPriorityBySize = -1;
 inline constexpr MessagePriority kMaxMessagePriority = 7;
+// 0..7 or kPriorityBySize: what SendOptions and SendResponse accept.
+constexpr bool IsMessagePriority(MessagePriority p) {
+  return p == kPriorityBySize || (p >= 0 && p <= kMaxMessagePriority);
+}
 
 // How a request is to be sent.
 struct SendOptions {

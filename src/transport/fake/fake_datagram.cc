@@ -7,6 +7,18 @@
 #include "transport/fake/fake_network.h"
 
 namespace wharf::transport::fake {
+namespace {
+
+// Moves up to out.size() entries from the front of `queue` into `out`.
+template <typename T>
+size_t TakeFront(std::deque<T>& queue, std::span<T> out) {
+  const size_t n = std::min(out.size(), queue.size());
+  std::move(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(n), out.begin());
+  queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(n));
+  return n;
+}
+
+}  // namespace
 
 FakeDatagram::FakeDatagram(FakeNetwork* network, std::string host_name, NetAddress address)
     : network_(network), host_name_(std::move(host_name)), address_(address) {}
@@ -36,12 +48,7 @@ Result<size_t> FakeDatagram::Send(std::span<const OutDatagram> batch) {
 }
 
 size_t FakeDatagram::TakeDepartures(std::span<Departure> out) {
-  size_t n = std::min(out.size(), departures_.size());
-  for (size_t i = 0; i < n; ++i) {
-    out[i] = departures_.front();
-    departures_.pop_front();
-  }
-  return n;
+  return TakeFront(departures_, out);
 }
 
 Result<size_t> FakeDatagram::Receive(std::span<InDatagram> out) {
@@ -62,12 +69,7 @@ Result<size_t> FakeDatagram::Receive(std::span<InDatagram> out) {
 }
 
 size_t FakeDatagram::TakePathErrors(std::span<PathError> out) {
-  size_t n = std::min(out.size(), path_errors_.size());
-  for (size_t i = 0; i < n; ++i) {
-    out[i] = path_errors_.front();
-    path_errors_.pop_front();
-  }
-  return n;
+  return TakeFront(path_errors_, out);
 }
 
 void FakeDatagram::Deliver(const NetAddress& from, std::vector<std::byte> bytes) {
