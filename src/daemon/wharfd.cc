@@ -117,6 +117,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Clock& 
   options.refuse_fds = d->config_.refuse_passed_fds;
   WHARF_ASSIGN_OR_RETURN(d->listener_,
                          shm::ControlListener::Open(d->config_.socket_path, clock, options));
+  d->waiter_->NoteReadinessOf(d->listener_->fd());  // see Pass
   if (!d->listener_->refuses_fds()) {
     d->closer_ = std::make_unique<shm::BackgroundCloser>();
     d->listener_->set_closer(d->closer_.get());
@@ -319,8 +320,13 @@ transport::PollResult Daemon::Pass() {
   if (slept_) watchdog_.Awake();  // once per sleep: a getrusage
   const bool check_control = slept_ || now >= next_control_check_ns_;
   if (check_control) next_control_check_ns_ = now + kControlCheckInterval;
+  // After a sleep, the listener only when epoll said someone knocks; while
+  // spinning, the look every kControlCheckInterval. Most wake-ups of a
+  // daemon with mesh traffic are packets, and an accept finding nobody was
+  // a system call on each (docs/mesh.md, "Cost").
+  const bool knocked = waiter_->TakeNotedReadiness();
+  if (slept_ ? knocked : check_control) AcceptConnections(now);
   slept_ = false;
-  if (check_control) AcceptConnections(now);
   // The shared sockets first: what arrived goes to the endpoints' queues,
   // which the sessions' engines then read.
   {

@@ -156,8 +156,10 @@ void Waiter::Sleep(TimeNs until_ns) {
     --sleeping_in_epoll_;
   }
   spin_turns_.store(0, std::memory_order_relaxed);
+  const int noted = noted_fd_.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i) {
     int fd = events[i].data.fd;
+    if (fd == noted && noted >= 0) noted_ready_.store(true, std::memory_order_relaxed);
     if (fd == wake_fd_ || fd == timer_fd_) {
       uint64_t drained;
       if (read(fd, &drained, sizeof(drained)) > 0 && fd == timer_fd_) timer_armed_ns_ = kNever;

@@ -87,6 +87,16 @@ class Waiter {
   // called before each poll of the engine.
   void ClearReadable();
 
+  // Remembers whether a sleep returned with `fd` (a watched one) readable,
+  // for a host that would otherwise try it after every wake-up: wharfd's
+  // listener, where an accept that finds nobody is a system call per
+  // wake-up. One fd; -1 forgets it.
+  void NoteReadinessOf(int fd) { noted_fd_.store(fd, std::memory_order_relaxed); }
+  // Whether a sleep reported the noted fd readable since the last call.
+  // epoll reports at most a few fds per sleep, so a false answer means
+  // "not yet seen": a still-readable fd is reported by the next sleep.
+  bool TakeNotedReadiness() { return noted_ready_.exchange(false, std::memory_order_relaxed); }
+
   // The wait loop of every blocking call on an engine: runs until `done()`
   // holds (true) or `deadline_ns` passes or `stop()` (false unless done).
   // Each turn runs `turn()`, the host's non-blocking pass, returning a
@@ -190,6 +200,8 @@ class Waiter {
   std::atomic<bool> wake_pending_{false};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> exposed_{false};
+  std::atomic<int> noted_fd_{-1};          // NoteReadinessOf
+  std::atomic<bool> noted_ready_{false};   // TakeNotedReadiness
   // The watched fds, and whether they are in the epoll set now: while
   // threads sleep (sleeping_in_epoll_ > 0) or once exposed.
   Mutex fds_mu_;

@@ -55,6 +55,33 @@ TEST_F(WaiterTest, SleepEndsWhenAWatchedFdIsReadable) {
   EXPECT_LT(TimedSleep(5'000 * kMs), 100 * kMs);  // at once, not after 100 ms
 }
 
+TEST_F(WaiterTest, ANotedFdIsReportedOnceAfterASleepThatFoundItReadable) {
+  const int other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(other, 0);
+  ASSERT_TRUE(waiter_->Watch({event_fd_, other}).ok());
+  waiter_->NoteReadinessOf(event_fd_);
+  uint64_t one = 1;
+  // Another fd woke the sleep: the noted one was not seen.
+  ASSERT_EQ(write(other, &one, sizeof(one)), 8);
+  TimedSleep(5'000 * kMs);
+  EXPECT_FALSE(waiter_->TakeNotedReadiness());
+  uint64_t drained;
+  ASSERT_EQ(read(other, &drained, sizeof(drained)), 8);
+  // The noted one did: reported, and only once.
+  ASSERT_EQ(write(event_fd_, &one, sizeof(one)), 8);
+  TimedSleep(5'000 * kMs);
+  EXPECT_TRUE(waiter_->TakeNotedReadiness());
+  EXPECT_FALSE(waiter_->TakeNotedReadiness());
+  // Still readable (nobody read it): the next sleep reports it again.
+  TimedSleep(5'000 * kMs);
+  EXPECT_TRUE(waiter_->TakeNotedReadiness());
+  // Forgotten: no longer reported.
+  waiter_->NoteReadinessOf(-1);
+  TimedSleep(5'000 * kMs);
+  EXPECT_FALSE(waiter_->TakeNotedReadiness());
+  close(other);
+}
+
 TEST_F(WaiterTest, UnwatchedFdDoesNotWake) {
   uint64_t one = 1;
   ASSERT_EQ(write(event_fd_, &one, sizeof(one)), 8);

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "bench/iperf3_runner.h"
 #include "bench/managed_pingpong.h"
+#include "bench/probe_floor.h"
 #include "bench/report.h"
 #include "bench/shm_pingpong.h"
 #include "bench/wharf_pingpong.h"
@@ -288,6 +289,81 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   return failures == 0 ? 0 : 1;
 }
 
+void AddProbeFloorCommand(CLI::App& bench, BenchOptions& options) {
+  CLI::App* floor = bench.add_subcommand(
+      "probe-floor",
+      "The least CPU a UDP mesh prober spends per probe on this machine, the baseline for "
+      "wharfd's figure (scripts/mesh-bench runs it in the same rounds): two threads on kernel "
+      "sockets, a prober sending --rate probes a second in passes of --pass-ms (one send each, "
+      "with a transmit stamp, a pass's stamps read in one call) and a responder answering each "
+      "with one send; CPU time of each thread per probe. Example:\n"
+      "  wharf bench probe-floor --rate 10000 --seconds 5");
+  options.probe_floor_command = floor;
+  BenchProbeFloorOptions& o = options.probe_floor;
+  floor->add_option("--host", o.host, "Numeric address both sockets bind")->capture_default_str();
+  floor->add_option("--rate", o.rate, "Probes per second")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1'000'000u));
+  floor->add_option("--pass-ms", o.pass_ms, "Probes due within a pass leave together")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1000.0));
+  floor->add_option("--seconds", o.seconds, "Measured time (after 0.2 s of warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  floor->add_option("--size", o.probe_bytes, "Bytes of a probe and of its answer")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  floor->add_flag("--no-transmit-stamps", o.no_transmit_stamps,
+                  "Do not ask for the probes' transmit stamps");
+  floor->add_option("--prober-cpu", o.prober_cpu, "CPU of the prober thread (-1: not pinned)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1023));
+  floor->add_option("--responder-cpu", o.responder_cpu,
+                    "CPU of the responder thread (-1: not pinned)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1023));
+  floor->add_flag("--json", o.json, "Print one JSON object instead of text");
+}
+
+int RunProbeFloor(const BenchProbeFloorOptions& o) {
+  bench::ProbeFloorOptions options;
+  options.host = o.host;
+  options.rate = o.rate;
+  options.pass_ns = static_cast<DurationNs>(o.pass_ms * kNsPerMs);
+  options.duration_ns = SecondsToNs(o.seconds);
+  options.probe_bytes = o.probe_bytes;
+  options.transmit_stamps = !o.no_transmit_stamps;
+  options.prober_cpu = o.prober_cpu;
+  options.responder_cpu = o.responder_cpu;
+  Result<bench::ProbeFloorResult> r = bench::MeasureProbeFloor(options);
+  if (!r.ok()) {
+    std::fprintf(stderr, "wharf bench probe-floor: %s\n", r.status().ToString().c_str());
+    return 1;
+  }
+  const double seconds = static_cast<double>(r->measured_ns) / kNsPerSec;
+  if (o.json) {
+    std::printf(
+        "{\"probes_sent\": %llu, \"answers\": %llu, \"transmit_stamps\": %llu, "
+        "\"receive_stamps\": %llu, \"seconds\": %.3f, \"prober_cpu_us_per_probe\": %.3f, "
+        "\"responder_cpu_us_per_probe\": %.3f}\n",
+        static_cast<unsigned long long>(r->probes_sent), static_cast<unsigned long long>(r->answers),
+        static_cast<unsigned long long>(r->transmit_stamps),
+        static_cast<unsigned long long>(r->receive_stamps), seconds,
+        r->ProberNsPerProbe() / kNsPerUs, r->ResponderNsPerProbe() / kNsPerUs);
+    return 0;
+  }
+  std::printf("probes sent      %llu in %.1f s (%.0f/s), %llu answered\n",
+              static_cast<unsigned long long>(r->probes_sent), seconds,
+              static_cast<double>(r->probes_sent) / seconds,
+              static_cast<unsigned long long>(r->answers));
+  std::printf("kernel stamps    %llu transmit, %llu receive\n",
+              static_cast<unsigned long long>(r->transmit_stamps),
+              static_cast<unsigned long long>(r->receive_stamps));
+  std::printf("CPU per probe    prober %.1f us, responder %.1f us\n",
+              r->ProberNsPerProbe() / kNsPerUs, r->ResponderNsPerProbe() / kNsPerUs);
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
@@ -394,6 +470,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
       ->check(CLI::Range(0, 1023));
   baseline->add_option("--json", o.json_path, "Also write the results as JSON to this file");
   baseline->add_flag("--no-progress", o.no_progress, "No progress line on stderr");
+  AddProbeFloorCommand(*bench, options);
   return bench;
 }
 
@@ -401,6 +478,9 @@ int RunBench(const BenchOptions& options) {
   if (options.baseline_command != nullptr && options.baseline_command->parsed()) {
     return RunBaseline(options.baseline, options.iperf3_port_flag != nullptr &&
                                              options.iperf3_port_flag->count() > 0);
+  }
+  if (options.probe_floor_command != nullptr && options.probe_floor_command->parsed()) {
+    return RunProbeFloor(options.probe_floor);
   }
   if (options.cluster_command != nullptr && options.cluster_command->parsed()) {
     return RunBenchCluster(options.cluster);

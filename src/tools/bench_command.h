@@ -46,8 +46,23 @@ struct BenchBaselineOptions {
   bool no_progress = false;
 };
 
+// `wharf bench probe-floor` (bench/probe_floor.h).
+struct BenchProbeFloorOptions {
+  std::string host = "127.0.0.1";
+  uint32_t rate = 10'000;
+  double pass_ms = 1;
+  double seconds = 5;
+  uint32_t probe_bytes = 24;
+  bool no_transmit_stamps = false;
+  int prober_cpu = 0;
+  int responder_cpu = 1;
+  bool json = false;  // one JSON object on stdout instead of the text lines
+};
+
 struct BenchOptions {
   BenchBaselineOptions baseline;
+  BenchProbeFloorOptions probe_floor;
+  CLI::App* probe_floor_command = nullptr;
   // Set by AddBenchCommand; tell RunBench which subcommand ran.
   CLI::App* baseline_command = nullptr;
   CLI::Option* iperf3_port_flag = nullptr;  // given explicitly: no fallback port
