@@ -71,7 +71,7 @@ class ReleaseQueueTest : public ::testing::Test {
   }};
 };
 
-TEST_F(ReleaseQueueTest, Ack__DefersDestructionUntilRelease) {
+TEST_F(ReleaseQueueTest, AnAckDefersDestructionUntilRelease) {
   ClientRecord& record = Record(peer_, kPair, {4, 6});
   queue_.Ack(peer_, kPair, 4);
   EXPECT_EQ(queue_.size(), 1u);
@@ -84,7 +84,7 @@ TEST_F(ReleaseQueueTest, Ack__DefersDestructionUntilRelease) {
   EXPECT_EQ(record.tombstones, (std::set<uint64_t>{4}));
 }
 
-TEST_F(ReleaseQueueTest, RaiseFloor__AtOnceAndOnlyUpward) {
+TEST_F(ReleaseQueueTest, AFloorRisesAtOnceAndOnlyUpward) {
   ClientRecord& record = Record(peer_, kPair, {4});
   queue_.RaiseFloor(peer_, kPair, 10);
   EXPECT_EQ(record.floor, 10u) << "the floor rises before Release";
@@ -102,7 +102,7 @@ TEST_F(ReleaseQueueTest, RaiseFloor__AtOnceAndOnlyUpward) {
   EXPECT_EQ(LiveIds(record), (std::vector<uint64_t>{4}));
 }
 
-TEST_F(ReleaseQueueTest, RaiseFloor__IgnoresAClientWithoutRecord) {
+TEST_F(ReleaseQueueTest, AFloorForAClientWithoutARecordIsIgnored) {
   Record(peer_, kPair, {4});
   queue_.RaiseFloor(peer_, kOtherPair, 10);
   EXPECT_TRUE(queue_.empty());
@@ -112,7 +112,7 @@ TEST_F(ReleaseQueueTest, RaiseFloor__IgnoresAClientWithoutRecord) {
   EXPECT_EQ(log_, "");
 }
 
-TEST_F(ReleaseQueueTest, Release__FloorErasesTombstonesAndDestroysLiveRpcsBelowIt) {
+TEST_F(ReleaseQueueTest, AFloorErasesTombstonesAndDestroysLiveRpcsBelowIt) {
   ClientRecord& record = Record(peer_, kPair, {4, 6, 10, 14}, {2, 8, 12});
   queue_.RaiseFloor(peer_, kPair, 10);
   EXPECT_EQ(LiveIds(record), (std::vector<uint64_t>{4, 6, 10, 14}));
@@ -125,7 +125,7 @@ TEST_F(ReleaseQueueTest, Release__FloorErasesTombstonesAndDestroysLiveRpcsBelowI
   EXPECT_EQ(record.tombstones, (std::set<uint64_t>{12}));
 }
 
-TEST_F(ReleaseQueueTest, Release__FloorFreesUpToTheRecordsLatestFloor) {
+TEST_F(ReleaseQueueTest, AReleaseFreesUpToTheRecordsLatestFloor) {
   ClientRecord& record = Record(peer_, kPair, {4, 10, 14});
   queue_.RaiseFloor(peer_, kPair, 6);
   queue_.RaiseFloor(peer_, kPair, 12);
@@ -135,7 +135,7 @@ TEST_F(ReleaseQueueTest, Release__FloorFreesUpToTheRecordsLatestFloor) {
   EXPECT_EQ(LiveIds(record), (std::vector<uint64_t>{14}));
 }
 
-TEST_F(ReleaseQueueTest, Release__PassesEachEntrysPeerPairAndIdInOrder) {
+TEST_F(ReleaseQueueTest, AReleasePassesEachEntrysPeerPairAndIdInOrder) {
   Record(peer_, kPair, {4, 20});
   Record(peer_, kOtherPair, {8});
   Record(other_peer_, kPair, {6});
@@ -153,7 +153,7 @@ TEST_F(ReleaseQueueTest, Release__PassesEachEntrysPeerPairAndIdInOrder) {
   EXPECT_EQ(LiveIds(peer_.clients.at(kPair)), (std::vector<uint64_t>{4}));
 }
 
-TEST_F(ReleaseQueueTest, Release__EmptiesTheQueue) {
+TEST_F(ReleaseQueueTest, AReleaseEmptiesTheQueue) {
   Record(peer_, kPair, {4, 6});
   queue_.Ack(peer_, kPair, 4);
   queue_.RaiseFloor(peer_, kPair, 8);
