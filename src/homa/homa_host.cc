@@ -54,7 +54,10 @@ HomaHost::HomaHost(const HomaConfig& config, transport::Datagram* net, const Clo
       grants_(config, max_datagram_bytes_),
       tx_(net, config.control_priority, &stats_),
       sender_(config, clock, &tx_, &rpcs_, &stats_),
-      timer_(config, clock.NowNs()) {
+      timer_(config, clock.NowNs()),
+      releases_([this](Peer& peer, uint32_t pair, uint64_t client_id, bool tombstone) {
+        DestroyServerRpc(peer, pair, client_id, tombstone);
+      }) {
   rx_batch_.resize(kRxBatch);
   path_errors_.resize(kPathErrorBatch);
   departures_.resize(kPathErrorBatch);
@@ -95,7 +98,7 @@ void HomaHost::CloseEndpoint(HomaEndpoint& ep, const Status& status) {
   // What the endpoint asked to send goes out before its messages are freed.
   tx_.Flush();
   // Acks and floors already received may name its RPCs: apply them first.
-  if (!deferred_releases_.empty()) ReleaseFinished();
+  if (!releases_.empty()) releases_.Release();
   // Collect first: failing and destroying unlinks RPCs from the list.
   std::vector<Rpc*> doomed;
   for (Rpc* rpc = rpcs_.oldest(); rpc != nullptr; rpc = rpc->newer) {
@@ -192,7 +195,7 @@ PollResult HomaHost::Poll() {
   PollResult result;
   const TimeNs now = now_ns_ = clock_.NowNs();
   result.now = now;
-  if (!deferred_releases_.empty()) ReleaseFinished();
+  if (!releases_.empty()) releases_.Release();
   // Before the receives: a request's departure is then known when its
   // response completes in this same Poll.
   TakeDepartures();
@@ -214,7 +217,7 @@ PollResult HomaHost::Poll() {
   }
   if (grants_.pass_due()) SendGrants();
   if (timer_.Due(now)) {
-    ReleaseFinished();  // the timer must not probe an RPC already acked
+    releases_.Release();  // the timer must not probe an RPC already acked
     const uint64_t sent_before = stats_.packets_sent;
     Tick(now);
     rpcs_.StartPeakWindow();
@@ -230,9 +233,7 @@ PollResult HomaHost::Poll() {
   return result;
 }
 
-bool HomaHost::Idle() const {
-  return sender_.idle() && deferred_releases_.empty() && rpcs_.num_live() == 0;
-}
+bool HomaHost::Idle() const { return sender_.idle() && releases_.empty() && rpcs_.num_live() == 0; }
 
 TimeNs HomaHost::NextDeadline() const {
   TimeNs next = timer_.NextDeadline(Idle());
@@ -345,7 +346,7 @@ void HomaHost::HandleDatagram(const transport::NetAddress& from, std::span<const
     // addressed to: everything below it is finished (one packet releases a
     // whole burst).
     if (common.rpc_id != 0) {
-      AdvanceFloor(peer, EndpointPair(common.dport, common.sport), common.rpc_id);
+      releases_.RaiseFloor(peer, EndpointPair(common.dport, common.sport), common.rpc_id);
     }
     for (uint16_t i = 0; i < acks->count; ++i) HandleAck(peer, common.sport, acks->acks[i]);
   }
@@ -419,7 +420,7 @@ void HomaHost::HandleData(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader
   // needs no tombstone (the floor covers it), which saves inserting one
   // only to erase it again for nearly every RPC.
   if (FromClient(common) && data.header.ack_floor != 0) {
-    AdvanceFloor(peer, EndpointPair(ep.endpoint_id(), common.sport), data.header.ack_floor);
+    releases_.RaiseFloor(peer, EndpointPair(ep.endpoint_id(), common.sport), data.header.ack_floor);
   }
   if (data.header.ack.client_id != 0) HandleAck(peer, common.sport, data.header.ack);
   // A sender using stale cutoffs gets ours (at most once per peer per tick).
@@ -621,56 +622,19 @@ void HomaHost::HandleNeedAck(HomaEndpoint& ep, Peer& peer, const wire::CommonHea
   sender_.SendAcks(peer, ep.endpoint_id(), common.sport);
 }
 
-// Acks and floors usually ride on the next request's DATA, so freeing the
-// RPCs they finish would sit between that request's arrival and its
-// handler. The floor itself is raised at once (it decides whether a packet
-// is a late duplicate); the freeing waits for the next Poll, which runs
-// while the handler's response is already on its way. Until then a
-// finished RPC is still in `live`, where a duplicate packet finds it and is
-// dropped as one, as before.
+// The RPC is freed at the next Poll, not now: see ReleaseQueue for why.
 void HomaHost::HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack) {
   // The ack names its server endpoint, which need not be the packet's dport
   // (an ack rides on any DATA from the client endpoint that owes it).
   if (endpoints_.Find(ack.server_port) == nullptr) return;
   ++stats_.acks_received;
-  deferred_releases_.push_back(
-      {&peer, EndpointPair(ack.server_port, client_port), ack.client_id, /*is_floor=*/false});
-}
-
-void HomaHost::AdvanceFloor(Peer& peer, uint32_t pair, uint64_t floor) {
-  // A client we hold no record of has nothing here to finish.
-  auto it = peer.clients.find(pair);
-  if (it == peer.clients.end()) return;
-  ClientRecord& record = it->second;
-  if (floor <= record.floor) return;  // floors only rise; older packets carry lower ones
-  record.floor = floor;
-  deferred_releases_.push_back({&peer, pair, floor, /*is_floor=*/true});
-}
-
-void HomaHost::ReleaseFinished() {
-  // Index loop: nothing below adds to the list, but keep it robust.
-  for (size_t i = 0; i < deferred_releases_.size(); ++i) {
-    const DeferredRelease r = deferred_releases_[i];
-    if (!r.is_floor) {
-      DestroyServerRpc(*r.peer, r.pair, r.id, /*tombstone=*/true);
-      continue;
-    }
-    auto it = r.peer->clients.find(r.pair);
-    if (it == r.peer->clients.end()) continue;
-    ClientRecord& record = it->second;
-    record.tombstones.erase(record.tombstones.begin(), record.tombstones.lower_bound(record.floor));
-    // RPCs below the floor are finished as far as the client is concerned.
-    while (!record.live.empty() && record.live.begin()->first < record.floor) {
-      DestroyServerRpc(*r.peer, r.pair, record.live.begin()->first, /*tombstone=*/false);
-    }
-  }
-  deferred_releases_.clear();
+  releases_.Ack(peer, EndpointPair(ack.server_port, client_port), ack.client_id);
 }
 
 Peer* HomaHost::PeerFor(const transport::NetAddress& addr) {
   if (Peer* known = peers_.Find(addr)) return known;
   if (peers_.full()) {
-    if (!deferred_releases_.empty()) ReleaseFinished();  // they point at peers
+    if (!releases_.empty()) releases_.Release();  // they point at peers
     // Full: replace a peer that has nothing live and has been silent a
     // while, if there is one among the next few (bounded work).
     peers_.ReplaceIdle(now_ns_, config_.tick_ns * config_.resend_interval_ticks);

@@ -13,6 +13,7 @@
 //   Sender          sender.h          the SRPT send queue, the pacer, owed acks
 //   TxBatcher       tx_batcher.h      the transmit batch and its hand-off
 //   LivenessTimer   timer.h           resends, keep-alives, peer death
+//   ReleaseQueue    release_queue.h   acked and floor-finished server RPCs
 // The host keeps the packet handlers, the endpoints' calls, the RPC
 // lifecycle that ties the parts together, and Poll. It never calls a socket
 // directly (all I/O goes through transport::Datagram) and reads time only
@@ -33,6 +34,7 @@
 #include "homa/endpoint_table.h"
 #include "homa/grant.h"
 #include "homa/peer_table.h"
+#include "homa/release_queue.h"
 #include "homa/rpc.h"
 #include "homa/rpc_registry.h"
 #include "homa/sender.h"
@@ -172,11 +174,9 @@ class HomaHost {
   void HandleRpcUnknown(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common);
   void HandleNeedAck(HomaEndpoint& ep, Peer& peer, const wire::CommonHeader& common);
   // An ack from the client at (peer, client_port) for our endpoint
-  // ack.server_port (any of ours, not only the packet's dport).
+  // ack.server_port (any of ours, not only the packet's dport): queued in
+  // releases_, which frees its RPC at the next Poll.
   void HandleAck(Peer& peer, uint16_t client_port, const wire::Ack& ack);
-  void AdvanceFloor(Peer& peer, uint32_t pair, uint64_t floor);
-  // Frees the server RPCs that acks and floors finished.
-  void ReleaseFinished();
   // The peer at `addr`, created on first use; nullptr when the table is
   // full of peers with live RPCs (homa.max_peers). No system call.
   Peer* PeerFor(const transport::NetAddress& addr);
@@ -236,15 +236,10 @@ class HomaHost {
   Sender sender_;  // borrows tx_ and rpcs_
   LivenessTimer timer_;
 
-  // Acks and floors received, whose server RPCs ReleaseFinished frees at the
-  // start of the next Poll (see HandleAck).
-  struct DeferredRelease {
-    Peer* peer;     // a peer with deferred releases is never removed (see PeerFor)
-    uint32_t pair;  // EndpointPair(our server endpoint, client port)
-    uint64_t id;    // the acked client id, or the new floor
-    bool is_floor;
-  };
-  std::vector<DeferredRelease> deferred_releases_;
+  // Acks and floors received, whose server RPCs it frees (through
+  // DestroyServerRpc) at the start of the next Poll. Names peers: released
+  // before any peer is removed (PeerFor, Poll before Tick).
+  ReleaseQueue releases_;
   // Blocks that large incoming messages are reassembled in, kept once their
   // holder drops them: a fresh 1 MiB buffer per message cost 256 page
   // faults whenever glibc had handed the last one back (transport/
