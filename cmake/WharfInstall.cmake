@@ -129,6 +129,21 @@ foreach(program IN LISTS WHARF_INSTALL_PROGRAMS)
   endif()
 endforeach()
 
+# protoc-gen-wharf (cmake/WharfProto.cmake), when built: in the export set,
+# so that the package knows it as wharf::protoc-gen-wharf, which
+# wharf_generate_proto (installed beside the package) runs.
+if(TARGET protoc-gen-wharf)
+  install(TARGETS protoc-gen-wharf EXPORT wharfTargets
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Development)
+  list(APPEND WHARF_INSTALLED_PROGRAMS protoc-gen-wharf)
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/wharfGenerateProto.cmake
+          DESTINATION ${WHARF_INSTALL_CMAKEDIR}
+          COMPONENT Development)
+  set(WHARF_PACKAGE_HAS_PROTO ON)
+else()
+  set(WHARF_PACKAGE_HAS_PROTO OFF)
+endif()
+
 # --- CMake package ----------------------------------------------------------
 
 install(EXPORT wharfTargets

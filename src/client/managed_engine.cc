@@ -141,14 +141,26 @@ void ManagedEngine::FlushCommands(bool urgent) {
   }
 }
 
-bool ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
-  if (payload.empty()) return true;
+Status ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
+  if (payload.empty()) return OkStatus();
+  // wharfd takes a longer descriptor for a hostile application's and ends
+  // the session: an honest oversized message must fail here, alone.
+  const uint64_t max = link_->welcome().max_message_bytes;
+  if (payload.size() > max) {
+    return InvalidArgumentError("a message of " + std::to_string(payload.size()) +
+                                " bytes exceeds wharfd's homa.max_message_bytes (" +
+                                std::to_string(max) + ")");
+  }
   const std::shared_ptr<SendArea>& area = link_->send_area();
   std::optional<std::pair<uint64_t, uint64_t>> range = area->RangeOf(payload);
   if (!range.has_value()) {
     // Not in the shared heap: one copy, into it.
     std::optional<Buffer> copy = area->Allocate(payload.size());
-    if (!copy.has_value()) return false;
+    if (!copy.has_value()) {
+      return ResourceExhaustedError(
+          "the shared heap's send area is full (wharfd limits.heap_bytes; release or wait for "
+          "sends)");
+    }
     std::memcpy(copy->data(), payload.data(), payload.size());
     ++counts_.copied_sends;
     payload = std::move(*copy);
@@ -157,16 +169,13 @@ bool ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
   d->heap_offset = range->first;
   d->length = range->second;
   lent_[tag] = std::move(payload);
-  return true;
+  return OkStatus();
 }
 
 void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
   if (!Usable(op_id)) return;
-  if (!Lend(op_id, std::move(payload), &d)) {
-    sink_->OnComplete(op_id,
-                      ResourceExhaustedError("the shared heap's send area is full (wharfd "
-                                             "limits.heap_bytes; release or wait for sends)"),
-                      Buffer(), 0);
+  if (Status lent = Lend(op_id, std::move(payload), &d); !lent.ok()) {
+    sink_->OnComplete(op_id, std::move(lent), Buffer(), 0);
     return;
   }
   pending_.insert(op_id);
@@ -303,10 +312,12 @@ void ManagedEngine::Respond(const engine::ServerCallRef& call, Status status, Bu
     std::string_view text = status.message();
     payload = Buffer::Copy(text.substr(0, shm::kMaxErrorText));
   }
-  if (!Lend(tag, std::move(payload), &d)) {
-    // No room for the answer: the client still hears, without the payload.
+  if (Status lent = Lend(tag, std::move(payload), &d); !lent.ok()) {
+    // No room for the answer, or too large: the client still hears, with
+    // why (a payload in the heap, or none if even that has no room).
     d.status = static_cast<uint32_t>(StatusCode::kResourceExhausted);
     d.heap_offset = d.length = 0;
+    (void)Lend(tag, Buffer::Copy(lent.message().substr(0, shm::kMaxErrorText)), &d);
   }
   Push(d);
   FlushUnlessBatching();

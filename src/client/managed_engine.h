@@ -118,8 +118,9 @@ class ManagedEngine final : public engine::EngineApi {
   // The peer handle for `uri`, naming it to wharfd first if new.
   uint64_t PeerHandle(const engine::Uri& uri);
   // Puts `payload` in the send area (no copy if it is there already) and
-  // keeps it until kSendReleased for `tag`. False when the area is full.
-  bool Lend(uint64_t tag, Buffer payload, shm::Descriptor* d);
+  // keeps it until kSendReleased for `tag`. kResourceExhausted when the
+  // area is full, kInvalidArgument over wharfd's message size limit.
+  Status Lend(uint64_t tag, Buffer payload, shm::Descriptor* d);
   void StartOp(uint64_t op_id, shm::Descriptor d, Buffer payload = Buffer());
   void Dispatch(const shm::Descriptor& e);
   // The text of a completion-ring range (copied; the range is released).

@@ -67,6 +67,26 @@ Status ServeEcho(Endpoint& server) {
   });
 }
 
+TEST_F(ManagedEndpointTest, AMessageOverTheLimitFailsAloneAndTheSessionLives) {
+  // wharfd ends the session of an application whose command ring holds a
+  // longer descriptor: the library must refuse such a message itself.
+  auto server = Open("homa://0.0.0.0:0/echo");
+  auto client = Open();
+  ASSERT_TRUE(server.ok() && client.ok());
+  ASSERT_TRUE(ServeEcho(**server).ok());
+  testing::ServerThread serving(**server);
+  const size_t limit = size_t{64} << 20;  // homa.max_message_bytes
+  Result<Buffer> big =
+      (*client)->Call((*server)->address(), 7, Buffer::Copy(std::string(limit + 1, 'x')));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument) << big.status();
+  EXPECT_NE(big.status().message().find("homa.max_message_bytes"), std::string::npos);
+  // Still attached: the next call goes through.
+  Result<Buffer> next = (*client)->Call((*server)->address(), 7, Buffer::Copy("hi"));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->AsStringView(), "re:hi");
+}
+
 TEST_F(ManagedEndpointTest, RpcBetweenTwoApplications) {
   auto server = Open("homa://0.0.0.0:0/echo");
   ASSERT_TRUE(server.ok()) << server.status().ToString();

@@ -1,0 +1,51 @@
+# Typed RPCs (WHARF_PROTO, see the top-level CMakeLists.txt): finds
+# Debian's protobuf (libprotobuf-dev; libprotoc-dev for the plugin API;
+# protobuf-compiler for protoc) and zlib (the method ids' CRC-32), builds
+# protoc-gen-wharf and defines wharf_generate_proto. A missing piece turns
+# them off visibly at configure time (AUTO) or fails it (ON); their tests
+# then report "skipped".
+set(WHARF_PROTO_BUILT OFF)
+if(WHARF_PROTO STREQUAL "OFF")
+  set(wharf_proto_why "WHARF_PROTO=OFF")
+elseif(NOT WHARF_PROTO MATCHES "^(AUTO|ON)$")
+  message(FATAL_ERROR "WHARF_PROTO: expected AUTO, ON or OFF, got '${WHARF_PROTO}'")
+else()
+  find_package(Protobuf QUIET)
+  find_package(ZLIB QUIET)
+  set(wharf_proto_missing "")
+  if(NOT Protobuf_FOUND OR NOT TARGET protobuf::libprotobuf)
+    list(APPEND wharf_proto_missing "protobuf (libprotobuf-dev)")
+  endif()
+  if(NOT TARGET protobuf::libprotoc OR NOT EXISTS "/usr/include/google/protobuf/compiler/plugin.h"
+     AND NOT EXISTS "${Protobuf_INCLUDE_DIR}/google/protobuf/compiler/plugin.h")
+    list(APPEND wharf_proto_missing "the protoc plugin API (libprotoc-dev)")
+  endif()
+  if(NOT TARGET protobuf::protoc)
+    list(APPEND wharf_proto_missing "protoc (protobuf-compiler)")
+  endif()
+  if(NOT ZLIB_FOUND)
+    list(APPEND wharf_proto_missing "zlib (zlib1g-dev)")
+  endif()
+  if(wharf_proto_missing)
+    list(JOIN wharf_proto_missing ", " wharf_proto_why)
+    set(wharf_proto_why "missing ${wharf_proto_why}")
+    if(WHARF_PROTO STREQUAL "ON")
+      message(FATAL_ERROR "WHARF_PROTO=ON but typed RPCs need ${wharf_proto_why}")
+    endif()
+  else()
+    set(WHARF_PROTO_BUILT ON)
+  endif()
+endif()
+
+if(WHARF_PROTO_BUILT)
+  message(STATUS "Typed RPCs (protoc-gen-wharf): built with protobuf ${Protobuf_VERSION}")
+  include(${PROJECT_SOURCE_DIR}/cmake/wharfGenerateProto.cmake)
+  add_subdirectory(src/protoc)
+else()
+  message(STATUS "Typed RPCs (protoc-gen-wharf): not built (${wharf_proto_why})")
+  if(WHARF_BUILD_TESTS)
+    add_test(NAME ProtocGenWharf.NotBuilt
+             COMMAND sh -c "echo 'protoc-gen-wharf not built: ${wharf_proto_why}'; exit 77")
+    set_tests_properties(ProtocGenWharf.NotBuilt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 10)
+  endif()
+endif()

@@ -1,0 +1,28 @@
+// protoc/wharf_generator.h: WharfGenerator, protoc-gen-wharf's code
+// generator (docs/rpc.md). For foo.proto it writes foo.wharf.h and
+// foo.wharf.cc beside protoc's foo.pb.h: for each service S, a class S with
+// the methods' MethodInfo constants (kGet: path and id), S::Stub (blocking,
+// asynchronous and callback forms of each method, over an endpoint and an
+// address or over a connection) and S::Service (one virtual handler per
+// method in two forms, plain and answer-later, and Register). The code
+// calls into include/wharf/rpc.h.
+//
+// Unary methods only, for now: a streaming method is refused with an error
+// that names it, never silently skipped.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/compiler/code_generator.h>
+
+namespace wharf::protoc {
+
+class WharfGenerator final : public google::protobuf::compiler::CodeGenerator {
+ public:
+  bool Generate(const google::protobuf::FileDescriptor* file, const std::string& parameter,
+                google::protobuf::compiler::GeneratorContext* context,
+                std::string* error) const override;
+  uint64_t GetSupportedFeatures() const override { return FEATURE_PROTO3_OPTIONAL; }
+};
+
+}  // namespace wharf::protoc
