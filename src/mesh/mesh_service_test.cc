@@ -179,9 +179,9 @@ TEST_F(MeshServiceTest, TwoDaemonsProbeEachOtherOverHomaAndTcp) {
   for (const auto& t : targets["targets"]) {
     EXPECT_EQ(t["timestamps"]["receive"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
     EXPECT_EQ(t["timestamps"]["send"], t["transport"] == "homa" ? "kernel" : "monotonic") << t;
-    // The class's priority 7 is CS7 on homa:// packets; tcp:// marks none.
+    // The class's priority 7 is CS7: on homa:// packets, and on the tcp:// connection.
     EXPECT_EQ(t["priority"], 7) << t;
-    EXPECT_EQ(t["dscp"], t["transport"] == "homa" ? nlohmann::json(56) : nlohmann::json()) << t;
+    EXPECT_EQ(t["dscp"], 56) << t;  // CS7 over homa:// (per message) and tcp:// (per connection)
   }
   // b answered a's probes (and a b's).
   EXPECT_GT(s->probes_answered, 0u);

@@ -615,9 +615,7 @@ std::string_view TransportName(ProbeTransport t) {
   return "unknown";
 }
 
-int ProbeDscp(ProbeTransport t, uint8_t priority) {
-  return t == ProbeTransport::kHoma ? priority * 8 : -1;
-}
+int ProbeDscp(ProbeTransport /*t*/, uint8_t priority) { return priority * 8; }
 
 Result<Pinglist> ParsePinglist(std::string_view text, std::string source_name) {
   WHARF_ASSIGN_OR_RETURN(ConfigDoc doc, ConfigDoc::Parse(text, source_name));

@@ -88,10 +88,10 @@ enum class ProbeTransport : uint8_t { kHoma, kTcp };
 // "homa", "tcp": the names the file uses.
 std::string_view TransportName(ProbeTransport t);
 
-// The DSCP a probe of class priority `priority` carries over `t`: homa://
-// marks each message's packets with the class selector of its priority
-// (CS0-CS7, priority x 8); tcp:// has one stream per peer at the socket's
-// DSCP and marks nothing per message: -1.
+// The DSCP a probe of class priority `priority` carries over `t`: the
+// class selector of its priority (CS0-CS7, priority x 8). homa:// marks
+// each message's packets; tcp:// marks the connection to the peer (one
+// stream per peer: the probes' class holds for all of it).
 int ProbeDscp(ProbeTransport t, uint8_t priority);
 
 // How a target is probed.

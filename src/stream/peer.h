@@ -81,6 +81,12 @@ struct Peer {
   // state is dropped, and the Peer itself, after 2 x peer_timeout.
   TimeNs disconnected_since_ns = kNever;
 
+  // The TOS byte everything to it is marked with (-1: the socket's
+  // default): the class selector of the latest priority a message to or
+  // from it asked for (one stream per peer: the marking is the peer's, not
+  // a message's). Every connection of the peer gets it.
+  int tos = -1;
+
   size_t CountOpen() const;
   size_t CountInboundOpen() const;
   size_t CountOutboundLive() const;  // dialled and not closed (any state)

@@ -32,6 +32,7 @@ std::vector<std::pair<std::string, uint64_t>> CounterList(const TcpStats& s) {
       {"tcp.connections_idle_closed", s.connections_idle_closed},
       {"tcp.peers_expired", s.peers_expired},
       {"tcp.clients_expired", s.clients_expired},
+      {"tcp.traffic_class_marks", s.traffic_class_marks},
       {"tcp.pings_sent", s.pings_sent},
       {"tcp.pongs_sent", s.pongs_sent},
       {"tcp.acks_sent", s.acks_sent},

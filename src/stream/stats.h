@@ -39,6 +39,7 @@ struct TcpStats {
   uint64_t connections_idle_closed = 0;  // closed after tcp.idle_timeout with nothing pending
   uint64_t peers_expired = 0;         // peers forgotten after 2 x tcp.peer_timeout without a connection
   uint64_t clients_expired = 0;       // of those, ones whose at-most-once records were dropped
+  uint64_t traffic_class_marks = 0;  // connections given a peer's DSCP (a message's priority)
   uint64_t pings_sent = 0;
   uint64_t pongs_sent = 0;
   uint64_t acks_sent = 0;             // explicit ACK frames (floors on requests are free)

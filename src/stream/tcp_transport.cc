@@ -5,6 +5,8 @@
 // that span the parts.
 #include "stream/tcp_transport.h"
 
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <array>
 #include <random>
@@ -111,9 +113,35 @@ Result<uint64_t> TcpMessageTransport::SendRequest(const transport::NetAddress& s
   return id;
 }
 
+Result<uint64_t> TcpMessageTransport::SendRequestTo(const transport::NetAddress& server,
+                                                    uint16_t server_endpoint, Buffer request,
+                                                    uint64_t cookie,
+                                                    const transport::SendOptions& options) {
+  if (server_endpoint != 0) {
+    return InvalidArgumentError("tcp://: one endpoint per port; no named endpoints");
+  }
+  if (!transport::IsMessagePriority(options.priority)) {
+    return InvalidArgumentError("tcp: priority " + std::to_string(options.priority) +
+                                " is outside 0..7");
+  }
+  // Before the request's bytes are written (SendRequest may write them).
+  if (options.priority != transport::kPriorityBySize &&
+      server.family() != transport::NetAddress::Family::kNone) {
+    MarkPeer(peers_.Get(server), options.priority);
+  }
+  return SendRequest(server, std::move(request), cookie);
+}
+
 Status TcpMessageTransport::SendResponse(const transport::ServerRpcKey& key, Buffer response,
-                                         transport::MessagePriority /*priority*/) {
+                                         transport::MessagePriority priority) {
   now_ = clock_.NowNs();
+  if (priority != transport::kPriorityBySize) {
+    if (!transport::IsMessagePriority(priority)) {
+      return InvalidArgumentError("tcp: priority " + std::to_string(priority) +
+                                  " is outside 0..7");
+    }
+    if (Peer* peer = peers_.Find(key.client)) MarkPeer(*peer, priority);
+  }
   WHARF_RETURN_IF_ERROR(server_.Respond(key, std::move(response), peers_.Find(key.client)));
   FlushUnlessHeld();
   conns_.Reap();
@@ -197,6 +225,7 @@ Status TcpMessageTransport::OnHello(Connection& conn, const wire::StreamHello& h
     peer = &peers_.Get(identity);
     conn.peer = peer;
     peer->connections.push_back(&conn);
+    ApplyPeerMarking(*peer, conn);
     peer->disconnected_since_ns = kNever;
   }
   conn.remote_instance = hello.instance_id;
@@ -315,11 +344,40 @@ void TcpMessageTransport::Dial(Peer& peer) {
   Connection& conn = **dialled;
   conn.peer = &peer;
   peer.connections.push_back(&conn);
+  ApplyPeerMarking(peer, conn);
   peer.disconnected_since_ns = kNever;
   // The kernel's handshake is not news from the peer: it completes even
   // while the process is stopped or hung, and counting it would keep a hung
   // peer's RPCs alive forever through reconnects. Its HELLO is news.
   if (conn.state() == Connection::State::kHandshake) SendHello(conn);
+}
+
+void TcpMessageTransport::MarkPeer(Peer& peer, transport::MessagePriority priority) {
+  // The class selector CS<priority>: DSCP priority * 8, in the TOS byte's
+  // top six bits, as the UDP socket marks homa's priorities.
+  const int tos = (priority * 8) << 2;
+  if (priority == transport::kPriorityBySize || peer.tos == tos) return;
+  peer.tos = tos;
+  for (Connection* conn : peer.connections) ApplyPeerMarking(peer, *conn);
+}
+
+void TcpMessageTransport::ApplyPeerMarking(const Peer& peer, Connection& conn) {
+  if (peer.tos < 0 || conn.fd() < 0) return;
+  if (transport::tcp::SetTrafficClass(conn.fd(), static_cast<uint8_t>(peer.tos)).ok()) {
+    ++stats_.traffic_class_marks;
+  }
+}
+
+std::vector<int> TcpMessageTransport::ConnectionTrafficClassesForTest(
+    const transport::NetAddress& server) {
+  std::vector<int> classes;
+  const Peer* peer = peers_.Find(server);
+  if (peer == nullptr) return classes;
+  for (const Connection* conn : peer->connections) {
+    Result<int> tos = transport::tcp::GetIntOption(conn->fd(), IPPROTO_IP, IP_TOS);
+    classes.push_back(tos.ok() ? *tos : -1);
+  }
+  return classes;
 }
 
 void TcpMessageTransport::SendHello(Connection& conn) {

@@ -74,7 +74,12 @@ class TcpMessageTransport final : public transport::MessageTransport, private Co
   transport::NetAddress LocalAddress() const override { return local_; }
   Result<uint64_t> SendRequest(const transport::NetAddress& server, Buffer request,
                                uint64_t cookie = 0) override;
-  // `priority` is ignored: one stream per peer, one DSCP.
+  // A chosen priority marks the peer's connections with its DSCP class
+  // selector (priority 2 is CS2) from this message on: one stream per
+  // peer, so the marking is the peer's, and the latest choice holds.
+  Result<uint64_t> SendRequestTo(const transport::NetAddress& server, uint16_t server_endpoint,
+                                 Buffer request, uint64_t cookie,
+                                 const transport::SendOptions& options = {}) override;
   Status SendResponse(const transport::ServerRpcKey& key, Buffer response,
                       transport::MessagePriority priority = transport::kPriorityBySize) override;
   // Drops the RPC: chunks not yet written are not sent; a half-written chunk
@@ -120,6 +125,9 @@ class TcpMessageTransport final : public transport::MessageTransport, private Co
     return conns_.ShutdownForTesting(&peer);
   }
 
+  // The TOS bytes of `server`'s connections as the kernel has them (tests).
+  std::vector<int> ConnectionTrafficClassesForTest(const transport::NetAddress& server);
+
  private:
   TcpMessageTransport(const TcpConfig& config, const Clock& clock);
 
@@ -138,6 +146,11 @@ class TcpMessageTransport final : public transport::MessageTransport, private Co
   // --- connections
   void AcceptAll();
   void Dial(Peer& peer);
+  // Marks `peer` (and its connections) with `priority`'s class selector,
+  // unless it is kPriorityBySize or already so.
+  void MarkPeer(Peer& peer, transport::MessagePriority priority);
+  // Gives a connection that just joined `peer` the peer's marking.
+  void ApplyPeerMarking(const Peer& peer, Connection& conn);
   void SendHello(Connection& conn);
   void HandleIo(Connection& conn, uint32_t events);
   void ReadFrom(Connection& conn);

@@ -225,6 +225,55 @@ TEST(TcpTransportTest, ServerSendsRequestsBackOverTheClientsConnection) {
   EXPECT_EQ(a.t->num_connections(), 1u);
 }
 
+TEST(TcpTransportTest, AChosenPriorityMarksThePeersConnectionsWithItsClassSelector) {
+  Harness h;
+  Node& a = h.AddNode();
+  Node& b = h.AddNode();
+  b.auto_respond = false;
+  // Unmarked until a message asks.
+  uint64_t plain = Call(a, b, Buffer::Copy("plain"));
+  ASSERT_TRUE(h.RunUntil([&] { return b.held.size() == 1; }));
+  EXPECT_EQ(a.t->ConnectionTrafficClassesForTest(b.address()), std::vector<int>{0});
+  // A request at priority 5: CS5 (DSCP 40, TOS 0xa0) from it on.
+  auto marked = a.t->SendRequestTo(b.address(), 0, Buffer::Copy("cs5"), 0, {.priority = 5});
+  ASSERT_TRUE(marked.ok()) << marked.status();
+  ASSERT_TRUE(h.RunUntil([&] { return b.held.size() == 2; }));
+  EXPECT_EQ(a.t->ConnectionTrafficClassesForTest(b.address()), std::vector<int>{0xa0});
+  EXPECT_EQ(a.t->stats().traffic_class_marks, 1u);
+  // The same priority again: nothing to change.
+  ASSERT_TRUE(a.t->SendRequestTo(b.address(), 0, Buffer::Copy("again"), 0, {.priority = 5}).ok());
+  EXPECT_EQ(a.t->stats().traffic_class_marks, 1u);
+  // The answer's priority marks the server's side: CS2 (TOS 0x40).
+  ASSERT_TRUE(b.t->SendResponse(b.held[1].server_key, Buffer::Copy("re"), 2).ok());
+  EXPECT_EQ(b.t->ConnectionTrafficClassesForTest(a.address()), std::vector<int>{0x40});
+  ASSERT_TRUE(h.RunUntil([&] { return a.Completed(*marked); }));
+  ASSERT_TRUE(b.t->SendResponse(b.held[0].server_key, Buffer::Copy("re")).ok());
+  ASSERT_TRUE(h.RunUntil([&] { return a.Completed(plain); }));
+  // Out of range: refused, nothing marked.
+  auto bad = a.t->SendRequestTo(b.address(), 0, Buffer::Copy("x"), 0, {.priority = 8});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.t->ConnectionTrafficClassesForTest(b.address()), std::vector<int>{0xa0});
+}
+
+TEST(TcpTransportTest, ANewConnectionToAMarkedPeerIsMarkedToo) {
+  Harness h;
+  TcpConfig config;
+  config.connections_per_peer = 2;
+  Node& a = h.AddNode(config);
+  Node& b = h.AddNode(config);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) {
+    auto id = a.t->SendRequestTo(b.address(), 0, Buffer::Copy("x"), 0, {.priority = 7});
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(h.RunUntil([&] { return a.done.size() == ids.size(); }));
+  const std::vector<int> classes = a.t->ConnectionTrafficClassesForTest(b.address());
+  ASSERT_FALSE(classes.empty());
+  for (int tos : classes) EXPECT_EQ(tos, 0xe0);  // CS7 on every one
+}
+
 TEST(TcpTransportTest, ConnectionPoolSpreadsMessages) {
   Harness h;
   TcpConfig config;

@@ -209,6 +209,15 @@ Status ApplyOptions(int fd, const SocketOptions& options) {
   return OkStatus();
 }
 
+Status SetTrafficClass(int fd, uint8_t tos) {
+  const int value = tos;
+  const bool v4 = setsockopt(fd, IPPROTO_IP, IP_TOS, &value, sizeof(value)) == 0;
+  const int v4_errno = errno;
+  const bool v6 = setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &value, sizeof(value)) == 0;
+  if (v4 || v6) return OkStatus();
+  return ErrnoToStatus(v4_errno, "IP_TOS");
+}
+
 Result<NetAddress> LocalAddressOf(int fd) {
   sockaddr_storage address;
   socklen_t len = sizeof(address);

@@ -74,6 +74,11 @@ Status ApplyOptions(int fd, const SocketOptions& options);
 Result<NetAddress> LocalAddressOf(int fd);
 Result<NetAddress> PeerAddressOf(int fd);
 
+// Marks what `fd` sends from now on with the TOS byte `tos` (DSCP << 2):
+// IP_TOS, and IPV6_TCLASS on an IPv6 socket (which may carry IPv4-mapped
+// traffic too, so both are set there). Fails only when neither applies.
+Status SetTrafficClass(int fd, uint8_t tos);
+
 // Reads an int-valued socket option back (tests and diagnostics).
 Result<int> GetIntOption(int fd, int level, int name);
 
