@@ -135,6 +135,8 @@ class PendingCall {
   // Failed before it left (the request could not be encoded).
   PendingCall(Status failed, const MethodInfo& method) : failed_(std::move(failed)), method_(&method) {}
 
+  // False for a default-constructed handle (no call).
+  bool valid() const { return completion_.valid() || !failed_.ok(); }
   bool done() const { return !failed_.ok() || completion_.done(); }
   // Drives the endpoint once (non-blocking), then returns done().
   bool Poll() { return !failed_.ok() || completion_.Poll(); }

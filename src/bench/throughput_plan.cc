@@ -8,7 +8,10 @@
 namespace wharf::bench {
 namespace {
 
-bool IsWharf(const std::string& proto) { return proto == "homa" || proto == "tcp"; }
+// homa-typed is wharf too (its modes, its wharfds), run by the proto node.
+bool IsWharf(const std::string& proto) {
+  return proto == "homa" || proto == "tcp" || proto == "homa-typed";
+}
 
 template <typename T>
 void AddOnce(std::vector<T>& out, const T& item) {
@@ -57,7 +60,9 @@ std::vector<ThroughputSeriesSpec> ThroughputSeriesFor(const std::vector<std::str
 
 bool IsGrpc(const std::string& proto) { return proto == "grpc" || proto == "grpc-sync"; }
 
-bool HasGoodputRows(const ThroughputSeriesSpec& series) { return !IsGrpc(series.proto); }
+bool RunsOnProtoNode(const std::string& proto) { return IsGrpc(proto) || proto == "homa-typed"; }
+
+bool HasGoodputRows(const ThroughputSeriesSpec& series) { return !RunsOnProtoNode(series.proto); }
 
 Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
   ThroughputPlan plan;
@@ -73,9 +78,10 @@ Result<ThroughputPlan> PlanThroughput(const ThroughputOptions& o) {
   }
   plan.mtu = o.mtu;
   for (const std::string& p : o.protos) {
-    if (p != "homa" && p != "tcp" && !IsGrpc(p) && p != "kernel-udp" && p != "kernel-tcp") {
-      return InvalidArgumentError(
-          "--proto " + p + ": expected homa, tcp, grpc, grpc-sync, kernel-udp or kernel-tcp");
+    if (!IsWharf(p) && !IsGrpc(p) && p != "kernel-udp" && p != "kernel-tcp") {
+      return InvalidArgumentError("--proto " + p +
+                                  ": expected homa, homa-typed, tcp, grpc, grpc-sync, kernel-udp "
+                                  "or kernel-tcp");
     }
   }
   for (const std::string& m : o.modes) {

@@ -85,5 +85,8 @@ std::vector<ThroughputSeriesSpec> ThroughputSeriesFor(const std::vector<std::str
 bool HasGoodputRows(const ThroughputSeriesSpec& series);
 // grpc or grpc-sync: wharf-grpc-node's series.
 bool IsGrpc(const std::string& proto);
+// The series wharf-grpc-node runs: gRPC's, and homa-typed (wharf's
+// generated code on the same echo.proto).
+bool RunsOnProtoNode(const std::string& proto);
 
 }  // namespace wharf::bench

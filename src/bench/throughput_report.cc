@@ -153,7 +153,7 @@ double GoodputRatio(const ThroughputPathResult& path, const ThroughputRow& row) 
 
 double RpcTarget(const ThroughputRow& row) {
   if (row.in_flight != 32 && row.in_flight != 256) return 0;
-  if (row.proto == "homa") return 10;
+  if (row.proto == "homa" || row.proto == "homa-typed") return 10;
   return row.proto == "tcp" ? 5 : 0;
 }
 

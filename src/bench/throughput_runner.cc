@@ -111,7 +111,7 @@ class PathRunner {
   void RunRound(ThroughputPathResult* round) {
     round_ = round;
     for (const ThroughputSeriesSpec& s : c_.plan.series) {
-      if (IsGrpc(s.proto) && c_.grpc_node.empty()) {
+      if (RunsOnProtoNode(s.proto) && c_.grpc_node.empty()) {
         round_->notes.push_back(s.proto + ": " + c_.grpc_missing + "; skipped");
         continue;
       }
@@ -156,7 +156,9 @@ class PathRunner {
   // The server port of a series: the convention's on a fresh veth pair; on
   // loopback, which other programs share, a free one.
   Result<int> PortFor(const ThroughputSeriesSpec& s) const {
-    if (out_.path == "veth") return ClusterNodePort(IsGrpc(s.proto) ? "grpc" : s.proto);
+    if (out_.path == "veth") {
+      return ClusterNodePort(IsGrpc(s.proto) ? "grpc" : s.proto == "homa-typed" ? "homa" : s.proto);
+    }
     WHARF_ASSIGN_OR_RETURN(uint16_t port, PickFreeTcpPort(hosts_.address(kServer)));
     return static_cast<int>(port);
   }
@@ -164,7 +166,7 @@ class PathRunner {
   std::vector<std::string> NodeArgv(const ThroughputSeriesSpec& s, int port, int host,
                                     const std::string& socket, int64_t start_at,
                                     uint64_t response_size) const {
-    std::vector<std::string> argv = IsGrpc(s.proto)
+    std::vector<std::string> argv = RunsOnProtoNode(s.proto)
                                         ? std::vector<std::string>{c_.grpc_node}
                                         : std::vector<std::string>{c_.self, "bench", "cluster-node"};
     if (s.proto == "grpc-sync") argv.insert(argv.end(), {"--server-api", "sync"});

@@ -29,9 +29,24 @@ expect_refusal clash.proto "wharf.test.Clash.GetLater: its generated name GetLat
 if msg="$("$protoc" -I"$data" --plugin=protoc-gen-wharf="$plugin" --wharf_out=fast:"$out" "$data/rpc_test.proto" 2>&1)"; then
   echo "FAIL: an unknown option was accepted"; failures=$((failures + 1))
 else
-  case "$msg" in *"takes no options (got 'fast')"*) echo "ok: option: $msg" ;;
+  case "$msg" in *"unknown option 'fast' (the one option is class_suffix=NAME)"*) echo "ok: option: $msg" ;;
     *) echo "FAIL: option: $msg"; failures=$((failures + 1)) ;; esac
 fi
+# class_suffix: the class is named with it (beside gRPC's own class).
+if "$protoc" -I"$data" --plugin=protoc-gen-wharf="$plugin" --wharf_out=class_suffix=Wharf:"$out" "$data/rpc_test.proto" &&
+   grep -q "^class TesterWharf final" "$out/rpc_test.wharf.h" &&
+   grep -q "TesterWharf::Service::Register" "$out/rpc_test.wharf.cc"; then
+  echo "ok: class_suffix"
+else
+  echo "FAIL: class_suffix=Wharf did not name the class TesterWharf"; failures=$((failures + 1))
+fi
+if msg="$("$protoc" -I"$data" --plugin=protoc-gen-wharf="$plugin" --wharf_out=class_suffix=a-b:"$out" "$data/rpc_test.proto" 2>&1)"; then
+  echo "FAIL: a bad class_suffix was accepted"; failures=$((failures + 1))
+else
+  case "$msg" in *"class_suffix 'a-b' is not"*) echo "ok: bad suffix: $msg" ;;
+    *) echo "FAIL: bad suffix: $msg"; failures=$((failures + 1)) ;; esac
+fi
+rm -f "$out"/rpc_test.*
 # A good file: both outputs, and nothing for the refused ones.
 "$protoc" -I"$data" --plugin=protoc-gen-wharf="$plugin" --wharf_out="$out" "$data/rpc_test.proto" || failures=$((failures + 1))
 for f in rpc_test.wharf.h rpc_test.wharf.cc; do

@@ -6,6 +6,7 @@
 #include <google/protobuf/io/printer.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -65,6 +66,29 @@ std::string Hex(uint32_t id) {
   return text;
 }
 
+// The generator's parameter (--wharf_opt=...): empty, or
+// "class_suffix=NAME", which names the generated class of service S
+// "S" + NAME, so that it can sit beside gRPC's class S in one program.
+Result<std::string> ClassSuffixOf(const std::string& parameter) {
+  if (parameter.empty()) return std::string();
+  const std::string key = "class_suffix=";
+  if (parameter.rfind(key, 0) != 0) {
+    return InvalidArgumentError("protoc-gen-wharf: unknown option '" + parameter +
+                                "' (the one option is class_suffix=NAME)");
+  }
+  std::string suffix = parameter.substr(key.size());
+  const bool identifier =
+      !suffix.empty() && std::all_of(suffix.begin(), suffix.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+      });
+  if (!identifier) {
+    return InvalidArgumentError("protoc-gen-wharf: class_suffix '" + suffix +
+                                "' is not an identifier's tail (letters, digits, _)");
+  }
+  return suffix;
+}
+
 struct MethodPlan {
   const MethodDescriptor* method;
   uint32_t id;
@@ -73,14 +97,16 @@ struct MethodPlan {
 // Everything wrong with the file's services, or "" when it can be
 // generated: streaming methods, id collisions, names the generated classes
 // would clash on.
-std::string Check(const FileDescriptor* file, std::vector<std::vector<MethodPlan>>* plans) {
+std::string Check(const FileDescriptor* file, const std::string& suffix,
+                  std::vector<std::vector<MethodPlan>>* plans) {
   MethodIdTable ids;
   std::string errors;
   for (int s = 0; s < file->service_count(); ++s) {
     const ServiceDescriptor* service = file->service(s);
     std::vector<MethodPlan> plan;
     // What the generated classes declare besides the methods' own names.
-    std::set<std::string> names = {"Register", "Stub", "Service", "kServiceName"};
+    std::set<std::string> names = {"Register", "Stub", "Service", "kServiceName",
+                                   service->name() + suffix};
     for (int m = 0; m < service->method_count(); ++m) {
       const MethodDescriptor* method = service->method(m);
       if (method->client_streaming() || method->server_streaming()) {
@@ -109,7 +135,7 @@ std::string Check(const FileDescriptor* file, std::vector<std::vector<MethodPlan
   return errors;
 }
 
-void PrintHeader(Printer& p, const FileDescriptor* file,
+void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suffix,
                  const std::vector<std::vector<MethodPlan>>& plans) {
   const std::string base = StripProto(file->name());
   p.Print({{"proto", file->name()}, {"pb_h", base + ".pb.h"}},
@@ -128,7 +154,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file,
   if (!ns.empty()) p.Print({{"ns", ns}}, "namespace $ns$ {\n\n");
   for (int s = 0; s < file->service_count(); ++s) {
     const ServiceDescriptor* service = file->service(s);
-    p.Print({{"name", service->name()}, {"full", service->full_name()}},
+    p.Print({{"name", service->name() + suffix}, {"full", service->full_name()}},
             "// The service $full$.\n"
             "class $name$ final {\n"
             " public:\n"
@@ -206,7 +232,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file,
   if (!ns.empty()) p.Print({{"ns", ns}}, "}  // namespace $ns$\n");
 }
 
-void PrintSource(Printer& p, const FileDescriptor* file,
+void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suffix,
                  const std::vector<std::vector<MethodPlan>>& plans) {
   const std::string base = StripProto(file->name());
   p.Print({{"proto", file->name()}, {"wharf_h", base + ".wharf.h"}},
@@ -219,7 +245,7 @@ void PrintSource(Printer& p, const FileDescriptor* file,
   if (!ns.empty()) p.Print({{"ns", ns}}, "namespace $ns$ {\n\n");
   for (int s = 0; s < file->service_count(); ++s) {
     const ServiceDescriptor* service = file->service(s);
-    const std::string name = service->name();
+    const std::string name = service->name() + suffix;
     for (const MethodPlan& m : plans[s]) {
       const Vars v = {{"service", name},
                       {"method", m.method->name()},
@@ -265,12 +291,13 @@ void PrintSource(Printer& p, const FileDescriptor* file,
 bool WharfGenerator::Generate(const FileDescriptor* file, const std::string& parameter,
                               google::protobuf::compiler::GeneratorContext* context,
                               std::string* error) const {
-  if (!parameter.empty()) {
-    *error = "protoc-gen-wharf takes no options (got '" + parameter + "')";
+  Result<std::string> suffix = ClassSuffixOf(parameter);
+  if (!suffix.ok()) {
+    *error = suffix.status().message();
     return false;
   }
   std::vector<std::vector<MethodPlan>> plans;
-  if (std::string problems = Check(file, &plans); !problems.empty()) {
+  if (std::string problems = Check(file, *suffix, &plans); !problems.empty()) {
     *error = problems;
     return false;
   }
@@ -278,13 +305,13 @@ bool WharfGenerator::Generate(const FileDescriptor* file, const std::string& par
   {
     std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(context->Open(base + ".wharf.h"));
     Printer printer(out.get(), '$');
-    PrintHeader(printer, file, plans);
+    PrintHeader(printer, file, *suffix, plans);
   }
   {
     std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(
         context->Open(base + ".wharf.cc"));
     Printer printer(out.get(), '$');
-    PrintSource(printer, file, plans);
+    PrintSource(printer, file, *suffix, plans);
   }
   return true;
 }

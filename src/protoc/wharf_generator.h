@@ -8,7 +8,9 @@
 // calls into include/wharf/rpc.h.
 //
 // Unary methods only, for now: a streaming method is refused with an error
-// that names it, never silently skipped.
+// that names it, never silently skipped. One option,
+// --wharf_opt=class_suffix=NAME: service S's class is S + NAME, so that it
+// can sit beside gRPC's class S in one program (wharf-grpc-node does).
 #pragma once
 
 #include <string>

@@ -71,7 +71,10 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
   t->add_option("--mtu", o.mtu, "MTU of the veth pair")->capture_default_str()->check(
       CLI::Range(576, 65535));
   t->add_option("--proto", o.protos,
-                "Series, comma-separated: homa (wharf homa://), tcp (wharf tcp://), grpc (gRPC "
+                "Series, comma-separated: homa (wharf homa://), homa-typed (wharf homa:// through "
+                "the code protoc-gen-wharf generates from the gRPC series' echo.proto: typed "
+                "calls beside raw ones and beside gRPC; run by wharf-grpc-node), tcp (wharf "
+                "tcp://), grpc (gRPC "
                 "C++, wharf-grpc-node beside wharf, completion-queue server: the RPC baseline; "
                 "skipped when absent), grpc-sync (the same client against gRPC's synchronous "
                 "server API with its defaults, as a new user writes it), kernel-udp and "
@@ -79,7 +82,8 @@ CLI::App* AddBenchThroughputCommand(CLI::App& bench, bench::ThroughputOptions& o
       ->capture_default_str()
       ->delimiter(',')
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"udp", "kernel-udp"}}))
-      ->check(CLI::IsMember({"homa", "tcp", "grpc", "grpc-sync", "kernel-udp", "kernel-tcp"}));
+      ->check(CLI::IsMember(
+          {"homa", "homa-typed", "tcp", "grpc", "grpc-sync", "kernel-udp", "kernel-tcp"}));
   t->add_option("--mode", o.modes,
                 "How wharf runs, comma-separated: embedded (in the process) or managed (through "
                 "a wharfd per side, on that side's CPU and address); homa and tcp only")
@@ -154,13 +158,13 @@ int RunBenchThroughput(const bench::ThroughputOptions& o) {
   Result<std::string> self = bench::SelfExecutable();
   if (!self.ok()) return Fail(self.status());
   run.self = *self;
-  if (Wants(*plan, "grpc") || Wants(*plan, "grpc-sync")) {
+  if (Wants(*plan, "grpc") || Wants(*plan, "grpc-sync") || Wants(*plan, "homa-typed")) {
     Result<std::string> grpc = bench::FindGrpcNode(*self);
     if (grpc.ok()) {
       run.grpc_node = *grpc;
     } else {
       run.grpc_missing = std::string(grpc.status().message());
-      std::printf("grpc: %s, skipped\n", run.grpc_missing.c_str());
+      std::printf("grpc, homa-typed: %s, skipped\n", run.grpc_missing.c_str());
     }
   }
   if (!plan->pin.note.empty()) std::printf("%s\n", plan->pin.note.c_str());

@@ -1,6 +1,9 @@
 // bench/grpc/grpc_node_main.cc: wharf-grpc-node, the gRPC C++ baseline of
 // `wharf bench cluster`: the cluster node (bench/cluster_node.h) with
 // gRPC's echo server (echo_server.h) and client (grpc_load_transport.h).
+// With --proto homa-typed it serves and calls the same echo.proto through
+// the code protoc-gen-wharf generates instead (typed_wharf_transport.h):
+// wharf's typed RPCs beside gRPC on one .proto.
 // Same flags, sample file (WBCSMP01) and summary line as `wharf bench
 // cluster-node`; `wharf bench cluster --proto grpc` runs it on every host.
 //
@@ -13,6 +16,7 @@
 #include "bench/grpc/echo_server.h"
 #include "bench/grpc/grpc_load_transport.h"
 #include "bench/grpc/sync_echo_server.h"
+#include "bench/grpc/typed_wharf_transport.h"
 
 namespace wharf::bench::grpc_node {
 namespace {
@@ -32,7 +36,7 @@ int Main(int argc, char** argv) {
   bench::ClusterNodeOptions options;
   options.proto = "grpc";
   options.port = 4004;  // the runner's grpc port (cluster_runner.cc, PortFor)
-  bench::AddClusterNodeFlags(app, options, {"grpc"});
+  bench::AddClusterNodeFlags(app, options, {"grpc", "homa-typed"});
   std::string server_api = "async";
   app.add_option("--server-api", server_api,
                  "async: the completion-queue server (2 threads, the strongest we know how to "
@@ -41,6 +45,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"async", "sync"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (options.proto == "homa-typed") {
+    return bench::RunBenchClusterNode(options, {.start_echo_server = StartTypedWharfEchoServer,
+                                                .open_load_transport = OpenTypedWharfLoadTransport});
+  }
   if (options.mode != "embedded") {
     std::fprintf(stderr, "wharf-grpc-node: --mode %s: gRPC has no managed mode\n",
                  options.mode.c_str());
