@@ -197,15 +197,16 @@ class ServerContext {
   ServerContext(const RpcContext& context, const MethodInfo& method)
       : peer_(context.peer), method_(&method), deadline_(context.deadline) {}
 
-  // The client's address ("homa://1.2.3.4:5678").
-  const std::string& peer() const { return peer_; }
+  // The client's address ("homa://1.2.3.4:5678"), valid during the handler
+  // call (copy it to keep it).
+  std::string_view peer() const { return peer_; }
   const MethodInfo& method() const { return *method_; }
   // When the client stops waiting (time_point::max(): it set no deadline).
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   bool deadline_passed() const { return std::chrono::steady_clock::now() >= deadline_; }
 
  private:
-  std::string peer_;  // a copy: an answer-later handler keeps the context
+  std::string_view peer_;
   const MethodInfo* method_;
   std::chrono::steady_clock::time_point deadline_;
 };
@@ -234,11 +235,28 @@ class Responder {
   const MethodInfo* method_;
 };
 
-// Registers one method of a generated service: the request is parsed (a
+// Registers one method of a generated Service: the request is parsed (a
 // malformed one is answered kInvalidArgument naming the method, and never
-// reaches the handler), then `handle(context, request, responder)` runs.
+// reaches the handler), then `handle(context, request)` returns the answer.
+// An Endpoint::Serve handler: it runs where the request is dispatched, with
+// no hand-over to another thread.
 template <typename Request, typename Reply, typename Handle>
 Status ServeMethod(Endpoint& endpoint, const MethodInfo& method, Handle handle) {
+  return endpoint.Serve(
+      method.id, [&endpoint, &method, handle = std::move(handle)](
+                     const RpcContext& context, Buffer bytes) -> Result<Buffer> {
+        Result<Request> request = Decode<Request>(bytes, method, "request");
+        if (!request.ok()) return request.status();
+        Result<Reply> reply = handle(ServerContext(context, method), *request);
+        if (!reply.ok()) return reply.status();
+        return Encode(endpoint, *reply, method, "response");
+      });
+}
+
+// The same for a generated AsyncService: `handle(context, request,
+// responder)` keeps the responder and answers when it likes.
+template <typename Request, typename Reply, typename Handle>
+Status ServeMethodLater(Endpoint& endpoint, const MethodInfo& method, Handle handle) {
   return endpoint.ServeAsync(
       method.id, [&endpoint, &method, handle = std::move(handle)](
                      const RpcContext& context, Buffer bytes, ::wharf::Responder responder) {

@@ -23,7 +23,7 @@ expect_refusal() {  # FILE TEXT...
 expect_refusal collide.proto "/wharf.test.Collide/M32060020 and /wharf.test.Collide/M29685295 share method id 0x16585540"
 expect_refusal reserved.proto "/wharf.test.Reserved/R55684 hashes to method id 0xffff8997" "reserves"
 expect_refusal streaming.proto "wharf.test.Streams.Scan: streaming methods are not supported yet"
-expect_refusal clash.proto "wharf.test.Clash.GetLater: its generated name GetLater is taken" \
+expect_refusal clash.proto "wharf.test.Clash.AsyncGet: its generated name AsyncGet is taken" \
   "wharf.test.Clash.Register: its generated name Register is taken"
 # An option it does not know.
 if msg="$("$protoc" -I"$data" --plugin=protoc-gen-wharf="$plugin" --wharf_out=fast:"$out" "$data/rpc_test.proto" 2>&1)"; then

@@ -26,15 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The server side of the tests: Echo and Nest answer at once; Fail answers
-// the asked-for error; Slow keeps its responder (answered by a thread after
-// answer_after_ms, or never); Missing is left as generated.
+// The server side of the tests, answering at once: Echo and Nest answer;
+// Fail answers the asked-for error; Missing and Slow are left as generated.
 class TestService final : public Tester::Service {
  public:
-  ~TestService() override {
-    for (std::thread& t : answerers_) t.join();
-  }
-
   Result<Payload> Echo(const rpc::ServerContext& context, const Payload& request) override {
     EXPECT_EQ(context.method().id, Tester::kEcho.id);
     EXPECT_FALSE(context.peer().empty());
@@ -51,8 +46,18 @@ class TestService final : public Tester::Service {
     reply.set_text("re:" + request.text());
     return reply;
   }
-  void SlowLater(const rpc::ServerContext& context, SlowRequest request,
-                 rpc::Responder<Empty> responder) override {
+};
+
+// The answer-later side: Slow keeps its responder (answered by a thread
+// after answer_after_ms, or never); the rest is left as generated.
+class SlowService final : public Tester::AsyncService {
+ public:
+  ~SlowService() override {
+    for (std::thread& t : answerers_) t.join();
+  }
+
+  void Slow(const rpc::ServerContext& context, SlowRequest request,
+            rpc::Responder<Empty> responder) override {
     {
       std::lock_guard lock(mu_);
       slow_deadline_ = context.deadline();
@@ -106,18 +111,26 @@ class GeneratedRpcTest : public ::testing::TestWithParam<Mode> {
       daemon_ = std::move(*d);
     }
     server_ = Open("homa://127.0.0.1:0/tester");
+    slow_server_ = Open("homa://127.0.0.1:0/slow");
     client_ = Open("homa://127.0.0.1:0");
     ASSERT_NE(server_, nullptr);
+    ASSERT_NE(slow_server_, nullptr);
     ASSERT_NE(client_, nullptr);
     ASSERT_TRUE(service_.Register(*server_).ok());
+    ASSERT_TRUE(slow_service_.Register(*slow_server_).ok());
     server_thread_.emplace(*server_);
+    slow_server_thread_.emplace(*slow_server_);
     stub_.emplace(*client_, server_->address());
+    slow_stub_.emplace(*client_, slow_server_->address());
   }
   void TearDown() override {
     stub_.reset();
+    slow_stub_.reset();
     server_thread_.reset();
+    slow_server_thread_.reset();
     client_.reset();
     server_.reset();
+    slow_server_.reset();
     daemon_.reset();
   }
   std::unique_ptr<Endpoint> Open(const std::string& address) {
@@ -141,10 +154,14 @@ class GeneratedRpcTest : public ::testing::TestWithParam<Mode> {
 
   std::unique_ptr<daemon::testing::DaemonThread> daemon_;
   TestService service_;
+  SlowService slow_service_;
   std::unique_ptr<Endpoint> server_;
+  std::unique_ptr<Endpoint> slow_server_;
   std::unique_ptr<Endpoint> client_;
   std::optional<testing::ServerThread> server_thread_;
+  std::optional<testing::ServerThread> slow_server_thread_;
   std::optional<Tester::Stub> stub_;
+  std::optional<Tester::Stub> slow_stub_;  // to the AsyncService
 };
 
 Payload PayloadOf(std::string data) {
@@ -215,12 +232,15 @@ TEST_P(GeneratedRpcTest, EveryErrorCodeReachesTheClientWithTheMethodsName) {
 }
 
 TEST_P(GeneratedRpcTest, AMethodTheServerDidNotImplementSaysSo) {
-  Result<Empty> reply = stub_->Missing(Empty());
-  ASSERT_FALSE(reply.ok());
-  EXPECT_EQ(reply.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(reply.status().message().find("/wharf.rpctest.Tester/Missing: not implemented"),
-            std::string::npos)
-      << reply.status();
+  // Left as generated in the Service and in the AsyncService.
+  for (Tester::Stub* stub : {&*stub_, &*slow_stub_}) {
+    Result<Empty> reply = stub->Missing(Empty());
+    ASSERT_FALSE(reply.ok());
+    EXPECT_EQ(reply.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(reply.status().message().find("/wharf.rpctest.Tester/Missing: not implemented"),
+              std::string::npos)
+        << reply.status();
+  }
 }
 
 TEST_P(GeneratedRpcTest, MalformedRequestBytesAreRefusedNamingTheMethod) {
@@ -270,25 +290,25 @@ TEST_P(GeneratedRpcTest, TheDeadlineReachesTheServerAndExpiresThere) {
   SlowRequest request;
   request.set_answer_after_ms(0);  // never answered
   const auto before = std::chrono::steady_clock::now();
-  Result<Empty> reply = stub_->Slow(request, {.deadline = 200ms});
+  Result<Empty> reply = slow_stub_->Slow(request, {.deadline = 200ms});
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status();
   EXPECT_NE(reply.status().message().find("/wharf.rpctest.Tester/Slow"), std::string::npos);
   // The handler saw the client's deadline, about 200 ms after the call.
-  const auto deadline = service_.slow_deadline();
+  const auto deadline = slow_service_.slow_deadline();
   EXPECT_GT(deadline, before + 100ms);
   EXPECT_LT(deadline, before + 2s);
   // And its responder learns the call is over.
-  EXPECT_TRUE(service_.KeptCancelledWithin(2s));
+  EXPECT_TRUE(slow_service_.KeptCancelledWithin(2s));
 }
 
 TEST_P(GeneratedRpcTest, ACancelledCallEndsAtTheClientAndReachesTheServer) {
   SlowRequest request;
   request.set_answer_after_ms(0);
-  rpc::PendingCall<Empty> pending = stub_->AsyncSlow(request);
+  rpc::PendingCall<Empty> pending = slow_stub_->AsyncSlow(request);
   // Wait until the server holds it, then withdraw.
   const auto until = std::chrono::steady_clock::now() + 5s;
-  while (service_.slow_deadline() == std::chrono::steady_clock::time_point{} &&
+  while (slow_service_.slow_deadline() == std::chrono::steady_clock::time_point{} &&
          std::chrono::steady_clock::now() < until) {
     (void)pending.Poll();
     std::this_thread::sleep_for(1ms);
@@ -297,13 +317,13 @@ TEST_P(GeneratedRpcTest, ACancelledCallEndsAtTheClientAndReachesTheServer) {
   Result<Empty> reply = pending.Wait(5s);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kCancelled) << reply.status();
-  EXPECT_TRUE(service_.KeptCancelledWithin(3s));
+  EXPECT_TRUE(slow_service_.KeptCancelledWithin(3s));
 }
 
 TEST_P(GeneratedRpcTest, AnAnswerLaterHandlerAnswersFromAnotherThread) {
   SlowRequest request;
   request.set_answer_after_ms(20);
-  Result<Empty> reply = stub_->Slow(request, {.deadline = 5s});
+  Result<Empty> reply = slow_stub_->Slow(request, {.deadline = 5s});
   EXPECT_TRUE(reply.ok()) << reply.status();
 }
 

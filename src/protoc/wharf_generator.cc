@@ -105,8 +105,8 @@ std::string Check(const FileDescriptor* file, const std::string& suffix,
     const ServiceDescriptor* service = file->service(s);
     std::vector<MethodPlan> plan;
     // What the generated classes declare besides the methods' own names.
-    std::set<std::string> names = {"Register", "Stub", "Service", "kServiceName",
-                                   service->name() + suffix};
+    std::set<std::string> names = {"Register", "Stub", "Service", "AsyncService",
+                                   "kServiceName", service->name() + suffix};
     for (int m = 0; m < service->method_count(); ++m) {
       const MethodDescriptor* method = service->method(m);
       if (method->client_streaming() || method->server_streaming()) {
@@ -119,8 +119,8 @@ std::string Check(const FileDescriptor* file, const std::string& suffix,
         errors += id.status().message() + "; ";
         continue;
       }
-      for (const std::string& name : {method->name(), method->name() + "Later",
-                                      "Async" + method->name(), "k" + method->name()}) {
+      for (const std::string& name :
+           {method->name(), "Async" + method->name(), "k" + method->name()}) {
         if (!names.insert(name).second) {
           errors += method->full_name() + ": its generated name " + name +
                     " is taken in the generated classes of " + service->full_name() +
@@ -207,9 +207,9 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    ::wharf::rpc::Channel channel_;\n"
         "  };\n"
         "\n"
-        "  // The server side: override one form of each method you serve (the\n"
-        "  // plain one answers when it returns; the Later one keeps its responder\n"
-        "  // and answers from any thread), then Register. A method nobody\n"
+        "  // The server side, answering when a handler returns: override the\n"
+        "  // methods you serve, then Register. The handlers run where requests\n"
+        "  // are dispatched (no hand-over to another thread). A method nobody\n"
         "  // overrode answers kUnimplemented.\n"
         "  class Service {\n"
         "   public:\n"
@@ -221,10 +221,26 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
                       {"req", QualifiedClass(m.method->input_type())},
                       {"rep", QualifiedClass(m.method->output_type())}};
       p.Print(v,
-              "\n"
               "    virtual ::wharf::Result<$rep$> $method$(\n"
-              "        const ::wharf::rpc::ServerContext& context, const $req$& request);\n"
-              "    virtual void $method$Later(const ::wharf::rpc::ServerContext& context,\n"
+              "        const ::wharf::rpc::ServerContext& context, const $req$& request);\n");
+    }
+    p.Print(
+        "  };\n"
+        "\n"
+        "  // The server side, answering later: each handler keeps its responder\n"
+        "  // and answers from any thread when ready (responder.cancelled() says\n"
+        "  // when the client stopped waiting). A method nobody overrode answers\n"
+        "  // kUnimplemented.\n"
+        "  class AsyncService {\n"
+        "   public:\n"
+        "    virtual ~AsyncService() = default;\n"
+        "    ::wharf::Status Register(::wharf::Endpoint& endpoint);\n");
+    for (const MethodPlan& m : plans[s]) {
+      const Vars v = {{"method", m.method->name()},
+                      {"req", QualifiedClass(m.method->input_type())},
+                      {"rep", QualifiedClass(m.method->output_type())}};
+      p.Print(v,
+              "    virtual void $method$(const ::wharf::rpc::ServerContext& context,\n"
               "        $req$ request, ::wharf::rpc::Responder<$rep$> responder);\n");
     }
     p.Print("  };\n};\n\n");
@@ -257,31 +273,47 @@ void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suff
               "  return ::wharf::rpc::NotImplemented(k$method$);\n"
               "}\n"
               "\n"
-              "void $service$::Service::$method$Later(const ::wharf::rpc::ServerContext& context,\n"
-              "    $req$ request, ::wharf::rpc::Responder<$rep$> responder) {\n"
+              "void $service$::AsyncService::$method$(const ::wharf::rpc::ServerContext&,\n"
+              "    $req$, ::wharf::rpc::Responder<$rep$> responder) {\n"
               "  // A failed Respond means the client is gone: nobody to tell.\n"
-              "  responder.Respond($method$(context, request)).IgnoreError();\n"
+              "  responder.Respond(::wharf::rpc::NotImplemented(k$method$)).IgnoreError();\n"
               "}\n"
               "\n");
     }
-    p.Print({{"service", name}},
-            "::wharf::Status $service$::Service::Register(::wharf::Endpoint& endpoint) {\n");
-    for (const MethodPlan& m : plans[s]) {
-      const Vars v = {{"method", m.method->name()},
-                      {"req", QualifiedClass(m.method->input_type())},
-                      {"rep", QualifiedClass(m.method->output_type())}};
-      p.Print(v,
-              "  if (::wharf::Status s = ::wharf::rpc::ServeMethod<$req$, $rep$>(\n"
-              "          endpoint, k$method$,\n"
-              "          [this](const ::wharf::rpc::ServerContext& context, $req$ request,\n"
-              "                 ::wharf::rpc::Responder<$rep$> responder) {\n"
-              "            $method$Later(context, std::move(request), std::move(responder));\n"
-              "          });\n"
-              "      !s.ok()) {\n"
-              "    return s;\n"
-              "  }\n");
+    for (const char* kind : {"Service", "AsyncService"}) {
+      const bool later = std::string(kind) == "AsyncService";
+      p.Print({{"service", name}, {"kind", kind}},
+              "::wharf::Status $service$::$kind$::Register(::wharf::Endpoint& endpoint) {\n");
+      for (const MethodPlan& m : plans[s]) {
+        const Vars v = {{"method", m.method->name()},
+                        {"req", QualifiedClass(m.method->input_type())},
+                        {"rep", QualifiedClass(m.method->output_type())}};
+        if (later) {
+          p.Print(v,
+                  "  if (::wharf::Status s = ::wharf::rpc::ServeMethodLater<$req$, $rep$>(\n"
+                  "          endpoint, k$method$,\n"
+                  "          [this](const ::wharf::rpc::ServerContext& context, $req$ request,\n"
+                  "                 ::wharf::rpc::Responder<$rep$> responder) {\n"
+                  "            $method$(context, std::move(request), std::move(responder));\n"
+                  "          });\n"
+                  "      !s.ok()) {\n"
+                  "    return s;\n"
+                  "  }\n");
+        } else {
+          p.Print(v,
+                  "  if (::wharf::Status s = ::wharf::rpc::ServeMethod<$req$, $rep$>(\n"
+                  "          endpoint, k$method$,\n"
+                  "          [this](const ::wharf::rpc::ServerContext& context, const $req$& request) {\n"
+                  "            return $method$(context, request);\n"
+                  "          });\n"
+                  "      !s.ok()) {\n"
+                  "    return s;\n"
+                  "  }\n");
+        }
+      }
+      p.Print("  return ::wharf::OkStatus();\n}\n\n");
     }
-    p.Print("  return ::wharf::OkStatus();\n}\n\n");
+
   }
   if (!ns.empty()) p.Print({{"ns", ns}}, "}  // namespace $ns$\n");
 }

@@ -3,9 +3,11 @@
 // foo.wharf.cc beside protoc's foo.pb.h: for each service S, a class S with
 // the methods' MethodInfo constants (kGet: path and id), S::Stub (blocking,
 // asynchronous and callback forms of each method, over an endpoint and an
-// address or over a connection) and S::Service (one virtual handler per
-// method in two forms, plain and answer-later, and Register). The code
-// calls into include/wharf/rpc.h.
+// address or over a connection), S::Service (one virtual handler per
+// method that returns the answer; they run where requests are dispatched)
+// and S::AsyncService (one per method that keeps a Responder and answers
+// later, from any thread), each with Register. The code calls into
+// include/wharf/rpc.h.
 //
 // Unary methods only, for now: a streaming method is refused with an error
 // that names it, never silently skipped. One option,
