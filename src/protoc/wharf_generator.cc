@@ -94,6 +94,13 @@ struct MethodPlan {
   uint32_t id;
 };
 
+// The Printer variables of a method: its name, request and reply classes.
+Vars MethodVars(const MethodPlan& m) {
+  return {{"method", m.method->name()},
+          {"req", QualifiedClass(m.method->input_type())},
+          {"rep", QualifiedClass(m.method->output_type())}};
+}
+
 // Everything wrong with the file's services, or "" when it can be
 // generated: streaming methods, id collisions, names the generated classes
 // would clash on.
@@ -179,9 +186,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    Stub(::wharf::Endpoint& endpoint, ::wharf::Connection& connection)\n"
         "        : channel_(endpoint, connection) {}\n");
     for (const MethodPlan& m : plans[s]) {
-      const Vars v = {{"method", m.method->name()},
-                      {"req", QualifiedClass(m.method->input_type())},
-                      {"rep", QualifiedClass(m.method->output_type())}};
+      const Vars v = MethodVars(m);
       p.Print(v,
               "\n"
               "    // $method$: blocking; asynchronous (wait on, poll or cancel the handle);\n"
@@ -217,9 +222,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    // Serves every method on `endpoint`; this object must outlive that.\n"
         "    ::wharf::Status Register(::wharf::Endpoint& endpoint);\n");
     for (const MethodPlan& m : plans[s]) {
-      const Vars v = {{"method", m.method->name()},
-                      {"req", QualifiedClass(m.method->input_type())},
-                      {"rep", QualifiedClass(m.method->output_type())}};
+      const Vars v = MethodVars(m);
       p.Print(v,
               "    virtual ::wharf::Result<$rep$> $method$(\n"
               "        const ::wharf::rpc::ServerContext& context, const $req$& request);\n");
@@ -236,9 +239,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    virtual ~AsyncService() = default;\n"
         "    ::wharf::Status Register(::wharf::Endpoint& endpoint);\n");
     for (const MethodPlan& m : plans[s]) {
-      const Vars v = {{"method", m.method->name()},
-                      {"req", QualifiedClass(m.method->input_type())},
-                      {"rep", QualifiedClass(m.method->output_type())}};
+      const Vars v = MethodVars(m);
       p.Print(v,
               "    virtual void $method$(const ::wharf::rpc::ServerContext& context,\n"
               "        $req$ request, ::wharf::rpc::Responder<$rep$> responder);\n");
@@ -263,10 +264,8 @@ void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suff
     const ServiceDescriptor* service = file->service(s);
     const std::string name = service->name() + suffix;
     for (const MethodPlan& m : plans[s]) {
-      const Vars v = {{"service", name},
-                      {"method", m.method->name()},
-                      {"req", QualifiedClass(m.method->input_type())},
-                      {"rep", QualifiedClass(m.method->output_type())}};
+      Vars v = MethodVars(m);
+      v["service"] = name;
       p.Print(v,
               "::wharf::Result<$rep$> $service$::Service::$method$(\n"
               "    const ::wharf::rpc::ServerContext&, const $req$&) {\n"
@@ -285,9 +284,7 @@ void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suff
       p.Print({{"service", name}, {"kind", kind}},
               "::wharf::Status $service$::$kind$::Register(::wharf::Endpoint& endpoint) {\n");
       for (const MethodPlan& m : plans[s]) {
-        const Vars v = {{"method", m.method->name()},
-                        {"req", QualifiedClass(m.method->input_type())},
-                        {"rep", QualifiedClass(m.method->output_type())}};
+        const Vars v = MethodVars(m);
         if (later) {
           p.Print(v,
                   "  if (::wharf::Status s = ::wharf::rpc::ServeMethodLater<$req$, $rep$>(\n"
