@@ -62,5 +62,14 @@ function(wharf_generate_proto)
     target_sources(${G_TARGET} PRIVATE ${outputs})
   endforeach()
   target_include_directories(${G_TARGET} PUBLIC "${G_OUT_DIR}")
-  target_link_libraries(${G_TARGET} PUBLIC protobuf::libprotobuf ${G_WHARF_LIBRARY})
+  # Appended to the properties rather than through target_link_libraries,
+  # whose keyword and plain forms may not be mixed on one target: the
+  # caller's own call may use either.
+  set_property(TARGET ${G_TARGET} APPEND PROPERTY LINK_LIBRARIES
+               protobuf::libprotobuf ${G_WHARF_LIBRARY})
+  get_target_property(type ${G_TARGET} TYPE)
+  if(NOT type STREQUAL "EXECUTABLE")
+    set_property(TARGET ${G_TARGET} APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+                 protobuf::libprotobuf ${G_WHARF_LIBRARY})
+  endif()
 endfunction()

@@ -4,10 +4,16 @@
 #   1. `cmake --install BUILD --prefix P`, then checks the layout (and that
 #      nothing went outside P);
 #   2. configures and builds examples/out_of_tree with CMake against P
-#      (find_package(wharf), -DCMAKE_PREFIX_PATH=P) and runs it;
+#      (find_package(wharf), -DCMAKE_PREFIX_PATH=P) and runs it; when the
+#      install has typed RPCs (protoc-gen-wharf among the programs), the
+#      example generates its greeter.proto with the installed
+#      wharf_generate_proto and protoc-gen-wharf, and its run must show the
+#      generated stub's answer;
 #   3. compiles the same main.cc with `CXX -std=c++20 $(pkg-config --cflags
-#      --static --libs wharf)` (PKG_CONFIG_PATH into P) and runs that;
-#   4. runs the installed programs' --help.
+#      --static --libs wharf)` (PKG_CONFIG_PATH into P) and runs that (the
+#      plain build, without the generated code);
+#   4. runs the installed programs' --help (protoc-gen-wharf, a protoc
+#      plugin that takes no flags: an empty request on stdin instead).
 # Every step has its own time limit, and all of them together stay within
 # WHARF_INSTALL_TEST_BUDGET seconds (default 540, below the CTest TIMEOUT of
 # 600, at which CTest would kill the script outright), so the script always
@@ -34,6 +40,8 @@ fi
 cmake=$1 build=$2 source=$3 cxx=$4 generator=$5 version=$6 libdir=$7
 confdir=$8 unitdir=$9 sysusersdir=${10}
 IFS=';' read -r -a programs <<< "${11}"
+typed=false
+for p in "${programs[@]}"; do [[ "$p" == protoc-gen-wharf ]] && typed=true; done
 
 if ! command -v "$cmake" >/dev/null 2>&1; then
   echo "install_test: SKIP: cmake ('$cmake') not found" >&2
@@ -121,6 +129,14 @@ for f in wharfConfig.cmake wharfConfigVersion.cmake wharfTargets.cmake; do
   expect_file "$lib/cmake/wharf/$f"
 done
 expect_file "$lib/pkgconfig/wharf.pc"
+# Typed RPCs: the package brings wharf_generate_proto and knows the plugin.
+if $typed; then
+  expect_file "$lib/cmake/wharf/wharfGenerateProto.cmake"
+  grep -qs 'wharf::protoc-gen-wharf' "$lib"/cmake/wharf/wharfTargets*.cmake ||
+    fail "the CMake package does not export wharf::protoc-gen-wharf"
+elif [[ -e "$lib/cmake/wharf/wharfGenerateProto.cmake" ]]; then
+  fail "wharfGenerateProto.cmake installed without protoc-gen-wharf"
+fi
 for p in "${programs[@]}"; do
   [[ -x "$prefix/bin/$p" ]] || fail "missing program bin/$p"
 done
@@ -145,10 +161,23 @@ found=$(sed -n 's/^wharf_DIR:PATH=//p' "$app/CMakeCache.txt")
 [[ "$found" == "$lib/cmake/wharf" ]] || fail "find_package(wharf) used '$found', not the install"
 step="cmake build of examples/out_of_tree"
 run 300 "$cmake" --build "$app"
+if $typed; then
+  # The installed plugin generated the greeter, through the installed function.
+  [[ -f "$app/wharf_proto/wharf_app/greeter.wharf.h" ]] ||
+    fail "wharf_generate_proto did not generate greeter.wharf.h"
+  grep -rqsF -e "--plugin=protoc-gen-wharf=$prefix/bin/protoc-gen-wharf" "$app" \
+    --include='*.ninja' --include='*.make' ||
+    fail "the build did not run the installed protoc-gen-wharf"
+fi
 step="run of the CMake-built example"
 run 60 "$app/wharf_app"
 [[ "$(tail -n 1 "$log")" == "ok" ]] || fail "did not print ok"
 grep -q "^wharf $version," "$log" || fail "build_info.h does not say version $version"
+if $typed; then
+  grep -qx "typed RPC: Hello, wharf_app!" "$log" || fail "the generated Greeter stub did not answer"
+elif grep -q "^typed RPC:" "$log"; then
+  fail "typed RPCs ran, but the install has no protoc-gen-wharf"
+fi
 
 # --- 3. pkg-config ------------------------------------------------------------
 step="pkg-config"
@@ -165,11 +194,22 @@ run 300 "$cxx" -std=c++20 -o "$tmp/app_pc" "$source/examples/out_of_tree/main.cc
 step="run of the pkg-config-built example"
 run 60 "$tmp/app_pc"
 [[ "$(tail -n 1 "$log")" == "ok" ]] || fail "did not print ok"
+grep -q "^typed RPC:" "$log" && fail "the plain build ran the generated greeter"
 
 # --- 4. the installed programs ------------------------------------------------
 for p in "${programs[@]}"; do
+  if [[ "$p" == protoc-gen-wharf ]]; then
+    # protoc's PluginMain refuses every flag; an empty CodeGeneratorRequest
+    # (no files) is answered with an empty response.
+    step="bin/$p with an empty request"
+    run 30 "$prefix/bin/$p" </dev/null
+    continue
+  fi
   step="bin/$p --help"
   run 30 "$prefix/bin/$p" --help
 done
 
-echo "install_test: ok (prefix layout, find_package, pkg-config --static, ${programs[*]})"
+typed_text="no typed RPCs"
+$typed && typed_text="typed RPCs through the installed wharf_generate_proto"
+echo "install_test: ok (prefix layout, find_package, $typed_text, pkg-config --static," \
+     "${programs[*]})"
