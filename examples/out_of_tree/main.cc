@@ -1,7 +1,7 @@
 // main.cc: the smallest complete wharf application, built outside the wharf
 // tree (CMakeLists.txt here, or `c++ -std=c++20 main.cc $(pkg-config --cflags
-// --static --libs wharf)`). Two embedded endpoints on 127.0.0.1 with
-// kernel-picked ports: the client makes one RPC to the server and exchanges
+// --static --libs wharf)`). Two endpoints on 127.0.0.1 (embedded, or
+// managed when a wharfd runs) with kernel-picked ports: the client makes one RPC to the server and exchanges
 // one message with it over a connection. Built with its greeter.proto
 // (CMakeLists.txt, when the installed wharf has typed RPCs: the compile
 // definition WHARF_APP_GREETER), it also calls the server's Greeter through
@@ -108,7 +108,8 @@ int main() {
 #endif
 
   std::thread server_thread(Serve, std::ref(**server));
-  std::printf("wharf %s, embedded endpoints\n", wharf::kVersion);
+  std::printf("wharf %s, %s endpoints\n", wharf::kVersion,
+              (*server)->managed() ? "managed" : "embedded");
   bool ok = RunClient(**client, (*server)->address());
 #ifdef WHARF_APP_GREETER
   ok = ok && Greet(**client, (*server)->address());
