@@ -8,7 +8,7 @@
 //     iteration makes three calls, in an order that rotates: raw (method
 //     kRaw, a Serve handler answering a buffer of the response size), raw
 //     answered later (kRawLater, the same answer through ServeAsync's
-//     Responder, as every generated method is served), and typed
+//     Responder, as a generated AsyncService's methods are served), and typed
 //     (Bench::Stub, answered by a Bench::Service whose Exchange returns a
 //     Blob of the response size). Server thread 0: one thread drives both
 //     endpoints (ICall / AsyncExchange, then Poll until the answer is back),
