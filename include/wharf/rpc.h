@@ -46,8 +46,11 @@ inline constexpr size_t kMaxMessageBytes = std::numeric_limits<int>::max();
 inline Status MethodError(const MethodInfo& method, StatusCode code, std::string_view text) {
   return Status(code, std::string(method.path) + ": " + std::string(text));
 }
+// The same for a status from elsewhere (the server, the transport), unless
+// it names the method already (the server's decode errors do).
 inline Status WithMethod(const MethodInfo& method, const Status& status) {
-  return status.ok() ? status : status.WithContext(method.path);
+  if (status.ok() || std::string_view(status.message()).starts_with(method.path)) return status;
+  return status.WithContext(method.path);
 }
 
 // Serializes `message` into a Buffer from `endpoint` (see the file comment).

@@ -253,6 +253,14 @@ TEST_P(GeneratedRpcTest, MalformedRequestBytesAreRefusedNamingTheMethod) {
   EXPECT_NE(raw.status().message().find("/wharf.rpctest.Tester/Echo: malformed request"),
             std::string::npos)
       << raw.status();
+  // A server's error that names the method already (as its decode errors
+  // do) is not named again by the stub.
+  FailRequest named;
+  named.set_code(static_cast<uint32_t>(StatusCode::kInvalidArgument));
+  named.set_message("/wharf.rpctest.Tester/Fail: malformed request (3 bytes)");
+  Result<Empty> reply = stub_->Fail(named);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().message(), named.message());
   // The server goes on serving.
   EXPECT_TRUE(stub_->Echo(PayloadOf("after")).ok());
 }
