@@ -101,18 +101,25 @@ class SlowService final : public Tester::AsyncService {
 
 enum class Mode { kEmbedded, kManaged };
 
-class GeneratedRpcTest : public ::testing::TestWithParam<Mode> {
+// A hosting and a transport: the generated code is the same over each.
+struct Setup {
+  Mode mode;
+  const char* scheme;  // "homa" or "tcp"
+};
+
+class GeneratedRpcTest : public ::testing::TestWithParam<Setup> {
  protected:
   void SetUp() override {
-    if (GetParam() == Mode::kManaged) {
+    if (GetParam().mode == Mode::kManaged) {
       // Room in the shared heaps' send halves for the largest messages.
       auto d = daemon::testing::DaemonThread::Start({{"limits.heap_bytes", "144MiB"}});
       ASSERT_TRUE(d.ok()) << d.status();
       daemon_ = std::move(*d);
     }
-    server_ = Open("homa://127.0.0.1:0/tester");
-    slow_server_ = Open("homa://127.0.0.1:0/slow");
-    client_ = Open("homa://127.0.0.1:0");
+    // tcp:// has one endpoint per port: no names.
+    server_ = Open(Address("tester"));
+    slow_server_ = Open(Address("slow"));
+    client_ = Open(Address(""));
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(slow_server_, nullptr);
     ASSERT_NE(client_, nullptr);
@@ -132,6 +139,11 @@ class GeneratedRpcTest : public ::testing::TestWithParam<Mode> {
     server_.reset();
     slow_server_.reset();
     daemon_.reset();
+  }
+  // An address on loopback with a kernel-picked port: named over homa://.
+  std::string Address(const std::string& name) const {
+    const std::string scheme = GetParam().scheme;
+    return scheme + "://127.0.0.1:0" + (scheme == "homa" && !name.empty() ? "/" + name : "");
   }
   std::unique_ptr<Endpoint> Open(const std::string& address) {
     EndpointOptions options{.address = address};
@@ -283,7 +295,7 @@ TEST_P(GeneratedRpcTest, MalformedResponseBytesAreAnErrorNamingTheMethod) {
 
 TEST_P(GeneratedRpcTest, AMethodTheServerDoesNotServeIsUnimplementedNamingIt) {
   // The stub of a service the server never registered.
-  auto other = Open("homa://127.0.0.1:0/other");
+  auto other = Open(Address("other"));
   ASSERT_NE(other, nullptr);
   testing::ServerThread other_thread(*other);
   Tester::Stub stub(*client_, other->address());
@@ -363,7 +375,7 @@ TEST_P(GeneratedRpcTest, AMessageOverTheLimitIsRefusedNamingTheMethod) {
 }
 
 TEST_P(GeneratedRpcTest, ManagedTypedRequestsAreSerializedIntoTheSharedHeap) {
-  if (GetParam() != Mode::kManaged) GTEST_SKIP() << "managed mode only";
+  if (GetParam().mode != Mode::kManaged) GTEST_SKIP() << "managed mode only";
   const uint64_t copied_before = Stat(*client_, "managed.copied_sends");
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(stub_->Echo(PayloadOf(std::string(100 + 1'000 * i, 'x'))).ok());
@@ -374,11 +386,14 @@ TEST_P(GeneratedRpcTest, ManagedTypedRequestsAreSerializedIntoTheSharedHeap) {
   EXPECT_EQ(Stat(*server_, "managed.copied_sends"), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Hostings, GeneratedRpcTest,
-                         ::testing::Values(Mode::kEmbedded, Mode::kManaged),
-                         [](const ::testing::TestParamInfo<Mode>& info) {
-                           return info.param == Mode::kEmbedded ? "Embedded" : "Managed";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Hostings, GeneratedRpcTest,
+    ::testing::Values(Setup{Mode::kEmbedded, "homa"}, Setup{Mode::kManaged, "homa"},
+                      Setup{Mode::kEmbedded, "tcp"}, Setup{Mode::kManaged, "tcp"}),
+    [](const ::testing::TestParamInfo<Setup>& info) {
+      return std::string(info.param.mode == Mode::kEmbedded ? "Embedded" : "Managed") + "_" +
+             info.param.scheme;
+    });
 
 TEST(GeneratedCodeTest, MethodIdsAreTheCrc32OfTheirPaths) {
   EXPECT_EQ(Tester::kServiceName, "wharf.rpctest.Tester");
