@@ -38,18 +38,7 @@
 #include "wharf/endpoint.h"
 #include "wharf/rpc.h"
 
-// Counts C++ heap allocations (as bench/endpoint_rpc_bench.cc does). The
-// replacement pair is malloc-based on both sides; GCC cannot see that.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-std::atomic<uint64_t> g_allocations{0};
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+#include "counting_new.h"  // g_allocations: heap allocations so far
 
 namespace wharf::bench {
 namespace {

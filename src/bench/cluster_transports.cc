@@ -56,7 +56,8 @@ namespace {
 
 class WharfEchoServer final : public EchoServer {
  public:
-  explicit WharfEchoServer(std::unique_ptr<Endpoint> ep) : ep_(std::move(ep)) {
+  WharfEchoServer(std::unique_ptr<Endpoint> ep, std::shared_ptr<void> serving)
+      : serving_(std::move(serving)), ep_(std::move(ep)) {
     thread_ = std::thread([this] {
       while (!stop_) (void)ep_->Run(std::chrono::milliseconds(50));
     });
@@ -79,6 +80,7 @@ class WharfEchoServer final : public EchoServer {
   }
 
  private:
+  std::shared_ptr<void> serving_;  // declared first: outlives ep_
   std::unique_ptr<Endpoint> ep_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -140,6 +142,11 @@ class WharfLoadTransport final : public LoadTransport {
 
 }  // namespace
 
+std::unique_ptr<EchoServer> RunEndpointServer(std::unique_ptr<Endpoint> ep,
+                                              std::shared_ptr<void> serving) {
+  return std::make_unique<WharfEchoServer>(std::move(ep), std::move(serving));
+}
+
 std::string ServerAddress(const NodeTransportConfig& c, int host) {
   const std::string hp = c.addresses.at(static_cast<size_t>(host)) + ":" + std::to_string(c.port);
   if (c.proto == "homa") return "homa://" + hp + (c.managed ? "/echo" : "");
@@ -158,7 +165,7 @@ Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& c
           if (fixed == 0) return Result<Buffer>(std::move(request));
           return Result<Buffer>(raw->AllocateBuffer(fixed));
         }));
-    return std::unique_ptr<EchoServer>(new WharfEchoServer(std::move(ep)));
+    return RunEndpointServer(std::move(ep));
   }
   const std::string& ip = c.addresses.at(static_cast<size_t>(c.host));
   const auto port = static_cast<uint16_t>(c.port);

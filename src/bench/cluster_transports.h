@@ -56,6 +56,12 @@ class EchoServer {
   virtual std::string counters() const { return {}; }
 };
 
+// An echo server that is `ep` driven by a thread of its own until Stop;
+// `serving`, what its handlers call into (a generated service), is
+// destroyed after the endpoint. Its counters are the endpoint's.
+std::unique_ptr<EchoServer> RunEndpointServer(std::unique_ptr<Endpoint> ep,
+                                              std::shared_ptr<void> serving = nullptr);
+
 // Opens and starts the echo server of this host.
 Result<std::unique_ptr<EchoServer>> StartEchoServer(const NodeTransportConfig& config);
 

@@ -324,8 +324,9 @@ transport::PollResult Daemon::Pass() {
   // spinning, the look every kControlCheckInterval. Most wake-ups of a
   // daemon with mesh traffic are packets, and an accept finding nobody was
   // a system call on each (docs/mesh.md, "Cost").
-  const bool knocked = waiter_->TakeNotedReadiness();
-  if (slept_ ? knocked : check_control) AcceptConnections(now);
+  // (Only after a sleep: the flag is set in sleeps, and spinning turns
+  // should not pay an atomic exchange each.)
+  if (slept_ ? waiter_->TakeNotedReadiness() : check_control) AcceptConnections(now);
   slept_ = false;
   // The shared sockets first: what arrived goes to the endpoints' queues,
   // which the sessions' engines then read.

@@ -2,10 +2,8 @@
 // over wharf endpoints.
 #include "bench/grpc/typed_wharf_transport.h"
 
-#include <atomic>
 #include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "echo.wharf.h"
@@ -46,28 +44,6 @@ class EchoService final : public EchoWharf::Service {
  private:
   const std::string fixed_;
   const uint64_t fixed_size_;
-};
-
-class TypedEchoServer final : public bench::EchoServer {
- public:
-  TypedEchoServer(std::unique_ptr<Endpoint> ep, std::unique_ptr<EchoService> service)
-      : ep_(std::move(ep)), service_(std::move(service)) {
-    thread_ = std::thread([this] {
-      while (!stop_) (void)ep_->Run(std::chrono::milliseconds(50));
-    });
-  }
-  ~TypedEchoServer() override { Stop(); }
-  void Stop() override {
-    stop_ = true;
-    ep_->Shutdown();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::unique_ptr<Endpoint> ep_;
-  std::unique_ptr<EchoService> service_;  // serves on ep_: destroyed after it stops
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
 };
 
 class TypedLoadTransport final : public bench::LoadTransport {
@@ -145,9 +121,9 @@ Result<std::unique_ptr<bench::EchoServer>> StartTypedWharfEchoServer(
   WHARF_ASSIGN_OR_RETURN(
       std::unique_ptr<Endpoint> ep,
       Endpoint::Open(bench::WharfEndpointOptions(config, TypedServerAddress(config, config.host))));
-  auto service = std::make_unique<EchoService>(config.response_bytes);
+  auto service = std::make_shared<EchoService>(config.response_bytes);
   WHARF_RETURN_IF_ERROR(service->Register(*ep));
-  return std::unique_ptr<bench::EchoServer>(new TypedEchoServer(std::move(ep), std::move(service)));
+  return bench::RunEndpointServer(std::move(ep), std::move(service));
 }
 
 Result<std::unique_ptr<bench::LoadTransport>> OpenTypedWharfLoadTransport(
