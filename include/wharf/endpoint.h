@@ -74,6 +74,12 @@ struct ConnectOptions {
   // head-of-line blocking: a short message waits for a long one before it).
   bool ordered = false;
   std::chrono::nanoseconds timeout = std::chrono::seconds(5);
+  // Nonzero: open a stream of this method instead of a plain connection.
+  // A stream is ordered; the peer's endpoint hands it to the handler its
+  // ServeStreams registered for the method (never to Accept), and refuses
+  // it (kUnimplemented) when it serves no streams of that method. Typed
+  // streaming RPCs (wharf/rpc.h) are built on streams.
+  uint32_t stream_method = 0;
 };
 
 struct CallOptions {
@@ -108,10 +114,16 @@ class Responder;
 using AsyncRpcHandler =
     std::function<void(const RpcContext&, Buffer request, Responder responder)>;
 
+class Connection;
+
+// Takes a stream a peer opened (ConnectOptions::stream_method); the handler
+// owns it from now on. Runs on the thread driving the endpoint, like a
+// completion callback: it must not block on this endpoint (keep the stream
+// and use it from another thread, or asynchronously).
+using StreamHandler = std::function<void(std::unique_ptr<Connection> stream)>;
+
 // Method ids at or above this are reserved for wharf itself (e.g. barriers).
 inline constexpr uint32_t kFirstReservedMethod = 0xFFFF0000u;
-
-class Connection;
 
 // The right to answer one RPC, handed to an AsyncRpcHandler. Move-only; owned
 // by the application; any thread may use it. Dropped unanswered, it answers
@@ -183,6 +195,10 @@ class Endpoint {
   Status Serve(uint32_t method, RpcHandler handler);
   // The same for a handler that answers later, through a Responder.
   Status ServeAsync(uint32_t method, AsyncRpcHandler handler);
+  // Peers may open streams of `method` from now on; each goes to `handler`
+  // (replacing any earlier one). Needs no Listen: plain connections still
+  // wait for Accept, and only those.
+  Status ServeStreams(uint32_t method, StreamHandler handler);
 
   // --- batching ---
   // What calls, sends and responses send between BeginBatch() and the
@@ -265,6 +281,7 @@ class Connection {
 
  private:
   friend class Endpoint;
+  friend class internal::PublicAccess;
   Connection(std::shared_ptr<internal::EndpointCore> core, uint64_t local_id)
       : core_(std::move(core)), id_(local_id) {}
   std::shared_ptr<internal::EndpointCore> core_;

@@ -3,6 +3,7 @@
 
 #include "client/endpoint_core.h"
 #include "client/public_access.h"
+#include "client/stream_acceptor.h"
 #include "engine/uri.h"
 
 namespace wharf {
@@ -42,7 +43,9 @@ Result<std::unique_ptr<Connection>> Endpoint::Connect(std::string_view address,
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(address));
   TimeNs deadline = core_->DeadlineAfter(options.timeout);
   StatePtr state = core_->Start(
-      [&](engine::EngineApi& e, uint64_t op) { e.Connect(op, uri, options.ordered, deadline); });
+      [&](engine::EngineApi& e, uint64_t op) {
+        e.Connect(op, uri, options.ordered, options.stream_method, deadline);
+      });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever).WithContext(
       "connect to " + std::string(address)));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
@@ -60,6 +63,11 @@ Result<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds ti
   StatePtr state = core_->Start([&](engine::EngineApi& e, uint64_t op) { e.Accept(op, deadline); });
   WHARF_RETURN_IF_ERROR(AwaitState(*core_, state, kNever));
   return std::unique_ptr<Connection>(new Connection(core_, state->value));
+}
+
+Status Endpoint::ServeStreams(uint32_t method, StreamHandler handler) {
+  if (core_->closed()) return Closed(*core_);
+  return core_->stream_acceptor()->Serve(method, std::move(handler));
 }
 
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,

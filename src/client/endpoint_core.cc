@@ -8,6 +8,7 @@
 #include "client/daemon_link.h"
 #include "client/managed_engine.h"
 #include "client/public_access.h"
+#include "client/stream_acceptor.h"
 #include "engine/uri.h"
 
 namespace wharf::internal {
@@ -287,6 +288,14 @@ Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandle
   engine_->SetServed(method, true);
   StartKeeper();
   return OkStatus();
+}
+
+std::shared_ptr<StreamAcceptor> EndpointCore::stream_acceptor() {
+  HostLock lock(host_->mu());
+  if (stream_acceptor_ == nullptr) {
+    stream_acceptor_ = std::make_shared<StreamAcceptor>(weak_from_this());
+  }
+  return stream_acceptor_;
 }
 
 Status EndpointCore::SyncEngine() {

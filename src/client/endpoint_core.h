@@ -33,6 +33,8 @@
 
 namespace wharf::internal {
 
+class StreamAcceptor;
+
 // Shared by the Endpoint and everything that may outlive it (Connections,
 // Completions hold it weakly). Thread-safe.
 class EndpointCore final : public ProgressDriver,
@@ -80,6 +82,9 @@ class EndpointCore final : public ProgressDriver,
   // (managed: wharfd executed it), so Listen and Serve are in force when
   // they return, as in process.
   Status SyncEngine();
+  // Hands the streams peers open to their handlers (Endpoint::ServeStreams);
+  // made on first use.
+  std::shared_ptr<StreamAcceptor> stream_acceptor();
   // Answers a call an AsyncRpcHandler holds (Responder::Respond).
   void Respond(ResponderState& responder, Status status, Buffer payload);
   bool closed() const { return closed_.load(); }
@@ -248,6 +253,7 @@ class EndpointCore final : public ProgressDriver,
   std::vector<std::pair<std::function<void(const Status&)>, StatePtr>> callbacks_
       ABSL_GUARDED_BY(host_->mu());
 
+  std::shared_ptr<StreamAcceptor> stream_acceptor_ ABSL_GUARDED_BY(host_->mu());
   // Served methods. Replaced handlers are kept until the core dies: a
   // thread may be running one outside the lock (through the Handler*, which
   // the lock does not guard).

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,46 @@ TEST(EndpointTest, ConnectWithoutListenIsRefused) {
   ServerThread st(*server);
   auto conn = client->Connect(server->address());
   EXPECT_EQ(conn.status().code(), StatusCode::kUnavailable) << conn.status();
+}
+
+TEST(EndpointTest, StreamsGoToTheirMethodsHandlerAndPlainConnectionsToAccept) {
+  auto server = OpenLoopback();
+  auto client = OpenLoopback();
+  ASSERT_TRUE(server->Listen().ok());
+  // The handler runs on the driving thread: it answers asynchronously and
+  // keeps the stream.
+  std::vector<std::unique_ptr<Connection>> streams;
+  ASSERT_TRUE(server
+                  ->ServeStreams(7,
+                                 [&](std::unique_ptr<Connection> stream) {
+                                   stream->ISend(Buffer::Copy("seven"));
+                                   streams.push_back(std::move(stream));
+                                 })
+                  .ok());
+  ServerThread st(*server);
+  auto stream = client->Connect(server->address(), {.stream_method = 7});
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  auto hello = (*stream)->Recv(5s);
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  EXPECT_EQ(hello->AsStringView(), "seven");
+  // A method with no stream handler is refused at connect, by name.
+  auto other = client->Connect(server->address(), {.stream_method = 8});
+  EXPECT_EQ(other.status().code(), StatusCode::kUnimplemented) << other.status();
+  // The application's own connections still queue for its Accept.
+  auto plain = client->Connect(server->address());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto accepted = server->Accept(5s);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(server->Accept(50ms).status().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST(EndpointTest, ServeStreamsRefusesMethodZeroAndReservedIds) {
+  auto server = OpenLoopback();
+  auto handler = [](std::unique_ptr<Connection>) {};
+  EXPECT_EQ(server->ServeStreams(0, handler).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server->ServeStreams(kFirstReservedMethod, handler).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(server->ServeStreams(5, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EndpointTest, OrderedConnectionKeepsOrderUnorderedDeliversAll) {

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "shm/commands.h"
+#include "wire/byte_order.h"
 
 namespace wharf::internal {
 
@@ -58,6 +59,7 @@ void ManagedEngine::Adopt(std::unique_ptr<DaemonLink> link) {
   peer_names_.clear();
   peer_name_order_.clear();
   conn_peers_.clear();
+  conn_stream_methods_.clear();
   waiting_flag_ = false;
   woke_token_ = 0;
   if (keep_awake_) link_->completions().SetWaitingToken(NextSleepToken());
@@ -66,6 +68,12 @@ void ManagedEngine::Adopt(std::unique_ptr<DaemonLink> link) {
     Descriptor d = Command(Opcode::kServe);
     d.status = method;
     d.flags = shm::kFlagServed;
+    Push(d);
+  }
+  for (uint32_t method : served_streams_) {
+    Descriptor d = Command(Opcode::kServe);
+    d.status = method;
+    d.flags = shm::kFlagServed | shm::kFlagStream;
     Push(d);
   }
   if (listening_) Push(Command(Opcode::kListen));
@@ -83,6 +91,7 @@ void ManagedEngine::Broken(const Status& why) {
   pending_.clear();
   opening_.clear();
   accepting_.clear();
+  accepting_streams_.clear();
   for (uint64_t op : ops) sink_->OnComplete(op, why, Buffer(), 0);
   // wharfd reads none of these any more.
   lent_.clear();
@@ -199,13 +208,15 @@ uint64_t ManagedEngine::PeerHandle(const engine::Uri& uri) {
 // ------------------------------------------------------------- operations
 
 void ManagedEngine::Connect(uint64_t op_id, const engine::Uri& peer, bool ordered,
-                            TimeNs deadline_ns) {
+                            uint32_t stream_method, TimeNs deadline_ns) {
   if (!Usable(op_id)) return;
   Descriptor d = Command(Opcode::kConnect, op_id, PeerHandle(peer));
-  d.flags = ordered ? shm::kFlagOrdered : 0;
+  d.flags = ordered || stream_method != 0 ? shm::kFlagOrdered : 0;
+  d.status = stream_method;
   d.aux[0] = RawDeadline(deadline_ns);
-  opening_[op_id] = peer.scheme + "://" + peer.address.ToString() +
-                    (peer.endpoint_name.empty() ? "" : "/" + peer.endpoint_name);
+  opening_[op_id] = {peer.scheme + "://" + peer.address.ToString() +
+                         (peer.endpoint_name.empty() ? "" : "/" + peer.endpoint_name),
+                     stream_method};
   StartOp(op_id, d);
 }
 
@@ -221,6 +232,35 @@ void ManagedEngine::Accept(uint64_t op_id, TimeNs deadline_ns) {
   d.aux[0] = RawDeadline(deadline_ns);
   accepting_.insert(op_id);
   StartOp(op_id, d);
+}
+
+void ManagedEngine::ServeStreams(uint32_t method, bool served) {
+  if (served) {
+    served_streams_.insert(method);
+  } else {
+    served_streams_.erase(method);
+  }
+  if (!Usable(0)) return;
+  Descriptor d = Command(Opcode::kServe);
+  d.status = method;
+  d.flags = shm::kFlagStream | (served ? shm::kFlagServed : 0);
+  Push(d);
+  FlushUnlessBatching();
+}
+
+void ManagedEngine::AcceptStream(uint64_t op_id, TimeNs deadline_ns) {
+  Descriptor d = Command(Opcode::kAccept, op_id);
+  d.flags = shm::kFlagStream;
+  d.aux[0] = RawDeadline(deadline_ns);
+  accepting_.insert(op_id);
+  accepting_streams_.insert(op_id);
+  StartOp(op_id, d);
+}
+
+Result<uint32_t> ManagedEngine::StreamMethodOf(uint64_t conn) const {
+  if (!conn_peers_.contains(conn)) return NotFoundError("connection " + std::to_string(conn));
+  auto it = conn_stream_methods_.find(conn);
+  return it == conn_stream_methods_.end() ? 0 : it->second;
 }
 
 void ManagedEngine::Send(uint64_t op_id, uint64_t conn, Buffer message) {
@@ -276,6 +316,7 @@ void ManagedEngine::BarrierArrive(uint64_t op_id, const engine::Uri& coordinator
 
 void ManagedEngine::Release(uint64_t conn) {
   conn_peers_.erase(conn);
+  conn_stream_methods_.erase(conn);
   if (broken_.has_value()) return;
   Push(Command(Opcode::kReleaseConn, 0, conn));
   FlushUnlessBatching(/*urgent=*/false);
@@ -491,6 +532,7 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
       if (code != StatusCode::kOk) {
         opening_.erase(e.cookie);
         accepting_.erase(e.cookie);
+        accepting_streams_.erase(e.cookie);
         sink_->OnComplete(e.cookie, Status(code, TakeText(e)), Buffer(), 0);
         return;
       }
@@ -499,11 +541,20 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
       // map (each lookup there is a division by a prime).
       auto it = opening_.empty() ? opening_.end() : opening_.find(e.cookie);
       if (it != opening_.end()) {
-        conn_peers_[e.handle] = std::move(it->second);
+        conn_peers_[e.handle] = std::move(it->second.peer);
+        if (it->second.stream_method != 0) {
+          conn_stream_methods_[e.handle] = it->second.stream_method;
+        }
         opening_.erase(it);
       } else if (!accepting_.empty() && accepting_.erase(e.cookie) > 0) {
-        // An accept's payload is the peer's address.
-        conn_peers_[e.handle] = std::string(message.AsStringView());
+        // An accept's payload is the peer's address, after a stream's
+        // method (shm/commands.h).
+        std::string_view peer = message.AsStringView();
+        if (accepting_streams_.erase(e.cookie) > 0 && peer.size() >= 4) {
+          conn_stream_methods_[e.handle] = wire::LoadU32(message.data());
+          peer.remove_prefix(4);
+        }
+        conn_peers_[e.handle] = std::string(peer);
         message = Buffer();
       }
       sink_->OnComplete(e.cookie, OkStatus(), std::move(message), e.handle);

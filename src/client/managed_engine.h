@@ -59,9 +59,13 @@ class ManagedEngine final : public engine::EngineApi {
   const std::string& address() const { return address_; }
 
   // engine::EngineApi
-  void Connect(uint64_t op_id, const engine::Uri& peer, bool ordered, TimeNs deadline_ns) override;
+  void Connect(uint64_t op_id, const engine::Uri& peer, bool ordered, uint32_t stream_method,
+               TimeNs deadline_ns) override;
   void Listen() override;
   void Accept(uint64_t op_id, TimeNs deadline_ns) override;
+  void ServeStreams(uint32_t method, bool served) override;
+  void AcceptStream(uint64_t op_id, TimeNs deadline_ns) override;
+  Result<uint32_t> StreamMethodOf(uint64_t conn) const override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
   // Options other than the defaults fail with kUnimplemented: the ring
@@ -152,8 +156,14 @@ class ManagedEngine final : public engine::EngineApi {
   bool more_completions_ = false;  // the last Poll left entries in the ring
 
   absl::flat_hash_set<uint64_t> pending_;          // op ids wharfd owes an answer
-  std::unordered_map<uint64_t, std::string> opening_;  // connect op -> peer text
+  struct Opening {
+    std::string peer;  // its address text
+    uint32_t stream_method = 0;
+  };
+  std::unordered_map<uint64_t, Opening> opening_;  // connect op -> what it opens
   std::unordered_set<uint64_t> accepting_;
+  std::unordered_set<uint64_t> accepting_streams_;  // a subset of accepting_
+  std::unordered_map<uint64_t, uint32_t> conn_stream_methods_;  // streams only
   absl::flat_hash_map<uint64_t, Buffer> lent_;     // tag -> payload wharfd reads
   uint64_t next_tag_ = 1ull << 62;                // tags of responses' payloads
   std::unordered_map<uint64_t, std::string> conn_peers_;
@@ -162,6 +172,7 @@ class ManagedEngine final : public engine::EngineApi {
   std::unordered_map<uint64_t, std::string> peer_names_;
   std::deque<uint64_t> peer_name_order_;
   std::set<uint32_t> served_;
+  std::set<uint32_t> served_streams_;
   bool listening_ = false;
 
   struct Counts {

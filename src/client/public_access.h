@@ -31,6 +31,11 @@ class PublicAccess {
   static Completion MakeCompletion(std::shared_ptr<CompletionState> state) {
     return Completion(std::move(state));
   }
+  // The application's handle of connection `id` (a stream a peer opened).
+  static std::unique_ptr<Connection> MakeConnection(std::shared_ptr<EndpointCore> core,
+                                                    uint64_t id) {
+    return std::unique_ptr<Connection>(new Connection(std::move(core), id));
+  }
   // The right to answer a call, handed to an AsyncRpcHandler.
   static Responder MakeResponder(std::shared_ptr<ResponderState> state) {
     return Responder(std::move(state));

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <string>
 
 #include "base/log.h"
 #include "base/text.h"
 #include "shm/commands.h"
+#include "wire/byte_order.h"
 
 namespace wharf::daemon {
 
@@ -378,8 +381,15 @@ void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint6
   if (ended == OperationTable::Ended::kUnknown) return;  // teardown's own, or already reported
   if (ended == OperationTable::Ended::kAccepted) {
     // The application learns who connected with the accept: the peer's
-    // address is its payload.
-    message = Buffer::Copy(engine_->PeerOf(value).value_or(""));
+    // address is its payload, after a stream's method (shm/commands.h).
+    const std::string peer = engine_->PeerOf(value).value_or("");
+    if (const uint32_t method = engine_->StreamMethodOf(value).value_or(0); method != 0) {
+      message = Buffer::Allocate(4 + peer.size());
+      wire::StoreU32(message.data(), method);
+      std::memcpy(message.data() + 4, peer.data(), peer.size());
+    } else {
+      message = Buffer::Copy(peer);
+    }
   }
   if (closing_) return;
   outbox_->Complete(op_id, status, std::move(message), value);

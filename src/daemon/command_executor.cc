@@ -56,7 +56,11 @@ void CommandExecutor::Execute(const Descriptor& d) {
     case Opcode::kAccept:
       if (!StartOp(d)) return;
       p_.ops.StartOpening(d.cookie, /*accept=*/true);
-      engine.Accept(d.cookie, DeadlineOf(d.aux[0]));
+      if ((d.flags & shm::kFlagStream) != 0) {
+        engine.AcceptStream(d.cookie, DeadlineOf(d.aux[0]));
+      } else {
+        engine.Accept(d.cookie, DeadlineOf(d.aux[0]));
+      }
       return;
     case Opcode::kDisconnect:
       if (StartOp(d) && OwnConnection(d)) engine.Disconnect(d.cookie, d.handle);
@@ -175,7 +179,8 @@ void CommandExecutor::ExecuteConnect(const Descriptor& d) {
     return;
   }
   p_.ops.StartOpening(d.cookie, /*accept=*/false);
-  p_.engine.Connect(d.cookie, *peer, (d.flags & shm::kFlagOrdered) != 0, DeadlineOf(d.aux[0]));
+  p_.engine.Connect(d.cookie, *peer, (d.flags & shm::kFlagOrdered) != 0, d.status,
+                    DeadlineOf(d.aux[0]));
 }
 
 void CommandExecutor::ExecuteBarrier(const Descriptor& d) {
@@ -192,11 +197,17 @@ void CommandExecutor::ExecuteBarrier(const Descriptor& d) {
 
 void CommandExecutor::ExecuteServe(const Descriptor& d) {
   const bool served = (d.flags & shm::kFlagServed) != 0;
-  if (Status s = p_.served.Serve(d.status, served); !s.ok()) {
+  const bool streams = (d.flags & shm::kFlagStream) != 0;
+  Status s = streams ? p_.served.ServeStreams(d.status, served) : p_.served.Serve(d.status, served);
+  if (!s.ok()) {
     Fault(d, s);
     return;
   }
-  p_.engine.SetServed(d.status, served);
+  if (streams) {
+    p_.engine.ServeStreams(d.status, served);
+  } else {
+    p_.engine.SetServed(d.status, served);
+  }
 }
 
 void CommandExecutor::ExecuteRespond(const Descriptor& d) {

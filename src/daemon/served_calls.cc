@@ -2,26 +2,43 @@
 #include "daemon/served_calls.h"
 
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "wharf/endpoint.h"
 
 namespace wharf::daemon {
 
-Status ServedCalls::Serve(uint32_t method, bool served) {
+namespace {
+
+Status ServeIn(std::unordered_set<uint32_t>& methods, uint32_t method, bool served,
+               std::string_view what) {
   if (method >= kFirstReservedMethod) {
     return InvalidArgumentError("method " + std::to_string(method) + " is reserved");
   }
   if (!served) {
-    methods_.erase(method);
+    methods.erase(method);
     return OkStatus();
   }
-  if (!methods_.contains(method) && methods_.size() >= kMaxMethods) {
-    return ResourceExhaustedError("serves " + std::to_string(methods_.size()) +
-                                  " methods already (at most " + std::to_string(kMaxMethods) +
-                                  ")");
+  if (!methods.contains(method) && methods.size() >= ServedCalls::kMaxMethods) {
+    return ResourceExhaustedError("serves " + std::to_string(methods.size()) + " " +
+                                  std::string(what) + " already (at most " +
+                                  std::to_string(ServedCalls::kMaxMethods) + ")");
   }
-  methods_.insert(method);
+  methods.insert(method);
   return OkStatus();
+}
+
+}  // namespace
+
+Status ServedCalls::Serve(uint32_t method, bool served) {
+  return ServeIn(methods_, method, served, "methods");
+}
+
+Status ServedCalls::ServeStreams(uint32_t method, bool served) {
+  // 0 on a connect means a plain connection.
+  if (method == 0) return InvalidArgumentError("stream method 0 is reserved");
+  return ServeIn(stream_methods_, method, served, "stream methods");
 }
 
 bool ServedCalls::Forget(const engine::ServerCallRef& ref, uint64_t* handle) {

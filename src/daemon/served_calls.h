@@ -31,6 +31,8 @@ class ServedCalls {
   // engine when this succeeds. kInvalidArgument for a reserved method,
   // kResourceExhausted for a new one past kMaxMethods.
   Status Serve(uint32_t method, bool served);
+  // The same for streams of `method` (their own table, the same cap).
+  Status ServeStreams(uint32_t method, bool served);
   bool serves(uint32_t method) const { return methods_.contains(method); }
   size_t methods() const { return methods_.size(); }
 
@@ -67,6 +69,7 @@ class ServedCalls {
 
  private:
   std::unordered_set<uint32_t> methods_;  // served, at most kMaxMethods
+  std::unordered_set<uint32_t> stream_methods_;  // streams served, at most kMaxMethods
   // The requests awaiting an answer, both ways (open addressing: an insert
   // and an erase each per request).
   absl::flat_hash_map<uint64_t, engine::ServerCallRef> calls_;

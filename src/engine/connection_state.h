@@ -20,6 +20,7 @@ struct ConnState {
   uint64_t wire_id = 0;   // the id both ends use on the wire (client-chosen)
   PeerRef peer;
   bool ordered = false;
+  uint32_t stream_method = 0;  // nonzero: a stream of this method (ConnectionTable)
   bool remote = false;    // opened by the peer (counts against max_connections)
   bool open = true;       // false after Disconnect (either side) or peer death
   Status closed_reason;   // why receives now fail, once !open

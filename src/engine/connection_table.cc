@@ -13,21 +13,26 @@ ConnState* ConnectionTable::FindByWire(const PeerRef& peer, uint64_t wire_id) {
   return Find(it->second);
 }
 
-ConnState& ConnectionTable::Open(const PeerRef& peer, bool ordered) {
+ConnState& ConnectionTable::Open(const PeerRef& peer, bool ordered, uint32_t stream_method) {
   const uint64_t local = next_local_++;
   ConnState& conn = conns_[local];
   conn.local_id = local;
   wire_id_seed_ += 0x9E3779B97F4A7C15ULL;
   conn.wire_id = wire_id_seed_ ^ (wire_id_seed_ >> 29);
   conn.peer = peer;
-  conn.ordered = ordered;
+  conn.ordered = ordered || stream_method != 0;
+  conn.stream_method = stream_method;
   by_wire_[{peer, conn.wire_id}] = local;
   return conn;
 }
 
 Result<uint64_t> ConnectionTable::OpenFromPeer(const PeerRef& peer, uint64_t wire_id,
-                                               bool ordered) {
-  if (!listening_) {
+                                               bool ordered, uint32_t stream_method) {
+  if (stream_method != 0 && !served_streams_.contains(stream_method)) {
+    return UnimplementedError("the endpoint serves no stream method " +
+                              std::to_string(stream_method));
+  }
+  if (stream_method == 0 && !listening_) {
     return UnavailableError("the endpoint is not accepting connections (no Listen)");
   }
   if (FindByWire(peer, wire_id) != nullptr) return uint64_t{0};
@@ -43,7 +48,8 @@ Result<uint64_t> ConnectionTable::OpenFromPeer(const PeerRef& peer, uint64_t wir
   conn.remote = true;
   conn.wire_id = wire_id;
   conn.peer = peer;
-  conn.ordered = ordered;
+  conn.ordered = ordered || stream_method != 0;
+  conn.stream_method = stream_method;
   by_wire_[{peer, wire_id}] = local;
   return local;
 }
@@ -58,34 +64,47 @@ std::deque<uint64_t> ConnectionTable::Erase(uint64_t local) {
   return receivers;
 }
 
+void ConnectionTable::ServeStreams(uint32_t method, bool served) {
+  if (served) {
+    served_streams_.insert(method);
+  } else {
+    served_streams_.erase(method);
+  }
+}
+
 uint64_t ConnectionTable::Accepted(uint64_t local) {
-  if (accept_waiters_.empty()) {
-    accept_queue_.push_back(local);
+  const ConnState* conn = Find(local);
+  AcceptLine& line = conn != nullptr && conn->stream_method != 0 ? streams_ : plain_;
+  if (line.waiters.empty()) {
+    line.queue.push_back(local);
     return 0;
   }
-  const uint64_t op = accept_waiters_.front();
-  accept_waiters_.pop_front();
+  const uint64_t op = line.waiters.front();
+  line.waiters.pop_front();
   return op;
 }
 
-uint64_t ConnectionTable::TakeAccepted() {
-  if (accept_queue_.empty()) return 0;
-  const uint64_t local = accept_queue_.front();
-  accept_queue_.pop_front();
+uint64_t ConnectionTable::TakeAccepted(bool streams) {
+  AcceptLine& line = streams ? streams_ : plain_;
+  if (line.queue.empty()) return 0;
+  const uint64_t local = line.queue.front();
+  line.queue.pop_front();
   return local;
 }
 
 void ConnectionTable::RemoveAcceptWaiter(uint64_t op) {
-  accept_waiters_.erase(std::remove(accept_waiters_.begin(), accept_waiters_.end(), op),
-                        accept_waiters_.end());
+  for (AcceptLine* line : {&plain_, &streams_}) {
+    line->waiters.erase(std::remove(line->waiters.begin(), line->waiters.end(), op),
+                        line->waiters.end());
+  }
 }
 
 void ConnectionTable::Clear() {
   conns_.clear();
   by_wire_.clear();
   from_peers_ = 0;
-  accept_waiters_.clear();
-  accept_queue_.clear();
+  plain_ = {};
+  streams_ = {};
 }
 
 }  // namespace wharf::engine

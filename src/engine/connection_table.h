@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "engine/connection_state.h"
@@ -42,27 +43,41 @@ class ConnectionTable {
   // The connection `peer` knows as `wire_id`; null if none.
   ConnState* FindByWire(const PeerRef& peer, uint64_t wire_id);
 
-  // A connection we open to `peer`, with a new local id and wire id.
-  ConnState& Open(const PeerRef& peer, bool ordered);
+  // A connection we open to `peer`, with a new local id and wire id;
+  // `stream_method` nonzero opens a stream of that method (ordered).
+  ConnState& Open(const PeerRef& peer, bool ordered, uint32_t stream_method = 0);
   // `peer` opens connection `wire_id` to us: its local id, or 0 when it is
-  // open already (a repeated connect). kUnavailable when the endpoint does
-  // not listen, kResourceExhausted when peers hold max_from_peers.
-  Result<uint64_t> OpenFromPeer(const PeerRef& peer, uint64_t wire_id, bool ordered);
+  // open already (a repeated connect). A plain connection (stream_method 0)
+  // needs Listen: kUnavailable without; a stream needs its method served
+  // (ServeStreams): kUnimplemented without. kResourceExhausted when peers
+  // hold max_from_peers.
+  Result<uint64_t> OpenFromPeer(const PeerRef& peer, uint64_t wire_id, bool ordered,
+                                uint32_t stream_method = 0);
   // Forgets connection `local` (the host released it, or our connect
   // failed); its receivers, if any, are returned.
   std::deque<uint64_t> Erase(uint64_t local);
 
   void Listen() { listening_ = true; }
   bool listening() const { return listening_; }
-  // Connection `local`, which a peer opened, goes to the oldest Accept
-  // waiting: its op id (to complete with `local`); 0 if none waits, and the
-  // connection is queued for the next Accept.
+  // Peers may open streams of `method` (or no longer may: streams open
+  // already go on).
+  void ServeStreams(uint32_t method, bool served);
+  bool serves_streams() const { return !served_streams_.empty(); }
+
+  // Connections peers open wait in one of two lines: plain ones for
+  // Accept, streams for AcceptStream (the host hands those to the stream's
+  // server, not to the application's Accept).
+  // Connection `local`, which a peer opened, goes to the oldest Accept of
+  // its line waiting: its op id (to complete with `local`); 0 if none
+  // waits, and the connection is queued for the next one.
   uint64_t Accepted(uint64_t local);
-  // The oldest connection a peer opened that no Accept took; 0 if none.
-  uint64_t TakeAccepted();
-  // Accept operation `op` waits for a connection (until Accepted or
-  // RemoveAcceptWaiter).
-  void AddAcceptWaiter(uint64_t op) { accept_waiters_.push_back(op); }
+  // The oldest connection of a line that no Accept took; 0 if none.
+  uint64_t TakeAccepted(bool streams = false);
+  // Accept operation `op` waits for a connection of its line (until
+  // Accepted or RemoveAcceptWaiter).
+  void AddAcceptWaiter(uint64_t op, bool streams = false) {
+    (streams ? streams_ : plain_).waiters.push_back(op);
+  }
   void RemoveAcceptWaiter(uint64_t op);
 
   // `f(local_id, conn)` for every connection, in no order; `f` must not
@@ -89,8 +104,13 @@ class ConnectionTable {
   uint64_t wire_id_seed_;       // advanced for each connection we open
   size_t from_peers_ = 0;       // conns_ entries peers opened (max_from_peers_)
   bool listening_ = false;
-  std::deque<uint64_t> accept_queue_;    // local ids peers opened, not yet accepted
-  std::deque<uint64_t> accept_waiters_;  // op ids of Accepts waiting, oldest first
+  std::unordered_set<uint32_t> served_streams_;  // methods peers may open streams of
+  struct AcceptLine {
+    std::deque<uint64_t> queue;    // local ids peers opened, not yet accepted
+    std::deque<uint64_t> waiters;  // op ids of Accepts waiting, oldest first
+  };
+  AcceptLine plain_;
+  AcceptLine streams_;
   uint64_t refused_ = 0;
 };
 

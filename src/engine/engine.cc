@@ -122,27 +122,40 @@ void Engine::FinishOp(uint64_t op_id, Status status, Buffer message, uint64_t va
 
 // ------------------------------------------------------------ connections
 
-void Engine::Connect(uint64_t op_id, const Uri& uri, bool ordered, TimeNs deadline_ns) {
+void Engine::Connect(uint64_t op_id, const Uri& uri, bool ordered, uint32_t stream_method,
+                     TimeNs deadline_ns) {
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
   Result<PeerRef> peer = PeerFor(uri);
   if (!peer.ok()) return Complete(op_id, peer.status());
-  ConnState& conn = conns_.Open(*peer, ordered);
+  ConnState& conn = conns_.Open(*peer, ordered, stream_method);
   Register(op_id, Op{.kind = OpKind::kConnect, .conn = conn.local_id, .deadline_ns = deadline_ns});
   Frame frame;
   frame.kind = FrameKind::kConnect;
-  frame.flags = ordered ? kFrameOrdered : 0;
+  frame.flags = conn.ordered ? kFrameOrdered : 0;
+  frame.code = stream_method;
   frame.conn_id = conn.wire_id;
   StartRequest(op_id, *peer, frame, Buffer());
 }
 
-void Engine::Accept(uint64_t op_id, TimeNs deadline_ns) {
-  if (const uint64_t local = conns_.TakeAccepted(); local != 0) {
+void Engine::AcceptFrom(uint64_t op_id, TimeNs deadline_ns, bool streams) {
+  if (const uint64_t local = conns_.TakeAccepted(streams); local != 0) {
     return Complete(op_id, OkStatus(), Buffer(), local);
   }
   if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
-  if (!conns_.listening()) return Complete(op_id, FailedPreconditionError("Accept before Listen"));
+  if (!streams && !conns_.listening()) {
+    return Complete(op_id, FailedPreconditionError("Accept before Listen"));
+  }
+  if (streams && !conns_.serves_streams()) {
+    return Complete(op_id, FailedPreconditionError("AcceptStream before ServeStreams"));
+  }
   Register(op_id, Op{.kind = OpKind::kAccept, .deadline_ns = deadline_ns});
-  conns_.AddAcceptWaiter(op_id);
+  conns_.AddAcceptWaiter(op_id, streams);
+}
+
+Result<uint32_t> Engine::StreamMethodOf(uint64_t conn) const {
+  const ConnState* c = conns_.Find(conn);
+  if (c == nullptr) return NotFoundError("connection " + std::to_string(conn));
+  return c->stream_method;
 }
 
 void Engine::Send(uint64_t op_id, uint64_t conn_id, Buffer message) {
@@ -602,8 +615,8 @@ void Engine::Respond(const ServerCallRef& call, Status status, Buffer payload,
 }
 
 void Engine::HandleConnect(const ServerCallRef& key, const Frame& frame) {
-  Result<uint64_t> local =
-      conns_.OpenFromPeer(ClientOf(key), frame.conn_id, (frame.flags & kFrameOrdered) != 0);
+  Result<uint64_t> local = conns_.OpenFromPeer(ClientOf(key), frame.conn_id,
+                                               (frame.flags & kFrameOrdered) != 0, frame.code);
   if (!local.ok()) {
     Respond(key, local.status());
     return;

@@ -101,9 +101,15 @@ class Engine final : public EngineApi {
   // --- operations: each ends in one sink OnComplete(op_id, ...) ---
   // Host op ids are nonzero and below 2^63 (the engine keeps the rest).
   // Connect and Accept complete with the local connection id as value.
-  void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns) override;
+  void Connect(uint64_t op_id, const Uri& peer, bool ordered, uint32_t stream_method,
+               TimeNs deadline_ns) override;
   void Listen() override { conns_.Listen(); }
-  void Accept(uint64_t op_id, TimeNs deadline_ns) override;
+  void Accept(uint64_t op_id, TimeNs deadline_ns) override { AcceptFrom(op_id, deadline_ns, false); }
+  void ServeStreams(uint32_t method, bool served) override { conns_.ServeStreams(method, served); }
+  void AcceptStream(uint64_t op_id, TimeNs deadline_ns) override {
+    AcceptFrom(op_id, deadline_ns, true);
+  }
+  Result<uint32_t> StreamMethodOf(uint64_t conn) const override;
   void Send(uint64_t op_id, uint64_t conn, Buffer message) override;
   void Recv(uint64_t op_id, uint64_t conn) override;
   // kInvalidArgument for a priority outside 0..7 (and not by size).
@@ -194,6 +200,8 @@ class Engine final : public EngineApi {
                 TimeNs deadline_ns, const transport::SendOptions& options);
   // Sends `frame` + `payload` as a request for op `op_id`.
   void StartRequest(uint64_t op_id, const PeerRef& peer, const Frame& frame, Buffer payload);
+  // Accept (streams false) or AcceptStream.
+  void AcceptFrom(uint64_t op_id, TimeNs deadline_ns, bool streams);
   void FinishOp(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
   // Completes an operation that was never recorded (an immediate result).
   void Complete(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0) {

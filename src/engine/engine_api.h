@@ -40,9 +40,17 @@ class EngineApi {
 
   // --- operations: each ends in one sink OnComplete(op_id, ...) ---
   // Connect and Accept complete with the local connection id as value.
-  virtual void Connect(uint64_t op_id, const Uri& peer, bool ordered, TimeNs deadline_ns) = 0;
+  // `stream_method` nonzero opens a stream: an ordered connection the peer
+  // takes with AcceptStream, which it must serve (ServeStreams).
+  virtual void Connect(uint64_t op_id, const Uri& peer, bool ordered, uint32_t stream_method,
+                       TimeNs deadline_ns) = 0;
   virtual void Listen() = 0;
   virtual void Accept(uint64_t op_id, TimeNs deadline_ns) = 0;
+  // Peers may open streams of `method` (served = false: no new ones).
+  virtual void ServeStreams(uint32_t method, bool served) = 0;
+  // Takes the next stream a peer opened; StreamMethodOf tells its method.
+  virtual void AcceptStream(uint64_t op_id, TimeNs deadline_ns) = 0;
+  virtual Result<uint32_t> StreamMethodOf(uint64_t conn) const = 0;
   virtual void Send(uint64_t op_id, uint64_t conn, Buffer message) = 0;
   virtual void Recv(uint64_t op_id, uint64_t conn) = 0;
   // `options`: the request's priority (0..7 or transport::kPriorityBySize,

@@ -85,6 +85,55 @@ TEST_F(EngineTest, AcceptBeforeListenFails) {
   EXPECT_EQ(accept->status.code(), StatusCode::kFailedPrecondition);
 }
 
+TEST_F(EngineTest, AStreamGoesToAcceptStreamAndAPlainConnectionToAccept) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->Listen();
+  b.engine->engine().ServeStreams(77, true);
+  StatePtr accept = b.engine->Accept(kNever);
+  StatePtr accept_stream = b.engine->AcceptStream(kNever);
+  StatePtr stream = a.engine->Connect(b.uri, /*ordered=*/false, kNever, /*stream_method=*/77);
+  ASSERT_TRUE(RunUntil([&] { return Done(stream) && Done(accept_stream); }));
+  ASSERT_TRUE(stream->status.ok()) << stream->status.ToString();
+  EXPECT_FALSE(Done(accept));  // the stream is not the application's connection
+  EXPECT_EQ(*b.engine->engine().StreamMethodOf(accept_stream->value), 77u);
+  EXPECT_EQ(*a.engine->engine().StreamMethodOf(stream->value), 77u);
+
+  StatePtr plain = a.engine->Connect(b.uri, false, kNever);
+  ASSERT_TRUE(RunUntil([&] { return Done(plain) && Done(accept); }));
+  EXPECT_EQ(*b.engine->engine().StreamMethodOf(accept->value), 0u);
+
+  // A stream is ordered whatever the caller asked: a short message never
+  // overtakes a long one.
+  StatePtr big = a.engine->Send(stream->value, Buffer::Copy(std::string(200000, 'x')));
+  StatePtr small = a.engine->Send(stream->value, Text("after"));
+  StatePtr r1 = b.engine->Recv(accept_stream->value);
+  StatePtr r2 = b.engine->Recv(accept_stream->value);
+  ASSERT_TRUE(RunUntil([&] { return Done(r1) && Done(r2); }));
+  EXPECT_EQ(r1->message.size(), 200000u);
+  EXPECT_EQ(r2->message.AsStringView(), "after");
+}
+
+TEST_F(EngineTest, AStreamOfAMethodNotServedIsRefusedAndQueuesNothing) {
+  Node& a = AddNode("A");
+  Node& b = AddNode("B");
+  b.engine->Listen();  // listening for connections serves no streams
+  b.engine->engine().ServeStreams(77, true);
+  StatePtr other = a.engine->Connect(b.uri, false, kNever, /*stream_method=*/78);
+  ASSERT_TRUE(RunUntilDone(other));
+  EXPECT_EQ(other->status.code(), StatusCode::kUnimplemented) << other->status.ToString();
+  EXPECT_NE(other->status.message().find("78"), std::string::npos);
+  b.engine->engine().ServeStreams(77, false);
+  StatePtr stopped = a.engine->Connect(b.uri, false, kNever, 77);
+  ASSERT_TRUE(RunUntilDone(stopped));
+  EXPECT_EQ(stopped->status.code(), StatusCode::kUnimplemented);
+  StatePtr accept_stream = b.engine->AcceptStream(kNever);
+  ASSERT_TRUE(Done(accept_stream));
+  EXPECT_EQ(accept_stream->status.code(), StatusCode::kFailedPrecondition);
+  StatePtr accept = b.engine->Accept(kNever);
+  EXPECT_FALSE(Done(accept));
+}
+
 TEST_F(EngineTest, ConnectWithoutListenIsUnavailable) {
   Node& a = AddNode("A");
   Node& b = AddNode("B");

@@ -5,8 +5,9 @@
 //
 //    0        1        2        4                8
 //   +--------+--------+--------+----------------+
-//   |  kind  | flags  |  rsvd  |      code      |   code: method id (kRpc),
-//   +--------+--------+--------+----------------+         StatusCode (kReply),
+//   |  kind  | flags  |  rsvd  |      code      |   code: method id (kRpc; kConnect
+//   +--------+--------+--------+----------------+         of a stream, else 0),
+//                                                         StatusCode (kReply),
 //   |              conn_id (u64)                |         member count (kBarrier)
 //   +-------------------------------------------+
 //   |                seq (u64)                  |   message sequence / round
@@ -26,7 +27,7 @@
 namespace wharf::engine {
 
 enum class FrameKind : uint8_t {
-  kConnect = 1,     // open conn_id; reply OK or an error
+  kConnect = 1,     // open conn_id (a stream of method `code` if nonzero); reply OK or an error
   kMessage = 2,     // one message on conn_id, sequence seq
   kDisconnect = 3,  // close conn_id
   kRpc = 4,         // an RPC to method `code`

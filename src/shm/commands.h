@@ -26,15 +26,18 @@
 //                  kFlagToPeer; status = method; aux[0] = deadline;
 //                  range = request
 //   kConnect       cookie, handle = peer handle, flags kFlagOrdered;
-//                  aux[0] = deadline
+//                  aux[0] = deadline; status = a stream's method (0: a
+//                  plain connection)
 //   kListen        (nothing)
-//   kAccept        cookie, aux[0] = deadline
+//   kAccept        cookie, aux[0] = deadline; flags kFlagStream: takes the
+//                  next stream rather than the next plain connection
 //   kDisconnect    cookie, handle = connection
 //   kReleaseConn   handle = connection
 //   kBarrier       cookie, handle = coordinator's peer handle, flags
 //                  kFlagCoordinator; status = members; aux[0] = deadline,
 //                  aux[1] = group, aux[2] = round
-//   kServe         status = method, flags kFlagServed (absent: stop serving)
+//   kServe         status = method, flags kFlagServed (absent: stop serving),
+//                  kFlagStream: streams of the method rather than its calls
 //   kRespond       handle = request handle (from kRequest); status = a
 //                  StatusCode; range = the response, or the error's text
 //   kReleaseBuffer range = exactly a range wharfd delivered; aux[0..2] =
@@ -45,7 +48,9 @@
 //
 // Completion-ring entries (wharfd -> application):
 //   kCompletion    cookie, status = StatusCode, handle = value (connection
-//                  id for kConnect / kAccept); range = the received message
+//                  id for kConnect / kAccept; an accept's range is the
+//                  peer's address, after the stream's method as 4 bytes
+//                  big-endian for a kFlagStream one); range = the received message
 //                  or response, or for a failure the error's text; flags
 //                  kFlagSendReleased: the operation's payload range is
 //                  released as by a kSendReleased (which then never comes)
@@ -72,8 +77,9 @@ inline constexpr uint16_t kFlagToPeer = 1 << 0;       // kCall: handle is a peer
 inline constexpr uint16_t kFlagOrdered = 1 << 1;      // kConnect
 inline constexpr uint16_t kFlagCoordinator = 1 << 2;  // kBarrier
 inline constexpr uint16_t kFlagServed = 1 << 3;       // kServe
+inline constexpr uint16_t kFlagStream = 1 << 4;       // kServe, kAccept
 inline constexpr uint16_t kKnownCommandFlags =
-    kFlagToPeer | kFlagOrdered | kFlagCoordinator | kFlagServed;
+    kFlagToPeer | kFlagOrdered | kFlagCoordinator | kFlagServed | kFlagStream;
 // kCompletion (wharfd -> application): the payload was released as well.
 inline constexpr uint16_t kFlagSendReleased = 1 << 0;
 

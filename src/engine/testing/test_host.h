@@ -36,12 +36,16 @@ class TestHost final : public EngineSink {
 
   Engine& engine() { return *engine_; }
 
-  OpPtr Connect(const Uri& uri, bool ordered, TimeNs deadline_ns) {
-    return Start([&](uint64_t op) { engine_->Connect(op, uri, ordered, deadline_ns); });
+  OpPtr Connect(const Uri& uri, bool ordered, TimeNs deadline_ns, uint32_t stream_method = 0) {
+    return Start(
+        [&](uint64_t op) { engine_->Connect(op, uri, ordered, stream_method, deadline_ns); });
   }
   void Listen() { engine_->Listen(); }
   OpPtr Accept(TimeNs deadline_ns) {
     return Start([&](uint64_t op) { engine_->Accept(op, deadline_ns); });
+  }
+  OpPtr AcceptStream(TimeNs deadline_ns) {
+    return Start([&](uint64_t op) { engine_->AcceptStream(op, deadline_ns); });
   }
   OpPtr Send(uint64_t conn, Buffer message) {
     return Start([&](uint64_t op) { engine_->Send(op, conn, std::move(message)); });
