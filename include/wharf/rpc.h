@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "wharf/buffer.h"
 #include "wharf/completion.h"
@@ -38,6 +39,13 @@ struct MethodInfo {
   std::string_view path;  // "/kv.Store/Get"
   uint32_t id = 0;
 };
+
+// Key/value pairs a client sends with a stream's opening; the server reads
+// them from its ServerContext. At most kMaxMetadataEntries, and
+// kMaxMetadataBytes of keys and values together. (Unary calls carry none.)
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+inline constexpr size_t kMaxMetadataEntries = 64;
+inline constexpr size_t kMaxMetadataBytes = 16 * 1024;
 
 // protobuf sizes messages in int: larger ones cannot be serialized.
 inline constexpr size_t kMaxMessageBytes = std::numeric_limits<int>::max();
@@ -197,8 +205,9 @@ void CallMethodThen(const Channel& channel, const MethodInfo& method, const Requ
 // What a handler knows about the call it serves.
 class ServerContext {
  public:
-  ServerContext(const RpcContext& context, const MethodInfo& method)
-      : peer_(context.peer), method_(&method), deadline_(context.deadline) {}
+  ServerContext(const RpcContext& context, const MethodInfo& method,
+                const Metadata* metadata = nullptr)
+      : peer_(context.peer), method_(&method), deadline_(context.deadline), metadata_(metadata) {}
 
   // The client's address ("homa://1.2.3.4:5678"), valid during the handler
   // call (copy it to keep it).
@@ -207,11 +216,17 @@ class ServerContext {
   // When the client stops waiting (time_point::max(): it set no deadline).
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   bool deadline_passed() const { return std::chrono::steady_clock::now() >= deadline_; }
+  // What the client sent with a stream's opening (empty for unary calls).
+  const Metadata& metadata() const {
+    static const Metadata kNone;
+    return metadata_ != nullptr ? *metadata_ : kNone;
+  }
 
  private:
   std::string_view peer_;
   const MethodInfo* method_;
   std::chrono::steady_clock::time_point deadline_;
+  const Metadata* metadata_;
 };
 
 // The right to answer one call later, typed. Move-only; any thread.

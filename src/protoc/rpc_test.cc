@@ -17,6 +17,7 @@
 
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
+#include "protoc/rpc_test_hosting.h"
 #include "rpc_test.wharf.h"
 #include "wharf/endpoint.h"
 #include "wharf/rpc.h"
@@ -99,14 +100,6 @@ class SlowService final : public Tester::AsyncService {
   std::vector<std::thread> answerers_;  // the test's thread only (handlers run one at a time)
 };
 
-enum class Mode { kEmbedded, kManaged };
-
-// A hosting and a transport: the generated code is the same over each.
-struct Setup {
-  Mode mode;
-  const char* scheme;  // "homa" or "tcp"
-};
-
 class GeneratedRpcTest : public ::testing::TestWithParam<Setup> {
  protected:
   void SetUp() override {
@@ -140,22 +133,9 @@ class GeneratedRpcTest : public ::testing::TestWithParam<Setup> {
     slow_server_.reset();
     daemon_.reset();
   }
-  // An address on loopback with a kernel-picked port: named over homa://.
-  std::string Address(const std::string& name) const {
-    const std::string scheme = GetParam().scheme;
-    return scheme + "://127.0.0.1:0" + (scheme == "homa" && !name.empty() ? "/" + name : "");
-  }
+  std::string Address(const std::string& name) const { return LoopbackAddress(GetParam(), name); }
   std::unique_ptr<Endpoint> Open(const std::string& address) {
-    EndpointOptions options{.address = address};
-    if (daemon_ != nullptr) {
-      options.hosting = Hosting::kManaged;
-      options.daemon_socket = daemon_->socket();
-    } else {
-      options.hosting = Hosting::kEmbedded;
-    }
-    Result<std::unique_ptr<Endpoint>> ep = Endpoint::Open(options);
-    EXPECT_TRUE(ep.ok()) << ep.status();
-    return ep.ok() ? std::move(*ep) : nullptr;
+    return OpenIn(daemon_.get(), address);
   }
   uint64_t Stat(Endpoint& ep, const std::string& name) {
     for (const auto& [key, value] : ep.Stats()) {
@@ -386,14 +366,7 @@ TEST_P(GeneratedRpcTest, ManagedTypedRequestsAreSerializedIntoTheSharedHeap) {
   EXPECT_EQ(Stat(*server_, "managed.copied_sends"), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Hostings, GeneratedRpcTest,
-    ::testing::Values(Setup{Mode::kEmbedded, "homa"}, Setup{Mode::kManaged, "homa"},
-                      Setup{Mode::kEmbedded, "tcp"}, Setup{Mode::kManaged, "tcp"}),
-    [](const ::testing::TestParamInfo<Setup>& info) {
-      return std::string(info.param.mode == Mode::kEmbedded ? "Embedded" : "Managed") + "_" +
-             info.param.scheme;
-    });
+INSTANTIATE_TEST_SUITE_P(Hostings, GeneratedRpcTest, AllHostings(), HostingName);
 
 TEST(GeneratedCodeTest, MethodIdsAreTheCrc32OfTheirPaths) {
   EXPECT_EQ(Tester::kServiceName, "wharf.rpctest.Tester");

@@ -101,9 +101,35 @@ Vars MethodVars(const MethodPlan& m) {
           {"rep", QualifiedClass(m.method->output_type())}};
 }
 
+bool Streaming(const MethodPlan& m) {
+  return m.method->client_streaming() || m.method->server_streaming();
+}
+// Server streaming only: one request, then a stream of replies.
+bool ServerStreamingOnly(const MethodPlan& m) {
+  return m.method->server_streaming() && !m.method->client_streaming();
+}
+
+// A streaming method's handler declaration, the same in Service and
+// AsyncService (a stream is answered when the handler likes either way).
+void PrintStreamHandler(Printer& p, const MethodPlan& m) {
+  const Vars v = MethodVars(m);
+  if (ServerStreamingOnly(m)) {
+    p.Print(v,
+            "    // Server streaming: write replies, then Finish.\n"
+            "    virtual void $method$(const $req$& request,\n"
+            "        ::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream);\n");
+  } else {
+    Vars kind = v;
+    kind["kind"] = m.method->server_streaming() ? "Bidirectional" : "Client";
+    p.Print(kind,
+            "    // $kind$ streaming: read requests (OnRead here, or Read on a thread of\n"
+            "    // your own), write replies, then Finish.\n"
+            "    virtual void $method$(::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream);\n");
+  }
+}
+
 // Everything wrong with the file's services, or "" when it can be
-// generated: streaming methods, id collisions, names the generated classes
-// would clash on.
+// generated: id collisions, names the generated classes would clash on.
 std::string Check(const FileDescriptor* file, const std::string& suffix,
                   std::vector<std::vector<MethodPlan>>* plans) {
   MethodIdTable ids;
@@ -116,11 +142,6 @@ std::string Check(const FileDescriptor* file, const std::string& suffix,
                                    "kServiceName", service->name() + suffix};
     for (int m = 0; m < service->method_count(); ++m) {
       const MethodDescriptor* method = service->method(m);
-      if (method->client_streaming() || method->server_streaming()) {
-        errors += method->full_name() +
-                  ": streaming methods are not supported yet (unary methods only); ";
-        continue;
-      }
       Result<uint32_t> id = ids.Add("/" + service->full_name() + "/" + method->name());
       if (!id.ok()) {
         errors += id.status().message() + "; ";
@@ -154,6 +175,7 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
           "#include <string_view>\n"
           "\n"
           "#include <wharf/rpc.h>\n"
+          "#include <wharf/rpc_stream.h>\n"
           "\n"
           "#include \"$pb_h$\"\n"
           "\n");
@@ -187,6 +209,36 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "        : channel_(endpoint, connection) {}\n");
     for (const MethodPlan& m : plans[s]) {
       const Vars v = MethodVars(m);
+      if (ServerStreamingOnly(m)) {
+        p.Print(v,
+                "\n"
+                "    // $method$ (server streaming): sends the request; Read the replies\n"
+                "    // from the stream, then Finish.\n"
+                "    ::wharf::Result<::wharf::rpc::ClientStream<$req$, $rep$>> $method$(\n"
+                "        const $req$& request, const ::wharf::CallOptions& options = {},\n"
+                "        const ::wharf::rpc::Metadata& metadata = {}) const {\n"
+                "      return ::wharf::rpc::OpenServerStream<$req$, $rep$>(channel_, k$method$, request,\n"
+                "                                                          options, metadata);\n"
+                "    }\n");
+        continue;
+      }
+      if (Streaming(m)) {
+        Vars kind = v;
+        kind["kind"] = m.method->server_streaming() ? "bidirectional" : "client";
+        kind["then"] = m.method->server_streaming() ? "Read replies (as they come) and Finish"
+                                                    : "CloseAndRecv for the reply";
+        p.Print(kind,
+                "\n"
+                "    // $method$ ($kind$ streaming): Write requests, WritesDone, then\n"
+                "    // $then$.\n"
+                "    ::wharf::Result<::wharf::rpc::ClientStream<$req$, $rep$>> $method$(\n"
+                "        const ::wharf::CallOptions& options = {},\n"
+                "        const ::wharf::rpc::Metadata& metadata = {}) const {\n"
+                "      return ::wharf::rpc::OpenStream<$req$, $rep$>(channel_, k$method$, options,\n"
+                "                                                    metadata);\n"
+                "    }\n");
+        continue;
+      }
       p.Print(v,
               "\n"
               "    // $method$: blocking; asynchronous (wait on, poll or cancel the handle);\n"
@@ -223,6 +275,10 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    ::wharf::Status Register(::wharf::Endpoint& endpoint);\n");
     for (const MethodPlan& m : plans[s]) {
       const Vars v = MethodVars(m);
+      if (Streaming(m)) {
+        PrintStreamHandler(p, m);
+        continue;
+      }
       p.Print(v,
               "    virtual ::wharf::Result<$rep$> $method$(\n"
               "        const ::wharf::rpc::ServerContext& context, const $req$& request);\n");
@@ -240,6 +296,10 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
         "    ::wharf::Status Register(::wharf::Endpoint& endpoint);\n");
     for (const MethodPlan& m : plans[s]) {
       const Vars v = MethodVars(m);
+      if (Streaming(m)) {
+        PrintStreamHandler(p, m);
+        continue;
+      }
       p.Print(v,
               "    virtual void $method$(const ::wharf::rpc::ServerContext& context,\n"
               "        $req$ request, ::wharf::rpc::Responder<$rep$> responder);\n");
@@ -266,6 +326,22 @@ void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suff
     for (const MethodPlan& m : plans[s]) {
       Vars v = MethodVars(m);
       v["service"] = name;
+      if (Streaming(m)) {
+        for (const char* kind : {"Service", "AsyncService"}) {
+          v["kind"] = kind;
+          p.Print(v, ServerStreamingOnly(m)
+                         ? "void $service$::$kind$::$method$(const $req$&,\n"
+                           "    ::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream) {\n"
+                         : "void $service$::$kind$::$method$(\n"
+                           "    ::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream) {\n");
+          p.Print(v,
+                  "  // A failed Finish means the client is gone: nobody to tell.\n"
+                  "  stream->Finish(::wharf::rpc::NotImplemented(k$method$)).IgnoreError();\n"
+                  "}\n"
+                  "\n");
+        }
+        continue;
+      }
       p.Print(v,
               "::wharf::Result<$rep$> $service$::Service::$method$(\n"
               "    const ::wharf::rpc::ServerContext&, const $req$&) {\n"
@@ -285,6 +361,31 @@ void PrintSource(Printer& p, const FileDescriptor* file, const std::string& suff
               "::wharf::Status $service$::$kind$::Register(::wharf::Endpoint& endpoint) {\n");
       for (const MethodPlan& m : plans[s]) {
         const Vars v = MethodVars(m);
+        if (ServerStreamingOnly(m)) {
+          p.Print(v,
+                  "  if (::wharf::Status s = ::wharf::rpc::ServeServerStreamMethod<$req$, $rep$>(\n"
+                  "          endpoint, k$method$,\n"
+                  "          [this](const $req$& request,\n"
+                  "                 ::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream) {\n"
+                  "            $method$(request, std::move(stream));\n"
+                  "          });\n"
+                  "      !s.ok()) {\n"
+                  "    return s;\n"
+                  "  }\n");
+          continue;
+        }
+        if (Streaming(m)) {
+          p.Print(v,
+                  "  if (::wharf::Status s = ::wharf::rpc::ServeStreamMethod<$req$, $rep$>(\n"
+                  "          endpoint, k$method$,\n"
+                  "          [this](::wharf::rpc::ServerStreamPtr<$req$, $rep$> stream) {\n"
+                  "            $method$(std::move(stream));\n"
+                  "          });\n"
+                  "      !s.ok()) {\n"
+                  "    return s;\n"
+                  "  }\n");
+          continue;
+        }
         if (later) {
           p.Print(v,
                   "  if (::wharf::Status s = ::wharf::rpc::ServeMethodLater<$req$, $rep$>(\n"
