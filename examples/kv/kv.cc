@@ -9,9 +9,11 @@
 //   kv put --server homa://127.0.0.1:4000 greeting hello
 //   kv get --server homa://127.0.0.1:4000 greeting
 //   kv delete --server homa://127.0.0.1:4000 greeting
+//   kv scan --server homa://127.0.0.1:4000 [PREFIX]   entries in key order (a server stream)
+//   kv watch --server homa://127.0.0.1:4000 KEY...    print each change (a bidirectional stream)
 //
-// The server keeps the data in memory, within limits on the number of keys
-// and the size of keys and values. Errors are Status values that name the
+// The server (store_service.h) keeps the data in memory, within limits on
+// the number of keys, the size of keys and values, and open watches. Errors are Status values that name the
 // method and the key: a missing key is kNotFound, a value over the limit
 // kInvalidArgument, a new key in a full store kResourceExhausted.
 //
@@ -22,12 +24,13 @@
 // Exit codes: 0 success; 1 an error, or in `demo` an answer other than the
 // expected one; 2 bad usage; 3 `get` of a key the store does not hold.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "kv.wharf.h"
+#include "store_service.h"
 #include "wharf/endpoint.h"
 #include "wharf/rpc.h"
 
@@ -43,96 +47,13 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace kv = wharf::examples::kv;
+using kv::Limits;
+using kv::Quoted;
+using kv::StoreService;
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitNotFound = 3;
-
-// What the server holds at most.
-struct Limits {
-  size_t max_keys = 100'000;
-  size_t max_key_bytes = 1024;
-  size_t max_value_bytes = size_t{1} << 20;
-};
-
-// "'greeting'", or "'<long key>...'" cut at 40 bytes: keys in messages.
-std::string Quoted(std::string_view key) {
-  constexpr size_t kShown = 40;
-  if (key.size() <= kShown) return "'" + std::string(key) + "'";
-  return "'" + std::string(key.substr(0, kShown)) + "...' (" + std::to_string(key.size()) +
-         " bytes)";
-}
-
-// The server: the generated Store::Service with its three methods.
-// Handlers of one endpoint run one at a time (wharf/endpoint.h), so the
-// map needs no lock as long as the service is registered on one endpoint.
-// It must outlive that endpoint.
-class StoreService final : public kv::Store::Service {
- public:
-  explicit StoreService(Limits limits) : limits_(limits) {}
-
-  wharf::Result<kv::GetReply> Get(const wharf::rpc::ServerContext&,
-                                  const kv::GetRequest& request) override {
-    auto it = entries_.find(request.key());
-    if (it == entries_.end()) return wharf::NotFoundError("no key " + Quoted(request.key()));
-    kv::GetReply reply;
-    reply.set_value(it->second.value);
-    reply.set_version(it->second.version);
-    return reply;
-  }
-
-  wharf::Result<kv::PutReply> Put(const wharf::rpc::ServerContext&,
-                                  const kv::PutRequest& request) override {
-    if (wharf::Status s = CheckKey(request.key()); !s.ok()) return s;
-    if (request.value().size() > limits_.max_value_bytes) {
-      return wharf::InvalidArgumentError("key " + Quoted(request.key()) + ": a value of " +
-                                         std::to_string(request.value().size()) +
-                                         " bytes is over the limit of " +
-                                         std::to_string(limits_.max_value_bytes) + " bytes");
-    }
-    auto it = entries_.find(request.key());
-    const bool created = it == entries_.end();
-    if (created && entries_.size() >= limits_.max_keys) {
-      return wharf::ResourceExhaustedError("key " + Quoted(request.key()) +
-                                           ": the store is full (" +
-                                           std::to_string(limits_.max_keys) + " keys)");
-    }
-    if (created) it = entries_.emplace(request.key(), Entry{}).first;
-    it->second.value = request.value();
-    it->second.version = ++last_version_;
-    kv::PutReply reply;
-    reply.set_version(it->second.version);
-    reply.set_created(created);
-    return reply;
-  }
-
-  wharf::Result<kv::DeleteReply> Delete(const wharf::rpc::ServerContext&,
-                                        const kv::DeleteRequest& request) override {
-    kv::DeleteReply reply;
-    reply.set_found(entries_.erase(request.key()) > 0);
-    return reply;
-  }
-
- private:
-  struct Entry {
-    std::string value;
-    uint64_t version = 0;
-  };
-
-  wharf::Status CheckKey(const std::string& key) const {
-    if (key.empty()) return wharf::InvalidArgumentError("an empty key");
-    if (key.size() > limits_.max_key_bytes) {
-      return wharf::InvalidArgumentError("key " + Quoted(key) + " is over the limit of " +
-                                         std::to_string(limits_.max_key_bytes) + " bytes");
-    }
-    return wharf::OkStatus();
-  }
-
-  const Limits limits_;
-  std::map<std::string, Entry> entries_;
-  // Versions come from one counter for the whole store: each Put takes the next.
-  uint64_t last_version_ = 0;
-};
 
 // Opens an endpoint on `address` and serves the store on it.
 wharf::Result<std::unique_ptr<wharf::Endpoint>> OpenServer(const std::string& address,
@@ -254,6 +175,89 @@ int RunDelete(const ClientFlags& flags, const std::string& key) {
   });
 }
 
+// --- kv scan / watch ---------------------------------------------------------
+
+int RunScan(const ClientFlags& flags, const std::string& prefix, uint32_t limit) {
+  return WithStub(flags, [&](const kv::Store::Stub& store, const wharf::CallOptions& options) {
+    kv::ScanRequest request;
+    request.set_prefix(prefix);
+    request.set_limit(limit);
+    auto stream = store.Scan(request, options);
+    if (!stream.ok()) {
+      std::fprintf(stderr, "kv scan: %s\n", stream.status().ToString().c_str());
+      return kExitError;
+    }
+    size_t entries = 0;
+    while (true) {
+      wharf::Result<std::optional<kv::Entry>> entry = stream->Read();
+      if (!entry.ok()) {
+        std::fprintf(stderr, "kv scan: %s\n", entry.status().ToString().c_str());
+        return kExitError;
+      }
+      if (!entry->has_value()) break;
+      std::printf("%s = %s (version %llu)\n", Quoted((*entry)->key()).c_str(),
+                  Quoted((*entry)->value()).c_str(),
+                  static_cast<unsigned long long>((*entry)->version()));
+      ++entries;
+    }
+    std::fprintf(stderr, "%zu entries\n", entries);
+    return 0;
+  });
+}
+
+void PrintEvent(const kv::Event& event) {
+  if (event.deleted()) {
+    std::printf("%s: not there\n", Quoted(event.key()).c_str());
+  } else {
+    std::printf("%s = %s (version %llu)\n", Quoted(event.key()).c_str(),
+                Quoted(event.value()).c_str(), static_cast<unsigned long long>(event.version()));
+  }
+  std::fflush(stdout);
+}
+
+// Prints the keys' states, then each change, until `events` were printed
+// (0: no limit) or `seconds` passed (0: until Ctrl-C).
+int RunWatch(const ClientFlags& flags, const std::vector<std::string>& keys, size_t events,
+             int seconds) {
+  return WithStub(flags, [&](const kv::Store::Stub& store, const wharf::CallOptions&) {
+    // A watch lives as long as the user likes: no deadline.
+    auto stream = store.Watch({.deadline = std::chrono::nanoseconds(0)});
+    if (!stream.ok()) {
+      std::fprintf(stderr, "kv watch: %s\n", stream.status().ToString().c_str());
+      return kExitError;
+    }
+    for (const std::string& key : keys) {
+      kv::WatchRequest request;
+      request.set_key(key);
+      if (wharf::Status s = stream->Write(request); !s.ok()) {
+        std::fprintf(stderr, "kv watch: %s\n", s.ToString().c_str());
+        return kExitError;
+      }
+    }
+    const auto until = seconds > 0 ? std::chrono::steady_clock::now() + std::chrono::seconds(seconds)
+                                    : std::chrono::steady_clock::time_point::max();
+    for (size_t printed = 0; events == 0 || printed < events; ++printed) {
+      const auto left = until - std::chrono::steady_clock::now();
+      auto event = stream->Read(until == std::chrono::steady_clock::time_point::max()
+                                    ? wharf::Completion::kForever
+                                    : std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+      if (!event.ok() && event.status().code() == wharf::StatusCode::kDeadlineExceeded) break;
+      if (!event.ok()) {
+        std::fprintf(stderr, "kv watch: %s\n", event.status().ToString().c_str());
+        return kExitError;
+      }
+      if (!event->has_value()) break;
+      PrintEvent(**event);
+    }
+    // Done watching: the server finishes the stream.
+    if (wharf::Status s = stream->Finish(5s); !s.ok()) {
+      std::fprintf(stderr, "kv watch: %s\n", s.ToString().c_str());
+      return kExitError;
+    }
+    return 0;
+  });
+}
+
 // --- kv demo ------------------------------------------------------------------
 
 // The demo's checks: each prints what it saw, and a mismatch is counted.
@@ -322,6 +326,65 @@ class Demo {
     }
   }
 
+  // Scan must stream `count` entries with `prefix`, in key order.
+  void Scan(const std::string& prefix, uint32_t limit, size_t count) {
+    kv::ScanRequest request;
+    request.set_prefix(prefix);
+    request.set_limit(limit);
+    auto stream = store_.Scan(request);
+    if (!stream.ok()) {
+      Mismatch("scan: " + stream.status().ToString());
+      return;
+    }
+    std::vector<std::string> keys;
+    while (true) {
+      auto entry = stream->Read(10s);
+      if (!entry.ok()) {
+        Mismatch("scan: " + entry.status().ToString());
+        return;
+      }
+      if (!entry->has_value()) break;
+      keys.push_back((*entry)->key());
+    }
+    std::printf("scan %s (limit %u): %zu entries\n", Quoted(prefix).c_str(), limit, keys.size());
+    Expect(keys.size() == count, "scan " + Quoted(prefix) + ": expected " + std::to_string(count) +
+                                     " entries");
+    Expect(std::is_sorted(keys.begin(), keys.end()), "scan returns keys in order");
+    Expect(stream->Finish(10s).ok(), "scan finishes OK");
+  }
+
+  // Watch a key through a put and a delete.
+  void Watch(const Limits&) {
+    auto watch = store_.Watch({.deadline = 30s});
+    if (!watch.ok()) {
+      Mismatch("watch: " + watch.status().ToString());
+      return;
+    }
+    kv::WatchRequest request;
+    request.set_key("watched");
+    Expect(watch->Write(request).ok(), "watch: the request leaves");
+    auto expect_event = [&](bool deleted, const std::string& value) {
+      auto event = watch->Read(10s);
+      if (!event.ok() || !event->has_value()) {
+        Mismatch("watch: no event: " + event.status().ToString());
+        return;
+      }
+      std::printf("watch %s: %s\n", Quoted((*event)->key()).c_str(),
+                  (*event)->deleted() ? "not there" : Quoted((*event)->value()).c_str());
+      Expect((*event)->deleted() == deleted && (*event)->value() == value,
+             "watch: expected " + (deleted ? std::string("not there") : Quoted(value)));
+    };
+    expect_event(/*deleted=*/true, "");
+    Put("watched", "first", /*created=*/true);
+    expect_event(false, "first");
+    Delete("watched", /*found=*/true);
+    expect_event(true, "");
+    Expect(watch->WritesDone().ok(), "watch: done watching");
+    auto end = watch->Read(10s);
+    Expect(end.ok() && !end->has_value(), "watch: the server ends the stream");
+    Expect(watch->Finish(10s).ok(), "watch finishes OK");
+  }
+
   // `what` must hold.
   void Expect(bool holds, const std::string& what) {
     if (!holds) Mismatch(what);
@@ -367,6 +430,10 @@ int RunDemoCalls(const kv::Store::Stub& store, const Limits& limits) {
   demo.Refused("put an empty key", store.Put(Demo::PutRequestOf("", "x")),
                wharf::StatusCode::kInvalidArgument);
 
+  // Watch a key (a bidirectional stream): its state at once, then each
+  // change as it happens.
+  demo.Watch(limits);
+
   // Fill the store with asynchronous puts, all in flight at once, then wait
   // for each answer.
   std::vector<wharf::rpc::PendingCall<kv::PutReply>> pending;
@@ -386,6 +453,11 @@ int RunDemoCalls(const kv::Store::Stub& store, const Limits& limits) {
   demo.Refused("put a new key into the full store", store.Put(Demo::PutRequestOf("one-more", "v")),
                wharf::StatusCode::kResourceExhausted);
   demo.Put("key-0", "changed", /*created=*/false);
+
+  // Scan (a server stream): the keys with a prefix, in order, then a limit.
+  demo.Scan("key-", 0, limits.max_keys);
+  demo.Scan("key-", 3, 3);
+  demo.Scan("nothing-", 0, 0);
   return demo.mismatches();
 }
 
@@ -433,6 +505,8 @@ int main(int argc, char** argv) {
       "  kv serve --listen homa://127.0.0.1:4000\n"
       "  kv put --server homa://127.0.0.1:4000 greeting hello\n"
       "  kv get --server homa://127.0.0.1:4000 greeting\n"
+      "  kv scan --server homa://127.0.0.1:4000 greet\n"
+      "  kv watch --server homa://127.0.0.1:4000 greeting\n"
       "Exit codes: 0 ok, 1 error (demo: a wrong answer), 2 bad usage, 3 get: no such key");
 
   CLI::App* demo = app.add_subcommand("demo",
@@ -474,6 +548,28 @@ int main(int argc, char** argv) {
   put->add_option("value", value, "The value")->required();
   CLI::App* del = add_client("delete", "Remove a key");
 
+  CLI::App* scan = app.add_subcommand("scan", "Print the entries whose keys start with PREFIX");
+  std::string prefix;
+  uint32_t limit = 0;
+  scan->add_option("--server", flags.server, "The kv server's address")->capture_default_str();
+  scan->add_option("--deadline-ms", flags.deadline_ms, "Give up on the scan after this long")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  scan->add_option("--limit", limit, "At most this many entries (0: all)")->capture_default_str();
+  scan->add_option("prefix", prefix, "Key prefix (default: every key)");
+
+  CLI::App* watch = app.add_subcommand("watch", "Print the keys' states, then every change");
+  std::vector<std::string> watched;
+  size_t events = 0;
+  int watch_seconds = 0;
+  watch->add_option("--server", flags.server, "The kv server's address")->capture_default_str();
+  watch->add_option("--events", events, "Stop after this many lines (0: no limit)")
+      ->capture_default_str();
+  watch->add_option("--seconds", watch_seconds, "Stop after this long (0: only on Ctrl-C)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  watch->add_option("key", watched, "The keys to watch")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -486,5 +582,7 @@ int main(int argc, char** argv) {
   if (*get) return RunGet(flags, key);
   if (*put) return RunPut(flags, key, value);
   if (*del) return RunDelete(flags, key);
+  if (*scan) return RunScan(flags, prefix, limit);
+  if (*watch) return RunWatch(flags, watched, events, watch_seconds);
   return kExitUsage;
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # serve_test.sh: `kv serve` in the background on a kernel-picked loopback
-# port, then `kv put`, `kv get` and `kv delete` against it as a user types
-# them, checking their output and exit codes, the server's limits included
-# (small ones here: 2 keys, 16-byte values); last, SIGTERM stops the server
-# cleanly. Every command is bounded with timeout, and the server also ends
+# port, then `kv put`, `kv get`, `kv delete`, `kv scan` and `kv watch`
+# against it as a user types them, checking their output and exit codes,
+# the server's limits included (small ones here: 2 keys, 16-byte values);
+# last, SIGTERM stops the server cleanly. Every command is bounded with timeout, and the server also ends
 # alone (--seconds) if this script is killed outright; on every other exit
 # path the trap stops it and removes the temporary directory.
 #   serve_test.sh KV
@@ -83,6 +83,24 @@ kvrun 0 put "${c[@]}" second 2
 kvrun 1 put "${c[@]}" third 3
 expect "RESOURCE_EXHAUSTED" "$err"
 expect "the store is full (2 keys)" "$err"
+
+# Scan: every key in order, then a prefix.
+kvrun 0 scan "${c[@]}"
+[[ "$out" == "'greeting' = 'hello again' (version 2)"$'\n'"'second' = '2' (version 3)" ]] ||
+  fail "scan printed: $out"
+expect "2 entries" "$err"
+kvrun 0 scan "${c[@]}" sec
+[[ "$out" == "'second' = '2' (version 3)" ]] || fail "scan sec printed: $out"
+
+# Watch: the key's state, then the change a put makes while it watches.
+timeout 20 "$kv" watch "${c[@]}" --events 2 --seconds 15 greeting >"$dir/watch.out" 2>&1 &
+watch_pid=$!
+for _ in $(seq 100); do [[ -s "$dir/watch.out" ]] && break; sleep 0.1; done
+kvrun 0 put "${c[@]}" greeting watched
+wait "$watch_pid" || fail "kv watch exited $?: $(cat "$dir/watch.out")"
+echo "\$ kv watch greeting"; cat "$dir/watch.out"
+[[ "$(cat "$dir/watch.out")" == "'greeting' = 'hello again' (version 2)"$'\n'"'greeting' = 'watched' (version 4)" ]] ||
+  fail "kv watch printed: $(cat "$dir/watch.out")"
 
 kvrun 0 delete "${c[@]}" greeting
 expect "deleted 'greeting'" "$out"
