@@ -75,6 +75,16 @@ class GreeterService final : public greeter::Greeter::Service {
     reply.set_message("Hello, " + request.name() + "!");
     return reply;
   }
+  void SayHellos(const greeter::HelloRequest& request,
+                 wharf::rpc::ServerStreamPtr<greeter::HelloRequest, greeter::HelloReply> stream)
+      override {
+    for (uint32_t i = 1; i <= request.count(); ++i) {
+      greeter::HelloReply reply;
+      reply.set_message("Hello #" + std::to_string(i) + ", " + request.name() + "!");
+      if (!stream->Write(reply).ok()) return;  // the client went away
+    }
+    stream->Finish().IgnoreError();
+  }
 };
 
 // Calls SayHello through the generated stub; prints the greeting.
@@ -85,6 +95,23 @@ bool Greet(wharf::Endpoint& client, const std::string& server) {
   wharf::Result<greeter::HelloReply> reply = stub.SayHello(request, {.deadline = 10s});
   if (!Check(reply.status(), "SayHello")) return false;
   std::printf("typed RPC: %s\n", reply->message().c_str());
+
+  request.set_count(3);
+  auto stream = stub.SayHellos(request, {.deadline = 10s});
+  if (!Check(stream.status(), "SayHellos")) return false;
+  uint32_t greetings = 0;
+  while (true) {
+    auto next = stream->Read();
+    if (!Check(next.status(), "SayHellos: read")) return false;
+    if (!next->has_value()) break;
+    std::printf("typed stream: %s\n", (*next)->message().c_str());
+    ++greetings;
+  }
+  if (!Check(stream->Finish(), "SayHellos: finish")) return false;
+  if (greetings != 3) {
+    std::fprintf(stderr, "SayHellos: expected 3 greetings, got %u\n", greetings);
+    return false;
+  }
   return true;
 }
 #endif

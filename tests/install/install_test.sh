@@ -175,6 +175,7 @@ run 60 "$app/wharf_app"
 grep -q "^wharf $version," "$log" || fail "build_info.h does not say version $version"
 if $typed; then
   grep -qx "typed RPC: Hello, wharf_app!" "$log" || fail "the generated Greeter stub did not answer"
+  grep -qx "typed stream: Hello #3, wharf_app!" "$log" || fail "the generated Greeter stream did not answer"
 elif grep -q "^typed RPC:" "$log"; then
   fail "typed RPCs ran, but the install has no protoc-gen-wharf"
 fi
