@@ -136,7 +136,9 @@ class RawStream : public std::enable_shared_from_this<RawStream> {
   // Written bytes waiting for the reader's credit.
   size_t queued_bytes() const;
 
-  // Parses a kOpen message's deadline and metadata (for the fuzzer too).
+  // A kOpen message, and parsing one (kInvalidArgument for anything but
+  // what EncodeOpening makes, within the metadata limits).
+  static Buffer EncodeOpening(uint64_t deadline_ns, const Metadata& metadata);
   static Status ParseOpening(const Buffer& message, uint64_t* deadline_ns, Metadata* metadata);
 
  private:

@@ -90,13 +90,25 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
                                             std::move(*connection), Side::kClient, name, options);
   stream->deadline_ = until;
 
-  // The opening: remaining deadline, then the metadata.
-  Buffer opening = stream->Control(StreamFrame::kOpen, 8 + 2 + metadata_bytes +
-                                                           metadata.size() * 6);
-  std::byte* p = opening.data() + 1;
-  wire::StoreU64(p, deadline.count() == 0 ? 0 : uint64_t(std::max<int64_t>(deadline.count(), 1)));
-  wire::StoreU16(p + 8, uint16_t(metadata.size()));
-  p += 10;
+  Buffer opening = EncodeOpening(
+      deadline.count() == 0 ? 0 : uint64_t(std::max<int64_t>(deadline.count(), 1)), metadata);
+  stream->core_->WithEngine([&](engine::EngineApi&) {
+    stream->outbox_.push_back(std::move(opening));
+    stream->Pump();
+    stream->ArmReceive();
+  });
+  return stream;
+}
+
+Buffer RawStream::EncodeOpening(uint64_t deadline_ns, const Metadata& metadata) {
+  size_t bytes = 1 + 8 + 2;
+  for (const auto& [key, value] : metadata) bytes += 2 + key.size() + 4 + value.size();
+  Buffer opening = Buffer::Allocate(bytes);
+  std::byte* p = opening.data();
+  p[0] = std::byte{uint8_t(StreamFrame::kOpen)};
+  wire::StoreU64(p + 1, deadline_ns);
+  wire::StoreU16(p + 9, uint16_t(metadata.size()));
+  p += 11;
   for (const auto& [key, value] : metadata) {
     wire::StoreU16(p, uint16_t(key.size()));
     std::memcpy(p + 2, key.data(), key.size());
@@ -105,12 +117,7 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
     std::memcpy(p + 4, value.data(), value.size());
     p += 4 + value.size();
   }
-  stream->core_->WithEngine([&](engine::EngineApi&) {
-    stream->outbox_.push_back(std::move(opening));
-    stream->Pump();
-    stream->ArmReceive();
-  });
-  return stream;
+  return opening;
 }
 
 Status RawStream::ParseOpening(const Buffer& message, uint64_t* deadline_ns, Metadata* metadata) {
@@ -212,8 +219,9 @@ void RawStream::OnMessage(const Status& status, Buffer message) {
 
 bool RawStream::HandleFrame(Buffer message) {
   if (message.size() == 0) {
-    EndReads(Error(StatusCode::kInternal, "empty stream message from " + peer_));
-    Cancel(Error(StatusCode::kInternal, "protocol error"));
+    const Status bad = Error(StatusCode::kInvalidArgument, "empty stream message from " + peer_);
+    EndReads(bad);
+    Cancel(bad);
     return false;
   }
   const auto kind = static_cast<StreamFrame>(message.data()[0]);
@@ -221,7 +229,7 @@ bool RawStream::HandleFrame(Buffer message) {
   if (side_ == Side::kServer && opened_ != nullptr) {
     uint64_t deadline_ns = 0;
     Status parsed = kind == StreamFrame::kOpen ? ParseOpening(message, &deadline_ns, &metadata_)
-                                               : InvalidArgumentError("no opening");
+                                               : InvalidArgumentError("a stream's first message is not its opening");
     if (!parsed.ok()) {
       // Nobody serves it yet: answer with the error and close.
       opened_ = nullptr;
@@ -288,11 +296,12 @@ bool RawStream::HandleFrame(Buffer message) {
     default:
       break;
   }
-  EndReads(Error(StatusCode::kInternal, "malformed stream message (kind " +
-                                            std::to_string(int(kind)) + ", " +
-                                            std::to_string(message.size()) + " bytes) from " +
-                                            peer_));
-  Cancel(Error(StatusCode::kInternal, "protocol error"));
+  // The peer speaks something else: end the stream, telling it why.
+  const Status bad = Error(StatusCode::kInvalidArgument,
+                           "malformed stream message (kind " + std::to_string(int(kind)) + ", " +
+                               std::to_string(message.size()) + " bytes) from " + peer_);
+  EndReads(bad);
+  Cancel(bad);
   return false;
 }
 
@@ -478,7 +487,7 @@ void RawStream::Cancel(const Status& why) {
       // The client learns it from our status, after what was written.
       writes_done_ = true;
       Buffer message = Control(StreamFrame::kStatus, why.message().size() + 1);
-      message.data()[1] = std::byte{uint8_t(StatusCode::kCancelled)};
+      message.data()[1] = std::byte{uint8_t(why.ok() ? StatusCode::kCancelled : why.code())};
       std::memcpy(message.data() + 2, why.message().data(), why.message().size());
       outbox_.push_back(std::move(message));
       Pump();
@@ -519,9 +528,9 @@ void RawStream::Pump() {
       unconsumed_ += weight;
       ++sends_in_flight_;
       Completion sent = connection_->ISend(std::move(message));
-      sent.OnComplete([self = weak_from_this()](const Status& status) {
-        if (auto stream = self.lock()) stream->OnSent(status);
-      });
+      // Holds the stream until the peer has the message: a server stream
+      // nobody holds any more still gets its status out, then closes.
+      sent.OnComplete([self = shared_from_this()](const Status& status) { self->OnSent(status); });
     }
   } while (pump_again_);
   pumping_ = false;

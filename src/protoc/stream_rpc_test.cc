@@ -353,6 +353,63 @@ TEST_P(GeneratedStreamTest, MalformedRequestBytesFinishTheCallNamingTheMethod) {
       << status;
 }
 
+// What a server sends back on a raw stream connection: the kind byte, the
+// status code and its text.
+struct StatusFrame {
+  int kind = -1;
+  StatusCode code = StatusCode::kOk;
+  std::string text;
+};
+StatusFrame ReadStatusFrame(Connection& connection) {
+  StatusFrame frame;
+  Result<Buffer> m = connection.Recv(10s);
+  if (!m.ok() || m->size() < 2) {
+    frame.text = m.ok() ? "a message of " + std::to_string(m->size()) + " bytes" : m.status().ToString();
+    return frame;
+  }
+  frame.kind = static_cast<int>(m->data()[0]);
+  frame.code = static_cast<StatusCode>(m->data()[1]);
+  frame.text = std::string(m->AsStringView().substr(2));
+  return frame;
+}
+
+TEST_P(GeneratedStreamTest, GarbageFromTheWireEndsTheStreamWithAClearStatus) {
+  const auto open = [&] {
+    auto c = client_->Connect(server_->address(), {.stream_method = Streamer::kSum.id});
+    EXPECT_TRUE(c.ok()) << c.status();
+    return std::move(c).value();
+  };
+  // A first message that is not an opening.
+  std::unique_ptr<Connection> first = open();
+  ASSERT_TRUE(first->Send(Buffer::Copy("\x02garbage")).ok());
+  StatusFrame refused = ReadStatusFrame(*first);
+  EXPECT_EQ(refused.kind, int(rpc::StreamFrame::kStatus)) << refused.text;
+  EXPECT_EQ(refused.code, StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.text.find("not its opening"), std::string::npos) << refused.text;
+  // An opening cut short (metadata promised, not there).
+  std::unique_ptr<Connection> cut = open();
+  Buffer opening = rpc::RawStream::EncodeOpening(0, {{"key", "value"}});
+  ASSERT_TRUE(cut->Send(Buffer::Copy(opening.AsStringView().substr(0, opening.size() - 2))).ok());
+  EXPECT_EQ(ReadStatusFrame(*cut).code, StatusCode::kInvalidArgument);
+  // A kind nobody knows, a credit of the wrong size, a status from a client.
+  for (std::string_view bad : {std::string_view("\x63", 1), std::string_view("\x06\x01\x02", 3),
+                               std::string_view("\x04\x00", 2)}) {
+    std::unique_ptr<Connection> c = open();
+    ASSERT_TRUE(c->Send(rpc::RawStream::EncodeOpening(0, {})).ok());
+    ASSERT_TRUE(c->Send(Buffer::Copy(bad)).ok());
+    StatusFrame ended = ReadStatusFrame(*c);
+    EXPECT_EQ(ended.kind, int(rpc::StreamFrame::kStatus));
+    EXPECT_EQ(ended.code, StatusCode::kInvalidArgument);
+    EXPECT_NE(ended.text.find("/wharf.rpctest.Streamer/Sum: malformed stream message"),
+              std::string::npos)
+        << ended.text;
+  }
+  // The server still serves.
+  auto good = stub_->Sum();
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(good->CloseAndRecv().ok());
+}
+
 TEST_P(GeneratedStreamTest, AServerThatGoesAwayMidStreamIsUnavailable) {
   RangeRequest request = Range(2, 10);
   request.set_hold(true);
