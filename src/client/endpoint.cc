@@ -3,6 +3,7 @@
 
 #include "client/endpoint_core.h"
 #include "client/public_access.h"
+#include "client/rpc_limits.h"
 #include "client/stream_acceptor.h"
 #include "engine/uri.h"
 
@@ -73,6 +74,10 @@ Status Endpoint::ServeStreams(uint32_t method, StreamHandler handler) {
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
   if (core_->closed()) return PublicAccess::MakeCompletion(core_->Failed(Closed(*core_)));
+  if (Status within = internal::RequestWithinLimit(core_->rpc_limits(), request.size());
+      !within.ok()) {
+    return PublicAccess::MakeCompletion(core_->Failed(std::move(within)));
+  }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
   return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
@@ -188,6 +193,10 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
 }
 
 Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
+  if (Status within = internal::RequestWithinLimit(core_->rpc_limits(), request.size());
+      !within.ok()) {
+    return PublicAccess::MakeCompletion(core_->Failed(std::move(within)));
+  }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {
     e.CallOnConnection(op, id_, method, std::move(request), deadline);

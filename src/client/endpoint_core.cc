@@ -8,6 +8,7 @@
 #include "client/daemon_link.h"
 #include "client/managed_engine.h"
 #include "client/public_access.h"
+#include "client/rpc_limits.h"
 #include "client/stream_acceptor.h"
 #include "engine/uri.h"
 
@@ -305,6 +306,10 @@ Status EndpointCore::SyncEngine() {
 }
 
 void EndpointCore::OnRequest(engine::IncomingCall call) {
+  if (Status within = RequestWithinLimit(config_.rpc, call.request.size()); !within.ok()) {
+    engine_->Respond(call.ref, std::move(within));  // the handler never sees it
+    return;
+  }
   auto it = handlers_.find(call.method);
   Handler* handler = it == handlers_.end() ? nullptr : it->second;
   // The common case runs the handler right here, inside the poll that
@@ -414,6 +419,7 @@ void EndpointCore::RunCall(PendingCall& call) {
   handler_seq_.store(handler_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   // An async handler that threw dropped its Responder, which answered.
   if (!answered_here) return;
+  LimitResponse(status, response);
   WithEngine([&](engine::EngineApi& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
 }
 
@@ -452,10 +458,20 @@ void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
   host_->mu().lock();
   in_handler_ = nullptr;
   handler_seq_.store(handler_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  LimitResponse(status, response);
   engine_->Respond(call.ref, std::move(status), std::move(response));
 }
 
+void EndpointCore::LimitResponse(Status& status, Buffer& response) const {
+  if (!status.ok()) return;
+  if (Status within = ResponseWithinLimit(config_.rpc, response.size()); !within.ok()) {
+    status = std::move(within);
+    response = Buffer();
+  }
+}
+
 void EndpointCore::Respond(ResponderState& responder, Status status, Buffer payload) {
+  LimitResponse(status, payload);
   WithEngine([&](engine::EngineApi& e) {
     AssertLocked();  // WithEngine's
     responders_.erase(responder.ref);

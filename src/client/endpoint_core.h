@@ -163,6 +163,9 @@ class EndpointCore final : public ProgressDriver,
   Result<const engine::Uri*> ResolveLocked(std::string_view address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(host_->mu());
 
+  // rpc.max_request_bytes and rpc.max_response_bytes (client/rpc_limits.h).
+  const engine::EngineConfig::RpcLimits& rpc_limits() const { return config_.rpc; }
+
   // Deadline `timeout` from now, kNever for "forever".
   TimeNs DeadlineAfter(std::chrono::nanoseconds timeout) const;
 
@@ -201,6 +204,9 @@ class EndpointCore final : public ProgressDriver,
   void StartKeeper() ABSL_EXCLUSIVE_LOCKS_REQUIRED(host_->mu());
   void WakeKeeper() ABSL_LOCKS_EXCLUDED(keeper_mu_);
   void StopKeeper() ABSL_LOCKS_EXCLUDED(keeper_mu_);
+
+  // A response over rpc.max_response_bytes becomes kResourceExhausted.
+  void LimitResponse(Status& status, Buffer& response) const;
 
   // Opens the engine in wharfd (managed mode) instead of in this process,
   // at `uri` (options.address, its name already resolved).

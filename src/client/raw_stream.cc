@@ -8,6 +8,7 @@
 
 #include "client/endpoint_core.h"
 #include "client/public_access.h"
+#include "client/rpc_limits.h"
 #include "wire/byte_order.h"
 
 namespace wharf::rpc {
@@ -249,10 +250,21 @@ bool RawStream::HandleFrame(Buffer message) {
     return true;
   }
   switch (kind) {
-    case StreamFrame::kMessage:
+    case StreamFrame::kMessage: {
       if (reads_end_.has_value()) return false;
+      // What this side would refuse to send, it refuses to take.
+      const Status within =
+          side_ == Side::kServer ? internal::RequestWithinLimit(core_->rpc_limits(), message.size() - 1)
+                                 : internal::ResponseWithinLimit(core_->rpc_limits(), message.size() - 1);
+      if (!within.ok()) {
+        const Status over = Error(StatusCode::kInvalidArgument, "from " + peer_ + ": " + within.message());
+        EndReads(over);
+        Cancel(over);
+        return false;
+      }
       inbox_.push_back(std::move(message));
       return true;
+    }
     case StreamFrame::kCredit:
       if (message.size() != 9) break;
       unconsumed_ -= std::min<size_t>(unconsumed_, wire::LoadU64(message.data() + 1));
@@ -431,6 +443,10 @@ Status RawStream::AwaitStatus(std::chrono::nanoseconds timeout) {
 
 Status RawStream::Write(Buffer message) {
   if (message.size() == 0) return Error(StatusCode::kResourceExhausted, "no buffer for the message");
+  const Status within =
+      side_ == Side::kClient ? internal::RequestWithinLimit(core_->rpc_limits(), message.size() - 1)
+                             : internal::ResponseWithinLimit(core_->rpc_limits(), message.size() - 1);
+  if (!within.ok()) return Error(within.code(), within.message());
   return core_->WithEngine([&](engine::EngineApi&) -> Status {
     if (cancelled_) return Error(StatusCode::kCancelled, "the stream was cancelled");
     if (!write_error_.ok()) return write_error_;

@@ -260,6 +260,8 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   if (c.limits.peer_rtt_idle_ns <= 0) {
     return InvalidArgumentError("endpoint.peer_rtt_idle: expected a duration > 0");
   }
+  WHARF_RETURN_IF_ERROR(Bytes(l, "rpc.max_request_bytes", &c.rpc.max_request_bytes, UINT64_MAX));
+  WHARF_RETURN_IF_ERROR(Bytes(l, "rpc.max_response_bytes", &c.rpc.max_response_bytes, UINT64_MAX));
   if (c.keeper_after_ns <= 0) {
     return InvalidArgumentError("endpoint.keeper_after: expected a duration > 0");
   }

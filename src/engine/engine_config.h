@@ -77,6 +77,14 @@ struct EngineConfig {
   // endpoint.default_transport, "homa" or "tcp".
   std::string default_scheme = "homa";
   EngineLimits limits;
+  // rpc.*: the largest request and response this endpoint's RPCs and
+  // streams carry, each way (0: up to homa.max_message_bytes). The library
+  // enforces them, in both hostings: see client/rpc_limits.h.
+  struct RpcLimits {
+    uint64_t max_request_bytes = 0;
+    uint64_t max_response_bytes = 0;
+  };
+  RpcLimits rpc;
 };
 
 // Loads `file` (empty: none) then applies `overrides` ({"homa.overcommit",

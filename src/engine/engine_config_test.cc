@@ -143,6 +143,22 @@ TEST(EngineConfigTest, GsoCopyBytesIsASizeUpToOneDatagram) {
       << big.status().ToString();
 }
 
+TEST(EngineConfigTest, RpcSizeLimitsAreSizesAndNoneByDefault) {
+  auto c = LoadEngineConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rpc.max_request_bytes, 0u);
+  EXPECT_EQ(c->rpc.max_response_bytes, 0u);
+  auto set = LoadEngineConfig("", {{"rpc.max_request_bytes", "4KiB"},
+                                   {"rpc.max_response_bytes", "1MiB"}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->rpc.max_request_bytes, 4096u);
+  EXPECT_EQ(set->rpc.max_response_bytes, 1u << 20);
+  auto bad = LoadEngineConfig("", {{"rpc.max_request_bytes", "lots"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("rpc.max_request_bytes"), std::string::npos)
+      << bad.status();
+}
+
 TEST(EngineConfigTest, BadValueNamesKeyAndExpectation) {
   auto c = LoadEngineConfig("", {{"homa.link_rate", "fast"}});
   ASSERT_FALSE(c.ok());

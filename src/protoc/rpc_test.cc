@@ -327,6 +327,37 @@ TEST_P(GeneratedRpcTest, AnAnswerLaterHandlerAnswersFromAnotherThread) {
   EXPECT_TRUE(reply.ok()) << reply.status();
 }
 
+TEST_P(GeneratedRpcTest, SizeLimitsFromTheConfigurationHoldEachWay) {
+  // A server taking requests and sending answers up to 1000 bytes, and a
+  // client that sends requests up to 3000.
+  std::unique_ptr<Endpoint> server =
+      OpenIn(daemon_.get(), Address("limited"),
+             {{"rpc.max_request_bytes", "1000"}, {"rpc.max_response_bytes", "1000"}});
+  std::unique_ptr<Endpoint> client =
+      OpenIn(daemon_.get(), Address("small"), {{"rpc.max_request_bytes", "3000"}});
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  TestService service;
+  ASSERT_TRUE(service.Register(*server).ok());
+  testing::ServerThread thread(*server);
+  Tester::Stub stub(*client, server->address());
+  // Echo's request is its data and 3 bytes; its answer 3 bytes more.
+  EXPECT_TRUE(stub.Echo(PayloadOf(std::string(900, 'a'))).ok());
+  // Over the client's own limit: refused before it leaves.
+  Result<Payload> own = stub.Echo(PayloadOf(std::string(4000, 'b')));
+  EXPECT_EQ(own.status().code(), StatusCode::kInvalidArgument) << own.status();
+  EXPECT_NE(own.status().message().find("rpc.max_request_bytes (3000)"), std::string::npos);
+  EXPECT_NE(own.status().message().find("/wharf.rpctest.Tester/Echo"), std::string::npos);
+  // Over the server's: refused there, and the handler never runs.
+  Result<Payload> theirs = stub.Echo(PayloadOf(std::string(2000, 'c')));
+  EXPECT_EQ(theirs.status().code(), StatusCode::kInvalidArgument) << theirs.status();
+  EXPECT_NE(theirs.status().message().find("rpc.max_request_bytes (1000)"), std::string::npos);
+  // A request within (998 bytes) whose answer (1001) is over.
+  Result<Payload> answer = stub.Echo(PayloadOf(std::string(995, 'd')));
+  EXPECT_EQ(answer.status().code(), StatusCode::kResourceExhausted) << answer.status();
+  EXPECT_NE(answer.status().message().find("rpc.max_response_bytes (1000)"), std::string::npos);
+}
+
 TEST_P(GeneratedRpcTest, MessagesFromEmptyTo64MiBArriveIntact) {
   // The largest: a request whose encoding (1 tag byte, 4 length bytes and
   // the data) and an answer whose encoding (the same, and `received`: 1 tag

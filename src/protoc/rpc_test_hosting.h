@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "daemon/testing/daemon_thread.h"
 #include "wharf/endpoint.h"
@@ -39,9 +41,10 @@ inline std::string LoopbackAddress(const Setup& setup, const std::string& name) 
 }
 
 // Opens an endpoint at `address`, in `daemon` if there is one.
-inline std::unique_ptr<Endpoint> OpenIn(const daemon::testing::DaemonThread* daemon,
-                                        const std::string& address) {
-  EndpointOptions options{.address = address};
+inline std::unique_ptr<Endpoint> OpenIn(
+    const daemon::testing::DaemonThread* daemon, const std::string& address,
+    std::vector<std::pair<std::string, std::string>> settings = {}) {
+  EndpointOptions options{.address = address, .settings = std::move(settings)};
   if (daemon != nullptr) {
     options.hosting = Hosting::kManaged;
     options.daemon_socket = daemon->socket();

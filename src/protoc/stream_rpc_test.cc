@@ -48,7 +48,11 @@ class StreamService final : public Streamer::Service {
   void Range(const RangeRequest& request,
              rpc::ServerStreamPtr<RangeRequest, Payload> stream) override {
     for (uint32_t k = 0; k < request.count(); ++k) {
-      EXPECT_TRUE(stream->Write(PayloadOf(Pattern(k, request.bytes()))).ok());
+      // Refused over rpc.max_response_bytes: the call ends with why.
+      if (Status wrote = stream->Write(PayloadOf(Pattern(k, request.bytes()))); !wrote.ok()) {
+        stream->Finish(wrote).IgnoreError();
+        return;
+      }
     }
     if (request.hold()) {
       std::lock_guard lock(mu_);
@@ -273,6 +277,57 @@ TEST_P(GeneratedStreamTest, AMessageOverTheTransportsLimitEndsTheStreamWithTheRe
   EXPECT_EQ(failed.code(), StatusCode::kInvalidArgument) << failed;
   EXPECT_NE(failed.message().find("/wharf.rpctest.Streamer/Chat"), std::string::npos) << failed;
   EXPECT_FALSE(read.ok());
+}
+
+TEST_P(GeneratedStreamTest, SizeLimitsFromTheConfigurationHoldEachWay) {
+  // A server taking requests up to 1000 bytes and answering up to 2000, and
+  // a client that sends requests up to 3000.
+  std::unique_ptr<Endpoint> server = OpenIn(
+      daemon_.get(), LoopbackAddress(GetParam(), "limited"),
+      {{"rpc.max_request_bytes", "1000"}, {"rpc.max_response_bytes", "2000"}});
+  std::unique_ptr<Endpoint> client = OpenIn(daemon_.get(), LoopbackAddress(GetParam(), "small"),
+                                            {{"rpc.max_request_bytes", "3000"}});
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  StreamService service;
+  ASSERT_TRUE(service.Register(*server).ok());
+  testing::ServerThread thread(*server);
+  Streamer::Stub stub(*client, server->address());
+
+  // Within every limit: echoed.
+  auto ok = stub.Chat();
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_TRUE(ok->Write(PayloadOf(std::string(900, 'a'))).ok());
+  auto echo = ok->Read(10s);
+  ASSERT_TRUE(echo.ok() && echo->has_value()) << echo.status();
+  EXPECT_TRUE(ok->Finish(10s).ok());
+
+  // Over the client's own limit: refused before it leaves.
+  auto own = stub.Chat();
+  ASSERT_TRUE(own.ok());
+  Status refused = own->Write(PayloadOf(std::string(4000, 'b')));
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("rpc.max_request_bytes (3000)"), std::string::npos) << refused;
+  own->Cancel();  // its server-side reader returns at once
+
+  // Within the client's limit, over the server's: the server ends the call.
+  auto theirs = stub.Chat();
+  ASSERT_TRUE(theirs.ok());
+  ASSERT_TRUE(theirs->Write(PayloadOf(std::string(2000, 'c'))).ok());
+  auto ended = theirs->Read(10s);
+  EXPECT_EQ(ended.status().code(), StatusCode::kInvalidArgument) << ended.status();
+  EXPECT_NE(ended.status().message().find("rpc.max_request_bytes (1000)"), std::string::npos)
+      << ended.status();
+
+  // Replies over the server's response limit are refused there: Range's
+  // handler cannot write them, and the stream ends with what it could.
+  auto range = stub.Range(Range(1, 3000));
+  ASSERT_TRUE(range.ok());
+  auto big = range->Read(10s);
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status();
+  EXPECT_NE(big.status().message().find("rpc.max_response_bytes (2000)"), std::string::npos)
+      << big.status();
+  service.JoinReaders();
 }
 
 TEST_P(GeneratedStreamTest, ASlowReaderHoldsTheWriterToTheWindow) {
