@@ -82,10 +82,20 @@ struct ConnectOptions {
   uint32_t stream_method = 0;
 };
 
+// Key/value pairs a call or stream carries beside its request (trace ids,
+// tenants, auth tokens); the server's handler reads them from its context.
+// At most kMaxMetadataEntries, and kMaxMetadataBytes of keys and values
+// together: more is refused (kInvalidArgument) before anything leaves.
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+inline constexpr size_t kMaxMetadataEntries = 64;
+inline constexpr size_t kMaxMetadataBytes = 16 * 1024;
+
 struct CallOptions {
   // The call fails with kDeadlineExceeded after this long (0 = no deadline;
   // peer death still fails it with kUnavailable).
   std::chrono::nanoseconds deadline = std::chrono::seconds(30);
+  // Sent with the request (a call with metadata copies its request once).
+  Metadata metadata;
 };
 
 // What a server handler learns about the call it serves.
@@ -98,6 +108,9 @@ struct RpcContext {
   // when the request left, on this host's steady clock); time_point::max()
   // when the client set none. Work past it is wasted: the answer is dropped.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // What the client sent in CallOptions::metadata (null: nothing); valid
+  // during the handler call.
+  const Metadata* metadata = nullptr;
 };
 
 // Serves one method: returns the response or a Status for the client.

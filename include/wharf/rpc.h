@@ -40,12 +40,11 @@ struct MethodInfo {
   uint32_t id = 0;
 };
 
-// Key/value pairs a client sends with a stream's opening; the server reads
-// them from its ServerContext. At most kMaxMetadataEntries, and
-// kMaxMetadataBytes of keys and values together. (Unary calls carry none.)
-using Metadata = std::vector<std::pair<std::string, std::string>>;
-inline constexpr size_t kMaxMetadataEntries = 64;
-inline constexpr size_t kMaxMetadataBytes = 16 * 1024;
+// Key/value pairs beside a call's request or a stream's opening
+// (CallOptions::metadata); the server reads them from its ServerContext.
+using ::wharf::kMaxMetadataBytes;
+using ::wharf::kMaxMetadataEntries;
+using ::wharf::Metadata;
 
 // protobuf sizes messages in int: larger ones cannot be serialized.
 inline constexpr size_t kMaxMessageBytes = std::numeric_limits<int>::max();
@@ -205,9 +204,11 @@ void CallMethodThen(const Channel& channel, const MethodInfo& method, const Requ
 // What a handler knows about the call it serves.
 class ServerContext {
  public:
-  ServerContext(const RpcContext& context, const MethodInfo& method,
-                const Metadata* metadata = nullptr)
-      : peer_(context.peer), method_(&method), deadline_(context.deadline), metadata_(metadata) {}
+  ServerContext(const RpcContext& context, const MethodInfo& method)
+      : peer_(context.peer),
+        method_(&method),
+        deadline_(context.deadline),
+        metadata_(context.metadata) {}
 
   // The client's address ("homa://1.2.3.4:5678"), valid during the handler
   // call (copy it to keep it).
@@ -216,7 +217,8 @@ class ServerContext {
   // When the client stops waiting (time_point::max(): it set no deadline).
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   bool deadline_passed() const { return std::chrono::steady_clock::now() >= deadline_; }
-  // What the client sent with a stream's opening (empty for unary calls).
+  // What the client sent (CallOptions::metadata). During the handler
+  // call, or, for a stream, as long as the stream.
   const Metadata& metadata() const {
     static const Metadata kNone;
     return metadata_ != nullptr ? *metadata_ : kNone;

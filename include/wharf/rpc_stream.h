@@ -155,8 +155,11 @@ class ServerStream {
   ServerStream(std::shared_ptr<RawStream> raw, const MethodInfo& method)
       : raw_(std::move(raw)),
         method_(&method),
-        context_(RpcContext{.peer = raw_->peer(), .method = method.id, .deadline = raw_->deadline()},
-                 method, &raw_->metadata()) {}
+        context_(RpcContext{.peer = raw_->peer(),
+                            .method = method.id,
+                            .deadline = raw_->deadline(),
+                            .metadata = &raw_->metadata()},
+                 method) {}
   ServerStream(const ServerStream&) = delete;
   ServerStream& operator=(const ServerStream&) = delete;
   // Unfinished, the client gets kInternal.
@@ -229,10 +232,10 @@ using ServerStreamPtr = std::shared_ptr<ServerStream<Request, Reply>>;
 // Opens a client- or bidirectional-streaming call.
 template <typename Request, typename Reply>
 Result<ClientStream<Request, Reply>> OpenStream(const Channel& channel, const MethodInfo& method,
-                                                const CallOptions& options,
-                                                const Metadata& metadata) {
-  Result<std::shared_ptr<RawStream>> raw = RawStream::Open(
-      channel.endpoint(), channel.peer(), method.id, method.path, options.deadline, metadata);
+                                                const CallOptions& options) {
+  Result<std::shared_ptr<RawStream>> raw =
+      RawStream::Open(channel.endpoint(), channel.peer(), method.id, method.path,
+                      options.deadline, options.metadata);
   if (!raw.ok()) return WithMethod(method, raw.status());
   return ClientStream<Request, Reply>(std::move(*raw), method);
 }
@@ -242,10 +245,8 @@ template <typename Request, typename Reply>
 Result<ClientStream<Request, Reply>> OpenServerStream(const Channel& channel,
                                                       const MethodInfo& method,
                                                       const Request& request,
-                                                      const CallOptions& options,
-                                                      const Metadata& metadata) {
-  Result<ClientStream<Request, Reply>> stream =
-      OpenStream<Request, Reply>(channel, method, options, metadata);
+                                                      const CallOptions& options) {
+  Result<ClientStream<Request, Reply>> stream = OpenStream<Request, Reply>(channel, method, options);
   if (!stream.ok()) return stream.status();
   WHARF_RETURN_IF_ERROR(stream->Write(request));
   WHARF_RETURN_IF_ERROR(stream->WritesDone());

@@ -1,11 +1,16 @@
 // Endpoint and Connection: the public API over an embedded EndpointCore.
 #include "wharf/endpoint.h"
 
+#include <cstring>
+
 #include "client/endpoint_core.h"
+#include "client/metadata_codec.h"
 #include "client/public_access.h"
 #include "client/rpc_limits.h"
 #include "client/stream_acceptor.h"
+#include "engine/frame.h"
 #include "engine/uri.h"
+#include "wire/byte_order.h"
 
 namespace wharf {
 namespace {
@@ -16,6 +21,27 @@ using StatePtr = EndpointCore::StatePtr;
 
 Status Closed(const EndpointCore& core) {
   return CancelledError("endpoint " + core.address() + " closed");
+}
+
+// A request as it leaves: within rpc.max_request_bytes, and wrapped with
+// its metadata if it has some (to engine::kCallWithMetadataMethod, copied
+// once behind the method id and the metadata).
+Status PrepareRequest(EndpointCore& core, const CallOptions& options, uint32_t* method,
+                      Buffer* request) {
+  WHARF_RETURN_IF_ERROR(internal::RequestWithinLimit(core.rpc_limits(), request->size()));
+  if (options.metadata.empty()) return OkStatus();
+  WHARF_RETURN_IF_ERROR(internal::CheckMetadata(options.metadata));
+  const size_t header = 4 + internal::MetadataBytes(options.metadata);
+  Buffer wrapped = core.AllocateBuffer(header + request->size());
+  if (wrapped.size() != header + request->size()) {
+    return ResourceExhaustedError("no room for a request with its metadata");
+  }
+  wire::StoreU32(wrapped.data(), *method);
+  internal::EncodeMetadata(options.metadata, wrapped.data() + 4);
+  if (!request->empty()) std::memcpy(wrapped.data() + header, request->data(), request->size());
+  *method = engine::kCallWithMetadataMethod;
+  *request = std::move(wrapped);
+  return OkStatus();
 }
 
 // Blocks on `state` until done or `deadline`, then returns its status.
@@ -74,9 +100,8 @@ Status Endpoint::ServeStreams(uint32_t method, StreamHandler handler) {
 Completion Endpoint::ICall(std::string_view address, uint32_t method, Buffer request,
                            const CallOptions& options) {
   if (core_->closed()) return PublicAccess::MakeCompletion(core_->Failed(Closed(*core_)));
-  if (Status within = internal::RequestWithinLimit(core_->rpc_limits(), request.size());
-      !within.ok()) {
-    return PublicAccess::MakeCompletion(core_->Failed(std::move(within)));
+  if (Status ready = PrepareRequest(*core_, options, &method, &request); !ready.ok()) {
+    return PublicAccess::MakeCompletion(core_->Failed(std::move(ready)));
   }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   // One lock for resolving and calling: this is every RPC's path.
@@ -193,9 +218,8 @@ Result<Buffer> Connection::Recv(std::chrono::nanoseconds timeout) {
 }
 
 Completion Connection::ICall(uint32_t method, Buffer request, const CallOptions& options) {
-  if (Status within = internal::RequestWithinLimit(core_->rpc_limits(), request.size());
-      !within.ok()) {
-    return PublicAccess::MakeCompletion(core_->Failed(std::move(within)));
+  if (Status ready = PrepareRequest(*core_, options, &method, &request); !ready.ok()) {
+    return PublicAccess::MakeCompletion(core_->Failed(std::move(ready)));
   }
   TimeNs deadline = options.deadline.count() == 0 ? kNever : core_->DeadlineAfter(options.deadline);
   return PublicAccess::MakeCompletion(core_->Start([&](engine::EngineApi& e, uint64_t op) {

@@ -7,10 +7,13 @@
 
 #include "client/daemon_link.h"
 #include "client/managed_engine.h"
+#include "client/metadata_codec.h"
 #include "client/public_access.h"
 #include "client/rpc_limits.h"
 #include "client/stream_acceptor.h"
+#include "engine/frame.h"
 #include "engine/uri.h"
+#include "wire/byte_order.h"
 
 namespace wharf::internal {
 
@@ -287,6 +290,7 @@ Status EndpointCore::SetHandler(uint32_t method, RpcHandler sync, AsyncRpcHandle
   handlers_[method] = handler.get();
   handler_storage_.push_back(std::move(handler));
   engine_->SetServed(method, true);
+  engine_->SetServed(engine::kCallWithMetadataMethod, true);  // OnRequest unwraps those
   StartKeeper();
   return OkStatus();
 }
@@ -305,7 +309,37 @@ Status EndpointCore::SyncEngine() {
   return Await(*state, DeadlineAfter(std::chrono::seconds(5)));
 }
 
+Status EndpointCore::UnwrapMetadata(engine::IncomingCall& call, Metadata* metadata) {
+  const Buffer& r = call.request;
+  if (r.size() < 4) return InvalidArgumentError("a call with metadata names no method");
+  const uint32_t method = wire::LoadU32(r.data());
+  if (method >= kFirstReservedMethod) {
+    return InvalidArgumentError("a call with metadata names reserved method " +
+                                std::to_string(method));
+  }
+  Result<size_t> used =
+      DecodeMetadata(std::span<const std::byte>(r.data() + 4, r.size() - 4), metadata);
+  if (!used.ok()) return used.status().WithContext("method " + std::to_string(method));
+  call.request.RemovePrefix(4 + *used);
+  call.method = method;
+  return OkStatus();
+}
+
 void EndpointCore::OnRequest(engine::IncomingCall call) {
+  // Empty, and allocation-free, unless the call carries some.
+  Metadata metadata;
+  if (call.method == engine::kCallWithMetadataMethod) {
+    if (Status unwrapped = UnwrapMetadata(call, &metadata); !unwrapped.ok()) {
+      engine_->Respond(call.ref, std::move(unwrapped));
+      return;
+    }
+    if (!handlers_.contains(call.method)) {
+      // What the engine answers for a method nobody serves.
+      engine_->Respond(call.ref, UnimplementedError("method " + std::to_string(call.method) +
+                                                    " is not served here"));
+      return;
+    }
+  }
   if (Status within = RequestWithinLimit(config_.rpc, call.request.size()); !within.ok()) {
     engine_->Respond(call.ref, std::move(within));  // the handler never sees it
     return;
@@ -321,7 +355,7 @@ void EndpointCore::OnRequest(engine::IncomingCall call) {
   if (handler != nullptr && handler->sync && pending_n_ == 0 && keeping_ != this &&
       in_handler_ != this && host_->core_count() == 1 && host_->mu().depth() == 1 &&
       dispatch_mu_.try_lock()) {
-    RunSyncInline(*handler, call);
+    RunSyncInline(*handler, call, metadata.empty() ? nullptr : &metadata);
     dispatch_mu_.unlock();
     // Another thread may have queued requests meanwhile and, finding the
     // dispatch lock taken, left them to us: flag them for the next turn.
@@ -335,6 +369,7 @@ void EndpointCore::OnRequest(engine::IncomingCall call) {
   pending.deadline_ns = call.deadline_ns;
   pending.request = std::move(call.request);
   pending.peer.assign(call.peer);
+  pending.metadata = std::move(metadata);
   pending.handler = handler;
   calls_pending_.store(true, std::memory_order_release);
   host_->NoteCallsPending();
@@ -376,6 +411,7 @@ void EndpointCore::RunCall(PendingCall& call) {
   RpcContext context;
   context.peer = call.peer;
   context.method = call.method;
+  if (!call.metadata.empty()) context.metadata = &call.metadata;
   if (call.deadline_ns != kNever) {
     // The engine's clock here is CLOCK_MONOTONIC, which steady_clock reads.
     context.deadline =
@@ -423,13 +459,15 @@ void EndpointCore::RunCall(PendingCall& call) {
   WithEngine([&](engine::EngineApi& e) { e.Respond(call.ref, std::move(status), std::move(response)); });
 }
 
-void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call) {
+void EndpointCore::RunSyncInline(Handler& handler, engine::IncomingCall& call,
+                                 const Metadata* metadata) {
   // The peer string is the engine's, and another thread may poll while the
   // lock is released: keep a copy (its capacity is reused).
   inline_peer_.assign(call.peer);
   RpcContext context;
   context.peer = inline_peer_;
   context.method = call.method;
+  context.metadata = metadata;
   if (call.deadline_ns != kNever) {
     context.deadline =
         std::chrono::steady_clock::time_point(std::chrono::nanoseconds(call.deadline_ns));

@@ -182,6 +182,7 @@ class EndpointCore final : public ProgressDriver,
     TimeNs deadline_ns = kNever;
     Buffer request;
     std::string peer;  // reused: assigning keeps its capacity
+    Metadata metadata;  // CallOptions::metadata, unwrapped
     Handler* handler = nullptr;
   };
 
@@ -196,7 +197,7 @@ class EndpointCore final : public ProgressDriver,
   void RunCall(PendingCall& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(dispatch_mu_);
   // Runs a synchronous handler from inside OnRequest with the host's lock
   // released (the thread holds it exactly once), then answers.
-  void RunSyncInline(Handler& handler, engine::IncomingCall& call)
+  void RunSyncInline(Handler& handler, engine::IncomingCall& call, const Metadata* metadata)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(host_->mu(), dispatch_mu_);
   // The keeper thread: while a handler has run for endpoint.keeper_after,
   // it drives the engine (without running handlers) until the handler ends.
@@ -205,6 +206,9 @@ class EndpointCore final : public ProgressDriver,
   void WakeKeeper() ABSL_LOCKS_EXCLUDED(keeper_mu_);
   void StopKeeper() ABSL_LOCKS_EXCLUDED(keeper_mu_);
 
+  // A call with metadata (engine::kCallWithMetadataMethod) becomes the
+  // call it wraps: its method, its request; the metadata to `metadata`.
+  static Status UnwrapMetadata(engine::IncomingCall& call, Metadata* metadata);
   // A response over rpc.max_response_bytes becomes kResourceExhausted.
   void LimitResponse(Status& status, Buffer& response) const;
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client/endpoint_core.h"
+#include "client/metadata_codec.h"
 #include "client/public_access.h"
 #include "client/rpc_limits.h"
 #include "wire/byte_order.h"
@@ -73,14 +74,8 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
                                                    const Metadata& metadata,
                                                    const StreamOptions& options) {
   const std::string name(path);
-  size_t metadata_bytes = 0;
-  for (const auto& [key, value] : metadata) metadata_bytes += key.size() + value.size();
-  if (metadata.size() > kMaxMetadataEntries || metadata_bytes > kMaxMetadataBytes) {
-    return InvalidArgumentError(name + ": metadata of " + std::to_string(metadata.size()) +
-                                " entries and " + std::to_string(metadata_bytes) +
-                                " bytes is over the limit (" +
-                                std::to_string(kMaxMetadataEntries) + " entries, " +
-                                std::to_string(kMaxMetadataBytes) + " bytes)");
+  if (Status checked = internal::CheckMetadata(metadata); !checked.ok()) {
+    return checked.WithContext(name);
   }
   const SteadyTime until = deadline.count() == 0 ? SteadyTime::max() : After(deadline);
   ConnectOptions connect{.stream_method = method};
@@ -90,7 +85,7 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
   auto stream = std::make_shared<RawStream>(internal::PublicAccess::Core(endpoint),
                                             std::move(*connection), Side::kClient, name, options);
   stream->deadline_ = until;
-
+  // The opening: the remaining deadline, then the metadata.
   Buffer opening = EncodeOpening(
       deadline.count() == 0 ? 0 : uint64_t(std::max<int64_t>(deadline.count(), 1)), metadata);
   stream->core_->WithEngine([&](engine::EngineApi&) {
@@ -102,60 +97,22 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
 }
 
 Buffer RawStream::EncodeOpening(uint64_t deadline_ns, const Metadata& metadata) {
-  size_t bytes = 1 + 8 + 2;
-  for (const auto& [key, value] : metadata) bytes += 2 + key.size() + 4 + value.size();
-  Buffer opening = Buffer::Allocate(bytes);
-  std::byte* p = opening.data();
-  p[0] = std::byte{uint8_t(StreamFrame::kOpen)};
-  wire::StoreU64(p + 1, deadline_ns);
-  wire::StoreU16(p + 9, uint16_t(metadata.size()));
-  p += 11;
-  for (const auto& [key, value] : metadata) {
-    wire::StoreU16(p, uint16_t(key.size()));
-    std::memcpy(p + 2, key.data(), key.size());
-    p += 2 + key.size();
-    wire::StoreU32(p, uint32_t(value.size()));
-    std::memcpy(p + 4, value.data(), value.size());
-    p += 4 + value.size();
-  }
+  Buffer opening = Buffer::Allocate(1 + 8 + internal::MetadataBytes(metadata));
+  opening.data()[0] = std::byte{uint8_t(StreamFrame::kOpen)};
+  wire::StoreU64(opening.data() + 1, deadline_ns);
+  internal::EncodeMetadata(metadata, opening.data() + 9);
   return opening;
 }
 
 Status RawStream::ParseOpening(const Buffer& message, uint64_t* deadline_ns, Metadata* metadata) {
-  const std::byte* p = message.data();
-  size_t left = message.size();
-  if (left < 11 || p[0] != std::byte{uint8_t(StreamFrame::kOpen)}) {
+  if (message.size() < 9 || message.data()[0] != std::byte{uint8_t(StreamFrame::kOpen)}) {
     return InvalidArgumentError("a stream's first message is not its opening");
   }
-  *deadline_ns = wire::LoadU64(p + 1);
-  const uint16_t entries = wire::LoadU16(p + 9);
-  if (entries > kMaxMetadataEntries) {
-    return InvalidArgumentError("opening names " + std::to_string(entries) +
-                                " metadata entries (at most " +
-                                std::to_string(kMaxMetadataEntries) + ")");
-  }
-  p += 11;
-  left -= 11;
-  metadata->clear();
-  size_t bytes = 0;
-  for (uint16_t i = 0; i < entries; ++i) {
-    if (left < 2) return InvalidArgumentError("opening's metadata is cut short");
-    const size_t key_size = wire::LoadU16(p);
-    if (left < 2 + key_size + 4) return InvalidArgumentError("opening's metadata is cut short");
-    std::string key(reinterpret_cast<const char*>(p + 2), key_size);
-    const size_t value_size = wire::LoadU32(p + 2 + key_size);
-    p += 6 + key_size;
-    left -= 6 + key_size;
-    bytes += key_size + value_size;
-    if (value_size > left || bytes > kMaxMetadataBytes) {
-      return InvalidArgumentError("opening's metadata is cut short or over " +
-                                  std::to_string(kMaxMetadataBytes) + " bytes");
-    }
-    metadata->emplace_back(std::move(key), std::string(reinterpret_cast<const char*>(p), value_size));
-    p += value_size;
-    left -= value_size;
-  }
-  if (left != 0) return InvalidArgumentError("opening has bytes after its metadata");
+  *deadline_ns = wire::LoadU64(message.data() + 1);
+  Result<size_t> used = internal::DecodeMetadata(
+      std::span<const std::byte>(message.data() + 9, message.size() - 9), metadata);
+  if (!used.ok()) return InvalidArgumentError("opening's " + used.status().message());
+  if (*used != message.size() - 9) return InvalidArgumentError("opening has bytes after its metadata");
   return OkStatus();
 }
 
@@ -230,7 +187,8 @@ bool RawStream::HandleFrame(Buffer message) {
   if (side_ == Side::kServer && opened_ != nullptr) {
     uint64_t deadline_ns = 0;
     Status parsed = kind == StreamFrame::kOpen ? ParseOpening(message, &deadline_ns, &metadata_)
-                                               : InvalidArgumentError("a stream's first message is not its opening");
+                                               : InvalidArgumentError(
+                                                     "a stream's first message is not its opening");
     if (!parsed.ok()) {
       // Nobody serves it yet: answer with the error and close.
       opened_ = nullptr;

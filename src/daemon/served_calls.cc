@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "engine/frame.h"
 #include "wharf/endpoint.h"
 
 namespace wharf::daemon {
@@ -13,7 +14,8 @@ namespace {
 
 Status ServeIn(std::unordered_set<uint32_t>& methods, uint32_t method, bool served,
                std::string_view what) {
-  if (method >= kFirstReservedMethod) {
+  // Calls with metadata arrive there: the library unwraps them.
+  if (method >= kFirstReservedMethod && method != engine::kCallWithMetadataMethod) {
     return InvalidArgumentError("method " + std::to_string(method) + " is reserved");
   }
   if (!served) {

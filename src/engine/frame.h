@@ -38,6 +38,13 @@ enum class FrameKind : uint8_t {
 };
 
 inline constexpr uint8_t kFrameOrdered = 0x01;  // kConnect: deliver in order
+
+// The method a call with metadata (CallOptions::metadata) goes to: its
+// request is the real method id (u32), the metadata (client/
+// metadata_codec.h), then the request. The receiving library unwraps it;
+// an endpoint serving any method serves this one. Wharf's reserved range
+// (kFirstReservedMethod, wharf/endpoint.h).
+inline constexpr uint32_t kCallWithMetadataMethod = 0xFFFF0001u;
 inline constexpr size_t kFrameBytes = 32;
 
 struct Frame {

@@ -37,6 +37,10 @@ class TestService final : public Tester::Service {
     Payload reply;
     reply.set_data(request.data());
     reply.set_received(request.data().size());
+    // Metadata "reply-with" replaces the data (the metadata tests).
+    for (const auto& [key, value] : context.metadata()) {
+      if (key == "reply-with") reply.set_data(value);
+    }
     return reply;
   }
   Result<Empty> Fail(const rpc::ServerContext&, const FailRequest& request) override {
@@ -325,6 +329,44 @@ TEST_P(GeneratedRpcTest, AnAnswerLaterHandlerAnswersFromAnotherThread) {
   request.set_answer_after_ms(20);
   Result<Empty> reply = slow_stub_->Slow(request, {.deadline = 5s});
   EXPECT_TRUE(reply.ok()) << reply.status();
+}
+
+TEST_P(GeneratedRpcTest, MetadataReachesTheHandlerInEveryCallForm) {
+  const CallOptions with{.metadata = {{"trace", "t-1"}, {"reply-with", "from metadata"}}};
+  Result<Payload> blocking = stub_->Echo(PayloadOf("request"), with);
+  ASSERT_TRUE(blocking.ok()) << blocking.status();
+  EXPECT_EQ(blocking->data(), "from metadata");
+  EXPECT_EQ(blocking->received(), 7u);  // the request itself arrived intact
+  Result<Payload> waited = stub_->AsyncEcho(PayloadOf("async"), with).Wait(10s);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(waited->data(), "from metadata");
+  // Without metadata, as before.
+  Result<Payload> plain = stub_->Echo(PayloadOf("plain"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->data(), "plain");
+  // To a method nobody serves: what any call to one gets.
+  Result<Buffer> unserved =
+      client_->Call(server_->address(), 12345, Buffer::Copy("x"), with);
+  EXPECT_EQ(unserved.status().code(), StatusCode::kUnimplemented) << unserved.status();
+}
+
+TEST_P(GeneratedRpcTest, MetadataOverTheLimitOrMalformedIsRefused) {
+  CallOptions big;
+  big.metadata.assign(kMaxMetadataEntries + 1, {"k", "v"});
+  Result<Payload> refused = stub_->Echo(PayloadOf("x"), big);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("/wharf.rpctest.Tester/Echo"), std::string::npos);
+  CallOptions heavy{.metadata = {{"k", std::string(kMaxMetadataBytes, 'v')}}};
+  EXPECT_EQ(stub_->Echo(PayloadOf("x"), heavy).status().code(), StatusCode::kInvalidArgument);
+  // Forged on the wire: cut short, a reserved inner method, nothing at all.
+  for (std::string_view forged : {std::string_view("\x00\x00\x00\x01\x00\x05", 6),
+                                  std::string_view("\xff\xff\x00\x01\x00\x00", 6),
+                                  std::string_view("\x00", 1)}) {
+    Result<Buffer> answer =
+        client_->Call(server_->address(), 0xFFFF0001u, Buffer::Copy(forged), {.deadline = 10s});
+    EXPECT_EQ(answer.status().code(), StatusCode::kInvalidArgument) << answer.status();
+  }
+  EXPECT_TRUE(stub_->Echo(PayloadOf("still serving")).ok());
 }
 
 TEST_P(GeneratedRpcTest, SizeLimitsFromTheConfigurationHoldEachWay) {

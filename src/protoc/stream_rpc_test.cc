@@ -211,7 +211,7 @@ TEST_P(GeneratedStreamTest, AStatusAfterRepliesReachesTheClientNamingTheMethod) 
 }
 
 TEST_P(GeneratedStreamTest, ClientStreamingSumsWhatWasWrittenAndSeesTheMetadata) {
-  auto stream = stub_->Sum({}, {{"tag", "abc"}, {"other", std::string(100, 'x')}});
+  auto stream = stub_->Sum({.metadata = {{"tag", "abc"}, {"other", std::string(100, 'x')}}});
   ASSERT_TRUE(stream.ok()) << stream.status();
   uint64_t total = 0;
   for (int k = 0; k < 100; ++k) {
@@ -226,7 +226,7 @@ TEST_P(GeneratedStreamTest, ClientStreamingSumsWhatWasWrittenAndSeesTheMetadata)
 
 TEST_P(GeneratedStreamTest, MetadataOverTheLimitIsRefusedBeforeAnythingLeaves) {
   rpc::Metadata big(rpc::kMaxMetadataEntries + 1, {"k", "v"});
-  auto stream = stub_->Sum({}, big);
+  auto stream = stub_->Sum({.metadata = big});
   EXPECT_EQ(stream.status().code(), StatusCode::kInvalidArgument) << stream.status();
   EXPECT_NE(stream.status().message().find("/wharf.rpctest.Streamer/Sum"), std::string::npos);
 }

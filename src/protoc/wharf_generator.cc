@@ -215,10 +215,9 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
                 "    // $method$ (server streaming): sends the request; Read the replies\n"
                 "    // from the stream, then Finish.\n"
                 "    ::wharf::Result<::wharf::rpc::ClientStream<$req$, $rep$>> $method$(\n"
-                "        const $req$& request, const ::wharf::CallOptions& options = {},\n"
-                "        const ::wharf::rpc::Metadata& metadata = {}) const {\n"
+                "        const $req$& request, const ::wharf::CallOptions& options = {}) const {\n"
                 "      return ::wharf::rpc::OpenServerStream<$req$, $rep$>(channel_, k$method$, request,\n"
-                "                                                          options, metadata);\n"
+                "                                                          options);\n"
                 "    }\n");
         continue;
       }
@@ -232,10 +231,8 @@ void PrintHeader(Printer& p, const FileDescriptor* file, const std::string& suff
                 "    // $method$ ($kind$ streaming): Write requests, WritesDone, then\n"
                 "    // $then$.\n"
                 "    ::wharf::Result<::wharf::rpc::ClientStream<$req$, $rep$>> $method$(\n"
-                "        const ::wharf::CallOptions& options = {},\n"
-                "        const ::wharf::rpc::Metadata& metadata = {}) const {\n"
-                "      return ::wharf::rpc::OpenStream<$req$, $rep$>(channel_, k$method$, options,\n"
-                "                                                    metadata);\n"
+                "        const ::wharf::CallOptions& options = {}) const {\n"
+                "      return ::wharf::rpc::OpenStream<$req$, $rep$>(channel_, k$method$, options);\n"
                 "    }\n");
         continue;
       }
