@@ -170,6 +170,8 @@ class RawStream : public std::enable_shared_from_this<RawStream> {
   Status WaitUntil(const std::function<bool()>& ready,
                    std::chrono::steady_clock::time_point until);
   Buffer Control(StreamFrame kind, size_t extra);
+  // The kStatus message carrying `status` (its text cut at 4 KiB).
+  Buffer StatusMessage(const Status& status);
   Status Error(StatusCode code, std::string_view text) const;
 
   std::shared_ptr<::wharf::internal::EndpointCore> core_;

@@ -66,6 +66,14 @@ Buffer RawStream::Control(StreamFrame kind, size_t extra) {
   return message;
 }
 
+Buffer RawStream::StatusMessage(const Status& status) {
+  const std::string_view text = std::string_view(status.message()).substr(0, kMaxStatusText);
+  Buffer message = Control(StreamFrame::kStatus, 1 + text.size());
+  message.data()[1] = std::byte{uint8_t(status.code())};
+  std::memcpy(message.data() + 2, text.data(), text.size());
+  return message;
+}
+
 // ------------------------------------------------------------- opening
 
 Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::string_view address,
@@ -193,10 +201,7 @@ bool RawStream::HandleFrame(Buffer message) {
       // Nobody serves it yet: answer with the error and close.
       opened_ = nullptr;
       writes_done_ = true;
-      Buffer status = Control(StreamFrame::kStatus, 1 + parsed.message().size());
-      status.data()[1] = std::byte{uint8_t(StatusCode::kInvalidArgument)};
-      std::memcpy(status.data() + 2, parsed.message().data(), parsed.message().size());
-      outbox_.push_back(std::move(status));
+      outbox_.push_back(StatusMessage(parsed));
       reads_end_ = parsed;
       Pump();
       return false;
@@ -441,12 +446,7 @@ Status RawStream::Finish(const Status& status) {
     }
     writes_done_ = true;
     if (connection_ == nullptr) return Error(StatusCode::kUnavailable, "the client went away");
-    const std::string_view text =
-        std::string_view(status.message()).substr(0, kMaxStatusText);
-    Buffer message = Control(StreamFrame::kStatus, 1 + text.size());
-    message.data()[1] = std::byte{uint8_t(status.code())};
-    std::memcpy(message.data() + 2, text.data(), text.size());
-    outbox_.push_back(std::move(message));
+    outbox_.push_back(StatusMessage(status));
     Pump();
     MaybeClose();
     return OkStatus();
@@ -460,10 +460,7 @@ void RawStream::Cancel(const Status& why) {
       if (writes_done_) return;
       // The client learns it from our status, after what was written.
       writes_done_ = true;
-      Buffer message = Control(StreamFrame::kStatus, why.message().size() + 1);
-      message.data()[1] = std::byte{uint8_t(why.ok() ? StatusCode::kCancelled : why.code())};
-      std::memcpy(message.data() + 2, why.message().data(), why.message().size());
-      outbox_.push_back(std::move(message));
+      outbox_.push_back(StatusMessage(why.ok() ? Status(StatusCode::kCancelled, "cancelled") : why));
       Pump();
       MaybeClose();
       return;
@@ -528,11 +525,7 @@ void RawStream::OnSent(const Status& status) {
       SendControl(Control(StreamFrame::kCancel, 0));
     } else if (!writes_done_) {
       writes_done_ = true;
-      const std::string_view text = std::string_view(write_error_.message()).substr(0, kMaxStatusText);
-      Buffer message = Control(StreamFrame::kStatus, 1 + text.size());
-      message.data()[1] = std::byte{uint8_t(write_error_.code())};
-      std::memcpy(message.data() + 2, text.data(), text.size());
-      SendControl(std::move(message));
+      SendControl(StatusMessage(write_error_));
     }
     Deliver();
   }
