@@ -57,7 +57,7 @@ enum class StreamFrame : uint8_t {
 
 struct StreamOptions {
   // Payload bytes a writer may have in flight unconsumed (see above).
-  size_t window_bytes = 4 << 20;
+  size_t window_bytes = 1 << 20;
 };
 
 // Shared by the typed stream that uses it and the receive loop that feeds
