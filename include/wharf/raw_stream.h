@@ -86,8 +86,9 @@ class RawStream : public std::enable_shared_from_this<RawStream> {
                     std::function<void(std::shared_ptr<RawStream>)> opened,
                     const StreamOptions& options = {});
 
-  RawStream(std::shared_ptr<::wharf::internal::EndpointCore> core, std::unique_ptr<Connection> connection,
-            Side side, std::string path, const StreamOptions& options);
+  // Open and Adopt make them.
+  RawStream(Endpoint& endpoint, std::unique_ptr<Connection> connection, Side side,
+            std::string path, const StreamOptions& options);
   ~RawStream();
   RawStream(const RawStream&) = delete;
   RawStream& operator=(const RawStream&) = delete;
@@ -170,6 +171,8 @@ class RawStream : public std::enable_shared_from_this<RawStream> {
   Status WaitUntil(const std::function<bool()>& ready,
                    std::chrono::steady_clock::time_point until);
   Buffer Control(StreamFrame kind, size_t extra);
+  // Writes an opening at `out` (EncodeOpening's bytes).
+  static void WriteOpening(uint64_t deadline_ns, const Metadata& metadata, std::byte* out);
   // The kStatus message carrying `status` (its text cut at 4 KiB).
   Buffer StatusMessage(const Status& status);
   Status Error(StatusCode code, std::string_view text) const;

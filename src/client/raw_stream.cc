@@ -36,9 +36,9 @@ SteadyTime After(std::chrono::nanoseconds timeout) {
 
 }  // namespace
 
-RawStream::RawStream(std::shared_ptr<EndpointCore> core, std::unique_ptr<Connection> connection,
-                     Side side, std::string path, const StreamOptions& options)
-    : core_(std::move(core)),
+RawStream::RawStream(Endpoint& endpoint, std::unique_ptr<Connection> connection, Side side,
+                     std::string path, const StreamOptions& options)
+    : core_(internal::PublicAccess::Core(endpoint)),
       side_(side),
       path_(std::move(path)),
       window_(std::max<size_t>(options.window_bytes, 1)),
@@ -61,7 +61,9 @@ Buffer RawStream::NewMessage(size_t payload_bytes) {
 }
 
 Buffer RawStream::Control(StreamFrame kind, size_t extra) {
-  Buffer message = Buffer::Allocate(1 + extra);
+  // From the endpoint's buffers too: managed, sending it copies nothing.
+  Buffer message = core_->AllocateBuffer(1 + extra);
+  if (message.size() != 1 + extra) message = Buffer::Allocate(1 + extra);
   message.data()[0] = std::byte{uint8_t(kind)};
   return message;
 }
@@ -90,12 +92,13 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
   if (deadline.count() != 0) connect.timeout = std::min(connect.timeout, deadline);
   Result<std::unique_ptr<Connection>> connection = endpoint.Connect(address, connect);
   if (!connection.ok()) return connection.status().WithContext(name);
-  auto stream = std::make_shared<RawStream>(internal::PublicAccess::Core(endpoint),
-                                            std::move(*connection), Side::kClient, name, options);
+  auto stream =
+      std::make_shared<RawStream>(endpoint, std::move(*connection), Side::kClient, name, options);
   stream->deadline_ = until;
   // The opening: the remaining deadline, then the metadata.
-  Buffer opening = EncodeOpening(
-      deadline.count() == 0 ? 0 : uint64_t(std::max<int64_t>(deadline.count(), 1)), metadata);
+  Buffer opening = stream->Control(StreamFrame::kOpen, 8 + internal::MetadataBytes(metadata));
+  WriteOpening(deadline.count() == 0 ? 0 : uint64_t(std::max<int64_t>(deadline.count(), 1)),
+               metadata, opening.data());
   stream->core_->WithEngine([&](engine::EngineApi&) {
     stream->outbox_.push_back(std::move(opening));
     stream->Pump();
@@ -106,10 +109,14 @@ Result<std::shared_ptr<RawStream>> RawStream::Open(Endpoint& endpoint, std::stri
 
 Buffer RawStream::EncodeOpening(uint64_t deadline_ns, const Metadata& metadata) {
   Buffer opening = Buffer::Allocate(1 + 8 + internal::MetadataBytes(metadata));
-  opening.data()[0] = std::byte{uint8_t(StreamFrame::kOpen)};
-  wire::StoreU64(opening.data() + 1, deadline_ns);
-  internal::EncodeMetadata(metadata, opening.data() + 9);
+  WriteOpening(deadline_ns, metadata, opening.data());
   return opening;
+}
+
+void RawStream::WriteOpening(uint64_t deadline_ns, const Metadata& metadata, std::byte* out) {
+  out[0] = std::byte{uint8_t(StreamFrame::kOpen)};
+  wire::StoreU64(out + 1, deadline_ns);
+  internal::EncodeMetadata(metadata, out + 9);
 }
 
 Status RawStream::ParseOpening(const Buffer& message, uint64_t* deadline_ns, Metadata* metadata) {
@@ -127,8 +134,7 @@ Status RawStream::ParseOpening(const Buffer& message, uint64_t* deadline_ns, Met
 void RawStream::Adopt(Endpoint& endpoint, std::unique_ptr<Connection> connection, std::string path,
                       std::function<void(std::shared_ptr<RawStream>)> opened,
                       const StreamOptions& options) {
-  auto stream = std::make_shared<RawStream>(internal::PublicAccess::Core(endpoint),
-                                            std::move(connection), Side::kServer,
+  auto stream = std::make_shared<RawStream>(endpoint, std::move(connection), Side::kServer,
                                             std::move(path), options);
   stream->core_->WithEngine([&](engine::EngineApi&) {
     stream->opened_ = std::move(opened);

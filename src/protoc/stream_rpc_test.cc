@@ -502,6 +502,29 @@ TEST_P(GeneratedStreamTest, ManyStreamsAtOnceEachKeepTheirOwnMessages) {
   for (auto& stream : streams) EXPECT_TRUE(stream.Finish(10s).ok());
 }
 
+TEST_P(GeneratedStreamTest, ManagedStreamsSendFromTheSharedHeapWithoutACopy) {
+  if (GetParam().mode != Mode::kManaged) GTEST_SKIP() << "managed mode only";
+  auto stat = [](Endpoint& ep) {
+    for (const auto& [key, value] : ep.Stats()) {
+      if (key == "managed.copied_sends") return value;
+    }
+    return uint64_t{0};
+  };
+  const uint64_t client_before = stat(*client_);
+  const uint64_t server_before = stat(*server_);
+  auto stream = stub_->Chat({.metadata = {{"k", "v"}}});
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  for (int k = 0; k < 40; ++k) {
+    ASSERT_TRUE(stream->Write(PayloadOf(Pattern(k, 50'000))).ok());
+    ASSERT_TRUE(stream->Read(10s).ok());
+  }
+  EXPECT_TRUE(stream->Finish(10s).ok());
+  // Every message (the opening, requests, replies, credits, the status)
+  // went out of the buffer it was written into.
+  EXPECT_EQ(stat(*client_), client_before);
+  EXPECT_EQ(stat(*server_), server_before);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hostings, GeneratedStreamTest, AllHostings(), HostingName);
 
 }  // namespace
