@@ -552,8 +552,13 @@ void RawStream::MaybeClose() {
                                            : writes_done_ && opened_ == nullptr;
   if (!done) return;
   closed_ = true;
-  // The Connection's destructor disconnects without waiting.
+  // The Connection's destructor disconnects without waiting, and cancels
+  // the armed receive (whose callback then finds the stream closed).
   connection_.reset();
+  // Nothing more will be read: a reader still registered gets the end and
+  // lets go of its callback, which may hold the stream's handle.
+  EndReads(Error(StatusCode::kCancelled, "the stream is closed"));
+  Deliver();
 }
 
 bool RawStream::cancelled() const {
