@@ -1,0 +1,30 @@
+# UCX (WHARF_UCX, see the top-level CMakeLists.txt): finds UCX through its
+# pkg-config module (Debian 12: libucx-dev, UCX 1.13) and builds src/ucx/,
+# the UCP adapter ucx:// is to be built on (issue 29). A missing UCX turns
+# it off visibly at configure time (AUTO) or fails it (ON).
+set(WHARF_UCX_BUILT OFF)
+if(WHARF_UCX STREQUAL "OFF")
+  set(wharf_ucx_why "WHARF_UCX=OFF")
+elseif(NOT WHARF_UCX MATCHES "^(AUTO|ON)$")
+  message(FATAL_ERROR "WHARF_UCX: expected AUTO, ON or OFF, got '${WHARF_UCX}'")
+else()
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
+  endif()
+  if(UCX_FOUND)
+    set(WHARF_UCX_BUILT ON)
+  else()
+    set(wharf_ucx_why "missing UCX (libucx-dev)")
+    if(WHARF_UCX STREQUAL "ON")
+      message(FATAL_ERROR "WHARF_UCX=ON but the UCX adapter needs ${wharf_ucx_why}")
+    endif()
+  endif()
+endif()
+
+if(WHARF_UCX_BUILT)
+  message(STATUS "UCX adapter (src/ucx): built, UCX ${UCX_VERSION}")
+  add_subdirectory(src/ucx)
+else()
+  message(STATUS "UCX adapter (src/ucx): not built (${wharf_ucx_why})")
+endif()

@@ -1,0 +1,320 @@
+// UcpWorker: UCP context, worker, listener, endpoints and active messages.
+#include "ucx/ucp_worker.h"
+
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+namespace wharf::ucx {
+namespace {
+
+// The one active-message id wharf's messages travel under.
+constexpr unsigned kMessageId = 1;
+
+Status UcxError(std::string_view what, ucs_status_t status) {
+  return UnavailableError(std::string(what) + ": " + ucs_status_string(status));
+}
+
+}  // namespace
+
+struct UcpWorker::Ucp {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  ucp_listener_h listener = nullptr;
+
+  // A send in flight: the Buffer UCX reads from, and who to tell.
+  struct Sending {
+    UcpWorker* worker;
+    Buffer message;
+    std::function<void(const Status&)> done;
+  };
+  // A rendezvous receive in flight: where the data goes, and from whom.
+  struct Receiving {
+    UcpWorker* worker;
+    PeerId peer;
+    Buffer message;
+  };
+  // What is in flight, so that a worker destroyed before UCX finished it
+  // frees it (and tells the sender).
+  std::unordered_set<Sending*> sends;
+  std::unordered_set<Receiving*> receives;
+
+  static void OnConnectRequest(ucp_conn_request_h request, void* arg) {
+    auto* self = static_cast<UcpWorker*>(arg);
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.conn_request = request;
+    params.err_mode = static_cast<ucp_err_handling_mode_t>(self->err_mode_);
+    params.err_handler.cb = OnPeerError;
+    params.err_handler.arg = self;
+    ucp_ep_h ep = nullptr;
+    if (ucp_ep_create(self->ucp_->worker, &params, &ep) == UCS_OK) self->PeerOf(ep);
+  }
+
+  static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+    auto* self = static_cast<UcpWorker*>(arg);
+    auto it = self->peer_ids_.find(ep);
+    if (it == self->peer_ids_.end()) return;
+    self->Fail(it->second, UcxError("ucx peer failed", status));
+  }
+
+  static ucs_status_t OnActiveMessage(void* arg, const void* /*header*/, size_t /*header_length*/,
+                                      void* data, size_t length,
+                                      const ucp_am_recv_param_t* param) {
+    auto* self = static_cast<UcpWorker*>(arg);
+    // Senders ask for the reply endpoint: it names the peer.
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || param->reply_ep == nullptr) {
+      return UCS_OK;  // from nobody we can name: dropped
+    }
+    const PeerId peer = self->PeerOf(param->reply_ep);
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+      // Eager: the bytes are valid during this call only.
+      Buffer message = Buffer::Allocate(length);
+      if (length > 0) std::memcpy(message.data(), data, length);
+      if (self->handlers_.message) self->handlers_.message(peer, std::move(message));
+      return UCS_OK;
+    }
+    // Rendezvous: fetch the data into a buffer of our own, then deliver.
+    auto* receiving = new Receiving{self, peer, Buffer::Allocate(length)};
+    self->ucp_->receives.insert(receiving);
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.recv_am = OnReceived;
+    params.user_data = receiving;
+    ucs_status_ptr_t request = ucp_am_recv_data_nbx(self->ucp_->worker, data,
+                                                    receiving->message.data(), length, &params);
+    if (request == nullptr) {
+      OnReceived(nullptr, UCS_OK, length, receiving);  // done at once
+    } else if (UCS_PTR_IS_ERR(request)) {
+      self->ucp_->receives.erase(receiving);
+      delete receiving;
+      self->Fail(peer, UcxError("ucx receive", UCS_PTR_STATUS(request)));
+    }
+    // Otherwise OnReceived runs, and frees the request, when it is done
+    // (freeing it here, inside the callback, would drop the receive).
+    return UCS_OK;
+  }
+
+  static void OnReceived(void* request, ucs_status_t status, size_t length, void* user_data) {
+    auto* receiving = static_cast<Receiving*>(user_data);
+    UcpWorker* self = receiving->worker;
+    self->ucp_->receives.erase(receiving);
+    if (status == UCS_OK && length == receiving->message.size()) {
+      if (self->handlers_.message) self->handlers_.message(receiving->peer, std::move(receiving->message));
+    } else if (status != UCS_OK) {
+      self->Fail(receiving->peer, UcxError("ucx receive", status));
+    }
+    delete receiving;
+    if (request != nullptr) ucp_request_free(request);
+  }
+
+  static void OnSent(void* request, ucs_status_t status, void* user_data) {
+    auto* sending = static_cast<Sending*>(user_data);
+    sending->worker->ucp_->sends.erase(sending);
+    if (sending->done) {
+      sending->done(status == UCS_OK ? OkStatus() : UcxError("ucx send", status));
+    }
+    delete sending;
+    if (request != nullptr) ucp_request_free(request);
+  }
+};
+
+UcpWorker::UcpWorker(Handlers handlers)
+    : handlers_(std::move(handlers)), ucp_(std::make_unique<Ucp>()) {}
+
+Result<std::unique_ptr<UcpWorker>> UcpWorker::Create(const UcpOptions& options,
+                                                     Handlers handlers) {
+  std::unique_ptr<UcpWorker> self(new UcpWorker(std::move(handlers)));
+  self->err_mode_ = options.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER
+                                                : UCP_ERR_HANDLING_MODE_NONE;
+  ucp_config_t* config = nullptr;
+  if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
+    return UcxError("ucp_config_read", s);
+  }
+  Status configured = OkStatus();
+  for (const auto& [key, value] : {std::pair{"TLS", options.tls},
+                                   std::pair{"NET_DEVICES", options.devices}}) {
+    if (value.empty()) continue;
+    if (ucs_status_t s = ucp_config_modify(config, key, value.c_str()); s != UCS_OK) {
+      configured = InvalidArgumentError(std::string("ucx.") + (key == std::string("TLS") ? "tls" : "devices") +
+                                        ": UCX refused '" + value + "': " + ucs_status_string(s));
+      break;
+    }
+  }
+  if (configured.ok()) {
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+    if (ucs_status_t s = ucp_init(&params, config, &self->ucp_->context); s != UCS_OK) {
+      configured = UcxError("ucp_init (ucx.tls '" + options.tls + "', ucx.devices '" +
+                                options.devices + "')",
+                            s);
+    }
+  }
+  ucp_config_release(config);
+  WHARF_RETURN_IF_ERROR(configured);
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  if (ucs_status_t s = ucp_worker_create(self->ucp_->context, &worker_params, &self->ucp_->worker);
+      s != UCS_OK) {
+    return UcxError("ucp_worker_create", s);
+  }
+  if (ucs_status_t s = ucp_worker_get_efd(self->ucp_->worker, &self->efd_); s != UCS_OK) {
+    return UcxError("ucp_worker_get_efd", s);
+  }
+  ucp_am_handler_param_t handler{};
+  handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  handler.id = kMessageId;
+  handler.cb = Ucp::OnActiveMessage;
+  handler.arg = self.get();
+  handler.flags = UCP_AM_FLAG_WHOLE_MSG;
+  if (ucs_status_t s = ucp_worker_set_am_recv_handler(self->ucp_->worker, &handler); s != UCS_OK) {
+    return UcxError("ucp_worker_set_am_recv_handler", s);
+  }
+  return self;
+}
+
+UcpWorker::~UcpWorker() {
+  if (ucp_->listener != nullptr) ucp_listener_destroy(ucp_->listener);
+  // Force-close every endpoint: nothing waits for the peers' goodbyes.
+  for (auto& [id, ep] : peers_) {
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &params);
+    while (request != nullptr && !UCS_PTR_IS_ERR(request) &&
+           ucp_request_check_status(request) == UCS_INPROGRESS) {
+      ucp_worker_progress(ucp_->worker);
+    }
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+  }
+  if (ucp_->worker != nullptr) ucp_worker_destroy(ucp_->worker);
+  if (ucp_->context != nullptr) ucp_cleanup(ucp_->context);
+  // What UCX never finished (a rendezvous whose peer never answered).
+  for (Ucp::Sending* sending : ucp_->sends) {
+    if (sending->done) sending->done(CancelledError("ucx worker closed"));
+    delete sending;
+  }
+  for (Ucp::Receiving* receiving : ucp_->receives) delete receiving;
+}
+
+Result<transport::NetAddress> UcpWorker::Listen(const transport::NetAddress& address) {
+  if (ucp_->listener != nullptr) return FailedPreconditionError("ucx: listening already");
+  sockaddr_storage storage{};
+  const size_t length = address.ToSockaddr(&storage);
+  ucp_listener_params_t params{};
+  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&storage);
+  params.sockaddr.addrlen = static_cast<socklen_t>(length);
+  params.conn_handler.cb = Ucp::OnConnectRequest;
+  params.conn_handler.arg = this;
+  if (ucs_status_t s = ucp_listener_create(ucp_->worker, &params, &ucp_->listener); s != UCS_OK) {
+    return UcxError("ucx listen on " + address.ToString(), s);
+  }
+  ucp_listener_attr_t attr{};
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  if (ucs_status_t s = ucp_listener_query(ucp_->listener, &attr); s != UCS_OK) {
+    return UcxError("ucp_listener_query", s);
+  }
+  return transport::NetAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&attr.sockaddr),
+                                             sizeof(attr.sockaddr));
+}
+
+Result<UcpWorker::PeerId> UcpWorker::Connect(const transport::NetAddress& address) {
+  sockaddr_storage storage{};
+  const size_t length = address.ToSockaddr(&storage);
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&storage);
+  params.sockaddr.addrlen = static_cast<socklen_t>(length);
+  params.err_mode = static_cast<ucp_err_handling_mode_t>(err_mode_);
+  params.err_handler.cb = Ucp::OnPeerError;
+  params.err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  if (ucs_status_t s = ucp_ep_create(ucp_->worker, &params, &ep); s != UCS_OK) {
+    return UcxError("ucx connect to " + address.ToString(), s);
+  }
+  return PeerOf(ep);
+}
+
+void UcpWorker::Send(PeerId peer, Buffer message, std::function<void(const Status&)> done) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) {
+    if (done) done(UnavailableError("ucx: no peer " + std::to_string(peer)));
+    return;
+  }
+  auto* sending = new Ucp::Sending{this, std::move(message), std::move(done)};
+  ucp_->sends.insert(sending);
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_FLAGS;
+  params.cb.send = Ucp::OnSent;
+  params.user_data = sending;
+  params.flags = UCP_AM_SEND_FLAG_REPLY;  // the receiver learns who sent it
+  ucs_status_ptr_t request =
+      ucp_am_send_nbx(static_cast<ucp_ep_h>(it->second), kMessageId, nullptr, 0,
+                      sending->message.data(), sending->message.size(), &params);
+  if (request == nullptr) {
+    Ucp::OnSent(nullptr, UCS_OK, sending);  // done at once
+  } else if (UCS_PTR_IS_ERR(request)) {
+    Ucp::OnSent(nullptr, UCS_PTR_STATUS(request), sending);
+  }
+}
+
+unsigned UcpWorker::Progress() {
+  unsigned total = 0;
+  while (unsigned n = ucp_worker_progress(ucp_->worker)) total += n;
+  return total;
+}
+
+bool UcpWorker::Arm() { return ucp_worker_arm(ucp_->worker) == UCS_OK; }
+
+std::string UcpWorker::Describe(PeerId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return "";
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  if (stream == nullptr) return "";
+  ucp_ep_print_info(static_cast<ucp_ep_h>(it->second), stream);
+  std::fclose(stream);
+  std::string out(text, size);
+  std::free(text);
+  return out;
+}
+
+UcpWorker::PeerId UcpWorker::PeerOf(void* ep) {
+  if (auto it = peer_ids_.find(ep); it != peer_ids_.end()) return it->second;
+  const PeerId id = next_peer_++;
+  peers_[id] = ep;
+  peer_ids_[ep] = id;
+  return id;
+}
+
+void UcpWorker::Fail(PeerId peer, const Status& why) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return;
+  void* ep = it->second;
+  peers_.erase(it);
+  peer_ids_.erase(ep);
+  // The endpoint is of no use any more: close it without waiting.
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &params);
+  if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+  if (handlers_.peer_failed) handlers_.peer_failed(peer, why);
+}
+
+}  // namespace wharf::ucx
