@@ -212,7 +212,9 @@ bool RawStream::HandleFrame(Buffer message) {
       Pump();
       return false;
     }
-    if (deadline_ns != 0) deadline_ = After(std::chrono::nanoseconds(int64_t(std::min<uint64_t>(deadline_ns, INT64_MAX))));
+    if (deadline_ns != 0) {
+      deadline_ = After(std::chrono::nanoseconds(int64_t(std::min<uint64_t>(deadline_ns, INT64_MAX))));
+    }
     auto opened = std::move(opened_);
     opened_ = nullptr;
     opened(shared_from_this());
@@ -261,7 +263,11 @@ bool RawStream::HandleFrame(Buffer message) {
       return false;
     case StreamFrame::kStatus: {
       if (side_ != Side::kClient || message.size() < 2) break;
-      const auto code = static_cast<StatusCode>(message.data()[1]);
+      // A code this build does not know reads as kUnknown.
+      const uint8_t raw_code = static_cast<uint8_t>(message.data()[1]);
+      const StatusCode code = raw_code <= static_cast<uint8_t>(StatusCode::kDataLoss)
+                                  ? static_cast<StatusCode>(raw_code)
+                                  : StatusCode::kUnknown;
       std::string text(reinterpret_cast<const char*>(message.data() + 2),
                        std::min(message.size() - 2, kMaxStatusText));
       if (code == StatusCode::kOk) {

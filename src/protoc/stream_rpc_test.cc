@@ -465,6 +465,44 @@ TEST_P(GeneratedStreamTest, GarbageFromTheWireEndsTheStreamWithAClearStatus) {
   EXPECT_TRUE(good->CloseAndRecv().ok());
 }
 
+TEST_P(GeneratedStreamTest, GarbageFromAServerEndsTheClientsStreamWithAClearStatus) {
+  // A raw server speaking for method 77: a status of an unknown code, or a
+  // kind nobody knows.
+  std::unique_ptr<Endpoint> forger = OpenIn(daemon_.get(), LoopbackAddress(GetParam(), "forger"));
+  ASSERT_NE(forger, nullptr);
+  std::mutex mu;  // the reply is the test thread's, read by the server's
+  std::vector<std::unique_ptr<Connection>> kept;
+  std::string next_reply;
+  ASSERT_TRUE(forger
+                  ->ServeStreams(77,
+                                 [&](std::unique_ptr<Connection> c) {
+                                   std::lock_guard lock(mu);
+                                   c->ISend(Buffer::Copy(next_reply));
+                                   kept.push_back(std::move(c));
+                                 })
+                  .ok());
+  testing::ServerThread thread(*forger);
+  const rpc::MethodInfo method{"/forged.Service/M", 77};
+  {
+    std::lock_guard lock(mu);
+    next_reply = std::string("\x04\xc8" "forged", 8);
+  }
+  auto unknown_code = rpc::RawStream::Open(*client_, forger->address(), 77, method.path, 10s, {});
+  ASSERT_TRUE(unknown_code.ok()) << unknown_code.status();
+  Status status = (*unknown_code)->AwaitStatus(10s);
+  EXPECT_EQ(status.code(), StatusCode::kUnknown) << status;
+  EXPECT_NE(status.message().find("/forged.Service/M: forged"), std::string::npos) << status;
+  {
+    std::lock_guard lock(mu);
+    next_reply = std::string("\x63", 1);
+  }
+  auto unknown_kind = rpc::RawStream::Open(*client_, forger->address(), 77, method.path, 10s, {});
+  ASSERT_TRUE(unknown_kind.ok()) << unknown_kind.status();
+  auto read = (*unknown_kind)->ReadNext(10s);
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument) << read.status();
+  EXPECT_NE(read.status().message().find("malformed stream message"), std::string::npos);
+}
+
 TEST_P(GeneratedStreamTest, AServerThatGoesAwayMidStreamIsUnavailable) {
   RangeRequest request = Range(2, 10);
   request.set_hold(true);
