@@ -166,6 +166,10 @@ class RawStream : public std::enable_shared_from_this<RawStream> {
   // Closes the connection once this side is done and every send was taken
   // by the peer (the peer still reads what it holds).
   void MaybeClose();
+  // Closes it now; reads end with `why` unless they ended already.
+  void Close(const Status& why);
+  // Forgets what waits to be written (the stream will not carry it).
+  void DropOutbox();
   // Waits, driving the endpoint, until `ready()` (checked under the lock)
   // or `until` (steady clock).
   Status WaitUntil(const std::function<bool()>& ready,

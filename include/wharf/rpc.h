@@ -60,38 +60,53 @@ inline Status WithMethod(const MethodInfo& method, const Status& status) {
   return status.WithContext(method.path);
 }
 
-// Serializes `message` into a Buffer from `endpoint` (see the file comment).
+// Serializes `message` into a Buffer from `allocate(size)`, which returns
+// `offset` bytes more than the message needs: the message goes after them.
 // `what` is "request" or "response", for the error.
-template <typename Message>
-Result<Buffer> Encode(Endpoint& endpoint, const Message& message, const MethodInfo& method,
-                      std::string_view what) {
+template <typename Message, typename Allocate>
+Result<Buffer> EncodeInto(const Message& message, const MethodInfo& method, std::string_view what,
+                          size_t offset, Allocate allocate) {
   const size_t size = message.ByteSizeLong();
   if (size > kMaxMessageBytes) {
     return MethodError(method, StatusCode::kInvalidArgument,
                        std::string(what) + " of " + std::to_string(size) +
                            " bytes is larger than protobuf can serialize");
   }
-  Buffer buffer = endpoint.AllocateBuffer(size);
-  if (buffer.size() != size) {
+  Buffer buffer = allocate(size);
+  if (buffer.size() != size + offset) {
     return MethodError(method, StatusCode::kResourceExhausted,
                        "no room for a " + std::to_string(size) + "-byte " + std::string(what));
   }
   // ByteSizeLong cached the sizes this uses.
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buffer.data()));
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buffer.data() + offset));
   return buffer;
+}
+
+// Serializes `message` into a Buffer from `endpoint` (see the file comment).
+template <typename Message>
+Result<Buffer> Encode(Endpoint& endpoint, const Message& message, const MethodInfo& method,
+                      std::string_view what) {
+  return EncodeInto(message, method, what, 0,
+                    [&endpoint](size_t size) { return endpoint.AllocateBuffer(size); });
+}
+
+// Parses a `Message` from the `size` bytes at `data`, in place.
+template <typename Message>
+Result<Message> DecodeBytes(const std::byte* data, size_t size, const MethodInfo& method,
+                            std::string_view what) {
+  Message message;
+  if (size > kMaxMessageBytes || !message.ParseFromArray(data, static_cast<int>(size))) {
+    return MethodError(method, StatusCode::kInvalidArgument,
+                       "malformed " + std::string(what) + " (" + std::to_string(size) +
+                           " bytes are not a " + message.GetTypeName() + ")");
+  }
+  return message;
 }
 
 // Parses a `Message` from `bytes`, in place.
 template <typename Message>
 Result<Message> Decode(const Buffer& bytes, const MethodInfo& method, std::string_view what) {
-  Message message;
-  if (bytes.size() > kMaxMessageBytes ||
-      !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return MethodError(method, StatusCode::kInvalidArgument,
-                       "malformed " + std::string(what) + " (" + std::to_string(bytes.size()) +
-                           " bytes are not a " + message.GetTypeName() + ")");
-  }
-  return message;
+  return DecodeBytes<Message>(bytes.data(), bytes.size(), method, what);
 }
 
 // Where a stub's calls go: a peer's address through an endpoint, or an open

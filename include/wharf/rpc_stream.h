@@ -38,34 +38,15 @@ namespace wharf::rpc {
 template <typename Message>
 Result<Buffer> EncodeStreamMessage(RawStream& stream, const Message& message,
                                    const MethodInfo& method, std::string_view what) {
-  const size_t size = message.ByteSizeLong();
-  if (size > kMaxMessageBytes) {
-    return MethodError(method, StatusCode::kInvalidArgument,
-                       std::string(what) + " of " + std::to_string(size) +
-                           " bytes is larger than protobuf can serialize");
-  }
-  Buffer buffer = stream.NewMessage(size);
-  if (buffer.size() != size + 1) {
-    return MethodError(method, StatusCode::kResourceExhausted,
-                       "no room for a " + std::to_string(size) + "-byte " + std::string(what));
-  }
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buffer.data() + 1));
-  return buffer;
+  return EncodeInto(message, method, what, 1,
+                    [&stream](size_t size) { return stream.NewMessage(size); });
 }
 
-// Parses a `Message` from a stream message, in place.
+// Parses a `Message` from a stream message (after its kind byte), in place.
 template <typename Message>
 Result<Message> DecodeStreamMessage(const Buffer& bytes, const MethodInfo& method,
                                     std::string_view what) {
-  Message message;
-  const size_t size = bytes.size() - 1;  // a stream message has its kind byte
-  if (size > kMaxMessageBytes ||
-      !message.ParseFromArray(bytes.data() + 1, static_cast<int>(size))) {
-    return MethodError(method, StatusCode::kInvalidArgument,
-                       "malformed " + std::string(what) + " (" + std::to_string(size) +
-                           " bytes are not a " + message.GetTypeName() + ")");
-  }
-  return message;
+  return DecodeBytes<Message>(bytes.data() + 1, bytes.size() - 1, method, what);
 }
 
 // The client's end of one streaming call. Move-only; one thread at a time

@@ -177,11 +177,8 @@ void RawStream::OnMessage(const Status& status, Buffer message) {
                                                   status.ToString()));
     }
     if (side_ == Side::kServer) cancelled_ = true;
-    outbox_.clear();
-    outbox_bytes_ = 0;
-    closed_ = true;
-    connection_.reset();
-    Deliver();
+    DropOutbox();
+    Close(*reads_end_);
     return;
   }
   if (HandleFrame(std::move(message))) ArmReceive();
@@ -254,12 +251,9 @@ bool RawStream::HandleFrame(Buffer message) {
     case StreamFrame::kCancel:
       if (side_ != Side::kServer) break;
       cancelled_ = true;
-      outbox_.clear();
-      outbox_bytes_ = 0;
+      DropOutbox();
       writes_done_ = true;
-      EndReads(Error(StatusCode::kCancelled, "the client cancelled the call"));
-      closed_ = true;
-      connection_.reset();
+      Close(Error(StatusCode::kCancelled, "the client cancelled the call"));
       return false;
     case StreamFrame::kStatus: {
       if (side_ != Side::kClient || message.size() < 2) break;
@@ -480,8 +474,7 @@ void RawStream::Cancel(const Status& why) {
     if (final_.has_value()) return;  // over already
     cancelled_ = true;
     writes_done_ = true;
-    outbox_.clear();
-    outbox_bytes_ = 0;
+    DropOutbox();
     EndReads(why);
     SendControl(Control(StreamFrame::kCancel, 0));
     MaybeClose();
@@ -528,8 +521,7 @@ void RawStream::OnSent(const Status& status) {
     write_error_ = Error(status.code() == StatusCode::kInvalidArgument ? StatusCode::kInvalidArgument
                                                                       : StatusCode::kUnavailable,
                          "a message could not be sent: " + status.ToString());
-    outbox_.clear();
-    outbox_bytes_ = 0;
+    DropOutbox();
     EndReads(write_error_);
     if (side_ == Side::kClient) {
       cancelled_ = true;
@@ -557,14 +549,23 @@ void RawStream::MaybeClose() {
   const bool done = side_ == Side::kClient ? final_.has_value() || cancelled_
                                            : writes_done_ && opened_ == nullptr;
   if (!done) return;
+  Close(Error(StatusCode::kCancelled, "the stream is closed"));
+}
+
+void RawStream::Close(const Status& why) {
   closed_ = true;
   // The Connection's destructor disconnects without waiting, and cancels
   // the armed receive (whose callback then finds the stream closed).
   connection_.reset();
   // Nothing more will be read: a reader still registered gets the end and
   // lets go of its callback, which may hold the stream's handle.
-  EndReads(Error(StatusCode::kCancelled, "the stream is closed"));
+  EndReads(why);
   Deliver();
+}
+
+void RawStream::DropOutbox() {
+  outbox_.clear();
+  outbox_bytes_ = 0;
 }
 
 bool RawStream::cancelled() const {
