@@ -51,7 +51,7 @@ endif()
 # these; a module that starts linking something else must be added to
 # cmake/wharfConfig.cmake.in and to WHARF_PC_REQUIRES below too.
 set(WHARF_LIB_KNOWN_EXTERNAL fmt::fmt spdlog::spdlog PkgConfig::LIBYAML Threads::Threads
-  absl::flat_hash_map absl::flat_hash_set absl::core_headers)
+  absl::flat_hash_map absl::flat_hash_set absl::core_headers PkgConfig::UCX)
 foreach(dep IN LISTS WHARF_LIB_EXTERNAL)
   if(NOT dep IN_LIST WHARF_LIB_KNOWN_EXTERNAL)
     message(FATAL_ERROR "libwharf.a would need '${dep}', which cmake/WharfInstall.cmake does not "
@@ -169,6 +169,10 @@ install(FILES ${PROJECT_BINARY_DIR}/package/wharfConfig.cmake
 # libwharf.a is static only, so what it links is in Requires.private and
 # Libs.private: `pkg-config --static --libs wharf`.
 set(WHARF_PC_REQUIRES "spdlog fmt yaml-0.1 absl_flat_hash_map absl_flat_hash_set absl_core_headers")
+# ucx:// (cmake/WharfUcx.cmake): libwharf.a then links UCX's ucp.
+if(WHARF_UCX_BUILT)
+  string(APPEND WHARF_PC_REQUIRES " ucx")
+endif()
 set(WHARF_PC_LIBS_PRIVATE "-pthread")
 foreach(var LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${var}}")

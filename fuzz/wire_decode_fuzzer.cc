@@ -1,4 +1,5 @@
-// fuzz/wire_decode_fuzzer.cc: libFuzzer target for wire::Decode.
+// fuzz/wire_decode_fuzzer.cc: libFuzzer target for wire::Decode and
+// wire::DecodeUcxHeader.
 //
 // Feeds arbitrary bytes to Decode, Describe and DescribeVerbose (none may
 // crash or read out of bounds). When Decode accepts the bytes, the packet must
@@ -16,6 +17,7 @@
 
 #include "fuzz_fail.h"
 #include "wire/packet.h"
+#include "wire/ucx_header.h"
 
 namespace wharf::wire {
 namespace {
@@ -137,10 +139,22 @@ void FuzzOne(std::span<const std::byte> in) {
   CheckRoundTrip(in, *packet);
 }
 
+// The same bytes as a ucx:// header (wire/ucx_header.h): a header that
+// decodes must encode back to exactly those bytes (it has no bytes that
+// encoding would change).
+void FuzzUcxHeader(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  Result<UcxHeader> h = DecodeUcxHeader(bytes);
+  if (!h.ok()) return;
+  const UcxHeaderBytes again = EncodeUcxHeader(*h);
+  Require(std::string_view(again.data(), again.size()) == bytes, "ucx header round trip");
+}
+
 }  // namespace
 }  // namespace wharf::wire
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   wharf::wire::FuzzOne(std::span(reinterpret_cast<const std::byte*>(data), size));
+  wharf::wire::FuzzUcxHeader(data, size);
   return 0;
 }

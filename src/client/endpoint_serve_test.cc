@@ -294,7 +294,7 @@ TEST_P(EndpointServeTest, AThreadBlockedInAcceptStaysOffTheCpuWhileAnotherRuns) 
       << std::chrono::duration_cast<std::chrono::microseconds>(wall).count() << " us";
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, EndpointServeTest, ::testing::Values("homa", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Transports, EndpointServeTest, ::testing::Values("homa", "tcp", "ucx"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -491,4 +491,17 @@ void AppSession::Teardown() {
   ops_.ClearConnections();
 }
 
+std::vector<std::pair<std::string, std::string>> AppSession::Paths() const {
+  std::vector<std::pair<std::string, std::string>> paths;
+  auto add = [&paths](const AppEndpoint& e) {
+    // The inner transport is the one on the network (outer only switches).
+    const transport::MessageTransport* t = e.inner ? e.inner.get() : e.get();
+    if (t == nullptr) return;
+    for (auto& p : t->Paths()) paths.push_back(std::move(p));
+  };
+  add(transport_);
+  for (const AppEndpoint& e : secondary_) add(e);
+  return paths;
+}
+
 }  // namespace wharf::daemon

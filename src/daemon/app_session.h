@@ -158,6 +158,9 @@ class AppSession final : public engine::EngineSink {
   // Served requests it holds, awaiting its answer (part of inflight()).
   size_t requests_in_service() const { return served_.size(); }
   size_t connections() const { return ops_.connections(); }
+  // What carries its traffic to each peer, where its transports say more
+  // than the scheme (ucx://: UCX's lanes), as (peer, path) pairs.
+  std::vector<std::pair<std::string, std::string>> Paths() const;
   // Whether an answer is on its way: a call, send or connect in flight on
   // the network, or a request the application is answering. wharfd keeps
   // polling longer while some session expects one (daemon.busy_spin).

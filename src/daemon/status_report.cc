@@ -29,6 +29,9 @@ json Application(const ApplicationReport& a) {
       {"close_reason", a.close_reason},
   };
   for (const auto& [name, value] : a.counters) app[name] = value;
+  json paths = json::array();
+  for (const auto& [peer, path] : a.paths) paths.push_back({{"peer", peer}, {"path", path}});
+  app["paths"] = std::move(paths);
   return app;
 }
 

@@ -59,6 +59,9 @@ struct ApplicationReport {
   uint64_t requests_in_service = 0;
   uint64_t connections = 0;
   bool idle = false;
+  // Per peer its transports name a path to: (peer, path), e.g.
+  // ("ucx://198.18.0.2:4000", "tcp/eth0").
+  std::vector<std::pair<std::string, std::string>> paths;
   // The session's counters, by name (SessionCounters).
   std::vector<std::pair<std::string, uint64_t>> counters;
 };

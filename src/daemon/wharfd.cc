@@ -256,7 +256,7 @@ Result<AppEndpoint> Daemon::OpenAppEndpoint(std::string_view address,
       WHARF_ASSIGN_OR_RETURN(t, transports_->OpenEndpoint("homa", homa_bind_, uri.endpoint_id));
     }
   } else {
-    // tcp:// has one endpoint per port: the application's own port.
+    // tcp:// and ucx:// have one endpoint per port: the application's own port.
     WHARF_ASSIGN_OR_RETURN(t, transports_->OpenEndpoint(uri.scheme, uri.address, uri.endpoint_id));
   }
   *public_address = uri.scheme + "://" + t->LocalAddress().ToString() + suffix;
@@ -524,6 +524,7 @@ DaemonReport Daemon::Report() const {
         .requests_in_service = s->requests_in_service(),
         .connections = s->connections(),
         .idle = s->application_idle(),
+        .paths = s->Paths(),
         .counters = {{"commands", c.commands},
                      {"completions", c.completions},
                      {"bad_commands", c.bad_commands},

@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <algorithm>
 #include <string>
 
 #include "base/config.h"
@@ -94,6 +95,22 @@ Status OneOf(Layers& l, std::string_view key, std::string* field,
     }
     return InvalidArgumentError(d.source_name() + ": " + std::string(key) + ": expected " +
                                 choices + ", got '" + got + "'");
+  });
+}
+
+// Free text of at most 256 bytes, for values passed on to a library (UCX's
+// transport and device lists): printable ASCII, no spaces.
+Status Text(Layers& l, std::string_view key, std::string* field) {
+  return l.Read(field, [&](const ConfigDoc& d, std::string def) -> Result<std::string> {
+    WHARF_ASSIGN_OR_RETURN(std::string got, d.GetString(key, std::move(def)));
+    const bool printable = std::all_of(got.begin(), got.end(), [](char ch) {
+      return ch > ' ' && ch < 0x7f;
+    });
+    if (got.size() > 256 || !printable) {
+      return InvalidArgumentError(d.source_name() + ": " + std::string(key) +
+                                  ": expected at most 256 printable characters without spaces");
+    }
+    return got;
   });
 }
 
@@ -238,6 +255,17 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   if (t.peer_timeout_ns <= 0 || t.ping_interval_ns <= 0) {
     return InvalidArgumentError("tcp.peer_timeout and tcp.ping_interval: expected > 0");
   }
+  ucx::UcxConfig& x = c.ucx;
+  WHARF_RETURN_IF_ERROR(Text(l, "ucx.tls", &x.tls));
+  WHARF_RETURN_IF_ERROR(Text(l, "ucx.devices", &x.devices));
+  WHARF_RETURN_IF_ERROR(Bool(l, "ucx.detect_peer_failure", &x.detect_peer_failure));
+  WHARF_RETURN_IF_ERROR(Uint(l, "ucx.max_peers", &x.max_peers, 1u << 20));
+  WHARF_RETURN_IF_ERROR(Uint(l, "ucx.max_server_rpcs", &x.max_server_rpcs, 1u << 24));
+  WHARF_RETURN_IF_ERROR(Duration(l, "ucx.idle_timeout", &x.idle_timeout_ns));
+  if (x.max_peers == 0 || x.max_server_rpcs == 0 || x.idle_timeout_ns <= 0) {
+    return InvalidArgumentError(
+        "ucx.max_peers, ucx.max_server_rpcs and ucx.idle_timeout: expected > 0");
+  }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
   {
     using SY = EngineConfig::SpinYield;
@@ -246,7 +274,7 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
     c.spin_yield = yield == "auto" ? SY::kAuto : yield == "true" ? SY::kAlways : SY::kNever;
   }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keepalive", &c.limits.keepalive_ns));
-  WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp"}));
+  WHARF_RETURN_IF_ERROR(OneOf(l, "endpoint.default_transport", &c.default_scheme, {"homa", "tcp", "ucx"}));
   WHARF_RETURN_IF_ERROR(Bytes(l, "endpoint.max_queued_bytes_per_connection",
                               &c.limits.max_queued_bytes_per_connection, UINT64_MAX));
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.keeper_after", &c.keeper_after_ns));

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "homa/config.h"
 #include "stream/config.h"
+#include "ucx/ucx_opener.h"
 #include "wharf/result.h"
 
 namespace wharf {
@@ -24,6 +25,8 @@ struct EngineConfig {
   // tcp:// (tcp.*); its bind address and message limit come from the
   // endpoint's address and homa.max_message_bytes.
   stream::TcpConfig tcp;
+  // ucx:// (ucx.*); its bind address and message limit come as tcp's do.
+  ucx::UcxConfig ucx;
   // UDP socket (udp.*).
   // Upper bound; each peer's path MTU applies when smaller.
   size_t mtu = 65535;
@@ -74,7 +77,7 @@ struct EngineConfig {
   // far above a normal handler.
   DurationNs keeper_after_ns = 20 * kNsPerMs;
   // The transport of an address written without a scheme ("HOST:PORT"):
-  // endpoint.default_transport, "homa" or "tcp".
+  // endpoint.default_transport, "homa", "tcp" or "ucx".
   std::string default_scheme = "homa";
   EngineLimits limits;
   // rpc.*: the largest request and response this endpoint's RPCs and

@@ -47,7 +47,7 @@ TEST(EngineConfigTest, UnknownKeyNamesFileLineAndSuggestion) {
   EXPECT_NE(c.status().message().find("homa.overcommit"), std::string::npos) << c.status();
 }
 
-TEST(EngineConfigTest, DefaultTransportIsHomaOrTcp) {
+TEST(EngineConfigTest, DefaultTransportIsHomaTcpOrUcx) {
   auto d = LoadEngineConfig("", {});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->default_scheme, "homa");
@@ -56,9 +56,41 @@ TEST(EngineConfigTest, DefaultTransportIsHomaOrTcp) {
   EXPECT_EQ(t->default_scheme, "tcp");
   auto bad = LoadEngineConfig("", {{"endpoint.default_transport", "udp"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("endpoint.default_transport: expected homa or tcp, got 'udp'"),
+  EXPECT_NE(bad.status().message().find("endpoint.default_transport: expected homa or tcp or ucx, got 'udp'"),
             std::string::npos)
       << bad.status();
+}
+
+TEST(EngineConfigTest, UcxKeysAreReadAndCheckedNamingTheKey) {
+  auto d = LoadEngineConfig("", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->ucx.tls, "");
+  EXPECT_TRUE(d->ucx.detect_peer_failure);
+  EXPECT_EQ(d->ucx.idle_timeout_ns, 60 * kNsPerSec);
+  auto c = LoadEngineConfig("", {{"ucx.tls", "sm,tcp"},
+                                 {"ucx.devices", "eth0"},
+                                 {"ucx.detect_peer_failure", "false"},
+                                 {"ucx.max_peers", "16"},
+                                 {"ucx.max_server_rpcs", "100"},
+                                 {"ucx.idle_timeout", "5s"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ucx.tls, "sm,tcp");
+  EXPECT_EQ(c->ucx.devices, "eth0");
+  EXPECT_FALSE(c->ucx.detect_peer_failure);
+  EXPECT_EQ(c->ucx.max_peers, 16u);
+  EXPECT_EQ(c->ucx.max_server_rpcs, 100u);
+  EXPECT_EQ(c->ucx.idle_timeout_ns, 5 * kNsPerSec);
+  for (const auto& [key, value, why] :
+       {std::tuple{"ucx.tls", "tcp sm", "printable characters without spaces"},
+        std::tuple{"ucx.devices", "\x01", "printable characters without spaces"},
+        std::tuple{"ucx.max_peers", "0", "expected > 0"},
+        std::tuple{"ucx.idle_timeout", "0s", "expected > 0"},
+        std::tuple{"ucx.detect_peer_failure", "maybe", "ucx.detect_peer_failure"}}) {
+    auto bad = LoadEngineConfig("", {{key, value}});
+    ASSERT_FALSE(bad.ok()) << key << "=" << value;
+    EXPECT_NE(bad.status().message().find(key), std::string::npos) << bad.status();
+    EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status();
+  }
 }
 
 TEST(EngineConfigTest, SpinYieldIsAutoByDefaultSoManagedEndpointsYield) {

@@ -9,6 +9,7 @@
 #include "homa/homa_host.h"
 #include "stream/tcp_transport.h"
 #include "transport/udp/udp_datagram.h"
+#include "ucx/ucx_opener.h"
 
 namespace wharf::engine {
 
@@ -74,6 +75,16 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     WHARF_ASSIGN_OR_RETURN(std::unique_ptr<stream::TcpMessageTransport> opened,
                            stream::TcpMessageTransport::Open(tcp, clock_));
     return std::unique_ptr<transport::MessageTransport>(std::move(opened));
+  }
+  if (scheme == "ucx") {
+    if (endpoint_id != 0) {
+      return InvalidArgumentError("ucx://" + bind.ToString() +
+                                  ": one endpoint per port; named endpoints are homa:// only");
+    }
+    ucx::UcxConfig ucx = config_.ucx;
+    ucx.bind = bind;
+    ucx.max_message_bytes = config_.homa.max_message_bytes;
+    return ucx::OpenUcxTransport(ucx, clock_);
   }
   return InvalidArgumentError("endpoint: no transport for scheme '" + std::string(scheme) + "'");
 }

@@ -2,7 +2,9 @@
 // the transports on them, built from the engine's configuration by URI
 // scheme: "homa" (a UDP socket under a homa::HomaHost, on which any number
 // of endpoints open, told apart by endpoint id), "tcp" (a
-// TcpMessageTransport, one endpoint per listening port). The only place
+// TcpMessageTransport, one endpoint per listening port), "ucx" (a ucx://
+// transport through ucx/ucx_opener.h, one endpoint per port; refused with
+// a clear error by a build without UCX). The only place
 // above src/transport/ that names a concrete transport; hosts see
 // MessageTransport, fds and counters.
 #pragma once

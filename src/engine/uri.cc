@@ -17,7 +17,7 @@
 namespace wharf::engine {
 namespace {
 
-constexpr std::string_view kSchemes[] = {"homa", "tcp"};
+constexpr std::string_view kSchemes[] = {"homa", "tcp", "ucx"};
 
 }  // namespace
 
@@ -37,7 +37,7 @@ Result<Uri> ParseUri(std::string_view text, std::string_view default_scheme,
   if (!known) {
     return InvalidArgumentError("address '" + PrintableText(text, 300) + "': unknown scheme '" +
                                 PrintableText(uri.scheme, 64) +
-                                "' (this build speaks homa:// and tcp://)");
+                                "' (wharf speaks homa://, tcp:// and ucx://)");
   }
   // "/NAME" or "/#ID" after the port: which endpoint of that engine.
   const size_t slash = rest.find('/');

@@ -57,7 +57,7 @@ struct Slot {
 }  // namespace
 
 void AddPingFlags(CLI::App& app, PingOptions& o) {
-  app.add_option("target", o.target, "Server address: homa://HOST:PORT, tcp://HOST:PORT, or HOST:PORT (endpoint.default_transport)")->required();
+  app.add_option("target", o.target, "Server address: homa://HOST:PORT, tcp://HOST:PORT, ucx://HOST:PORT, or HOST:PORT (endpoint.default_transport)")->required();
   app.add_option("-c,--count", o.count, "RPCs to send")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("-s,--size", o.size, "Request (and echo) size in bytes")->capture_default_str();
   app.add_option("-i,--interval", o.interval_s, "Seconds between sends (0: back to back)")

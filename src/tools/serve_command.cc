@@ -179,7 +179,7 @@ void AcceptLoop(Endpoint& ep, const std::atomic<bool>& stop) {
 }  // namespace
 
 void AddServeFlags(CLI::App& app, ServeOptions& options) {
-  app.add_option("--listen", options.listen, "Address to serve on: homa://HOST:PORT, tcp://HOST:PORT, or HOST:PORT (endpoint.default_transport)")
+  app.add_option("--listen", options.listen, "Address to serve on: homa://HOST:PORT, tcp://HOST:PORT, ucx://HOST:PORT, or HOST:PORT (endpoint.default_transport)")
       ->capture_default_str();
   app.add_option("--duration", options.duration_s,
                  "Stop after this many seconds (0: run until Ctrl-C / SIGTERM)")

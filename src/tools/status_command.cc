@@ -68,6 +68,14 @@ void PrintTable(const nlohmann::json& doc) {
                 static_cast<unsigned long long>(U(a, "connections")),
                 HumanBytes(U(a, "bytes_sent")).c_str(), HumanBytes(U(a, "bytes_received")).c_str(),
                 static_cast<unsigned long long>(U(a, "bad_commands")));
+    // Where a transport names what carries each peer (ucx://: UCX's lanes).
+    if (a.contains("paths") && a["paths"].is_array()) {
+      for (const auto& p : a["paths"]) {
+        if (!p.is_object()) continue;
+        std::printf("     path to %s: %s\n", p.value("peer", std::string("?")).c_str(),
+                    p.value("path", std::string("?")).c_str());
+      }
+    }
   }
   if (doc["applications"].empty()) std::printf("(no applications attached)\n");
   std::printf("\n%-32s %14s %14s %14s %14s\n", "TRANSPORT", "PKTS-SENT", "PKTS-RECV",

@@ -180,6 +180,12 @@ class MessageTransport {
     if (ReadableFd() >= 0) fds->push_back(ReadableFd());
   }
 
+  // What carries the traffic to each peer this transport has a connection
+  // to, where the transport knows more than its scheme says (ucx://: the
+  // transports and devices UCX selected, "tcp/lo"), as (peer address,
+  // description) pairs; for `wharf status`. Empty for the others.
+  virtual std::vector<std::pair<std::string, std::string>> Paths() const { return {}; }
+
   // Counters for `wharf ping --stats` and /metrics, as ("homa.packets_sent",
   // value) pairs prefixed with the scheme.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const = 0;

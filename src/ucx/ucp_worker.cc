@@ -4,11 +4,15 @@
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace wharf::ucx {
 namespace {
@@ -30,6 +34,7 @@ struct UcpWorker::Ucp {
   // A send in flight: the Buffer UCX reads from, and who to tell.
   struct Sending {
     UcpWorker* worker;
+    std::array<char, kMaxUcpHeaderBytes> header;
     Buffer message;
     std::function<void(const Status&)> done;
   };
@@ -37,6 +42,7 @@ struct UcpWorker::Ucp {
   struct Receiving {
     UcpWorker* worker;
     PeerId peer;
+    std::string header;
     Buffer message;
   };
   // What is in flight, so that a worker destroyed before UCX finished it
@@ -46,6 +52,21 @@ struct UcpWorker::Ucp {
 
   static void OnConnectRequest(ucp_conn_request_h request, void* arg) {
     auto* self = static_cast<UcpWorker*>(arg);
+    if (self->peers_.size() >= self->max_peers_) {
+      ++self->counters_.peers_refused;
+      ucp_listener_reject(self->ucp_->listener, request);
+      return;
+    }
+    transport::NetAddress from;
+    ucp_conn_request_attr_t attr{};
+    attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    if (ucp_conn_request_query(request, &attr) == UCS_OK) {
+      if (auto a = transport::NetAddress::FromSockaddr(
+              reinterpret_cast<const sockaddr*>(&attr.client_address), sizeof(attr.client_address));
+          a.ok()) {
+        from = *a;
+      }
+    }
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -54,7 +75,7 @@ struct UcpWorker::Ucp {
     params.err_handler.cb = OnPeerError;
     params.err_handler.arg = self;
     ucp_ep_h ep = nullptr;
-    if (ucp_ep_create(self->ucp_->worker, &params, &ep) == UCS_OK) self->PeerOf(ep);
+    if (ucp_ep_create(self->ucp_->worker, &params, &ep) == UCS_OK) self->PeerOf(ep, from);
   }
 
   static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
@@ -64,24 +85,34 @@ struct UcpWorker::Ucp {
     self->Fail(it->second, UcxError("ucx peer failed", status));
   }
 
-  static ucs_status_t OnActiveMessage(void* arg, const void* /*header*/, size_t /*header_length*/,
+  static ucs_status_t OnActiveMessage(void* arg, const void* header, size_t header_length,
                                       void* data, size_t length,
                                       const ucp_am_recv_param_t* param) {
     auto* self = static_cast<UcpWorker*>(arg);
-    // Senders ask for the reply endpoint: it names the peer.
-    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || param->reply_ep == nullptr) {
-      return UCS_OK;  // from nobody we can name: dropped
-    }
-    const PeerId peer = self->PeerOf(param->reply_ep);
-    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-      // Eager: the bytes are valid during this call only.
-      Buffer message = Buffer::Allocate(length);
-      if (length > 0) std::memcpy(message.data(), data, length);
-      if (self->handlers_.message) self->handlers_.message(peer, std::move(message));
+    // Senders ask for the reply endpoint: it names the peer. An endpoint we
+    // do not know (refused, or already failed) names nobody.
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || param->reply_ep == nullptr ||
+        !self->peer_ids_.contains(param->reply_ep)) {
+      ++self->counters_.anonymous_dropped;
       return UCS_OK;
     }
-    // Rendezvous: fetch the data into a buffer of our own, then deliver.
-    auto* receiving = new Receiving{self, peer, Buffer::Allocate(length)};
+    const PeerId peer = self->peer_ids_.at(param->reply_ep);
+    const std::string_view head(static_cast<const char*>(header), header_length);
+    if (self->max_message_bytes_ != 0 && length > self->max_message_bytes_) {
+      // Refused unread (a rendezvous is never fetched, UCX drops it).
+      ++self->counters_.oversized_dropped;
+      if (self->handlers_.oversized) self->handlers_.oversized(peer, head, length);
+      return UCS_OK;
+    }
+    Buffer message = self->Allocate(length);
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+      // Eager: the bytes are valid during this call only.
+      if (length > 0) std::memcpy(message.data(), data, length);
+      if (self->handlers_.message) self->handlers_.message(peer, head, std::move(message));
+      return UCS_OK;
+    }
+    // Rendezvous: fetch the data into the buffer, then deliver.
+    auto* receiving = new Receiving{self, peer, std::string(head), std::move(message)};
     self->ucp_->receives.insert(receiving);
     ucp_request_param_t params{};
     params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -106,7 +137,9 @@ struct UcpWorker::Ucp {
     UcpWorker* self = receiving->worker;
     self->ucp_->receives.erase(receiving);
     if (status == UCS_OK && length == receiving->message.size()) {
-      if (self->handlers_.message) self->handlers_.message(receiving->peer, std::move(receiving->message));
+      if (self->handlers_.message) {
+        self->handlers_.message(receiving->peer, receiving->header, std::move(receiving->message));
+      }
     } else if (status != UCS_OK) {
       self->Fail(receiving->peer, UcxError("ucx receive", status));
     }
@@ -131,6 +164,8 @@ UcpWorker::UcpWorker(Handlers handlers)
 Result<std::unique_ptr<UcpWorker>> UcpWorker::Create(const UcpOptions& options,
                                                      Handlers handlers) {
   std::unique_ptr<UcpWorker> self(new UcpWorker(std::move(handlers)));
+  self->max_message_bytes_ = options.max_message_bytes;
+  self->max_peers_ = options.max_peers;
   self->err_mode_ = options.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER
                                                 : UCP_ERR_HANDLING_MODE_NONE;
   ucp_config_t* config = nullptr;
@@ -186,11 +221,11 @@ Result<std::unique_ptr<UcpWorker>> UcpWorker::Create(const UcpOptions& options,
 UcpWorker::~UcpWorker() {
   if (ucp_->listener != nullptr) ucp_listener_destroy(ucp_->listener);
   // Force-close every endpoint: nothing waits for the peers' goodbyes.
-  for (auto& [id, ep] : peers_) {
+  for (auto& [id, entry] : peers_) {
     ucp_request_param_t params{};
     params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     params.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &params);
+    ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(entry.ep), &params);
     while (request != nullptr && !UCS_PTR_IS_ERR(request) &&
            ucp_request_check_status(request) == UCS_INPROGRESS) {
       ucp_worker_progress(ucp_->worker);
@@ -245,16 +280,22 @@ Result<UcpWorker::PeerId> UcpWorker::Connect(const transport::NetAddress& addres
   if (ucs_status_t s = ucp_ep_create(ucp_->worker, &params, &ep); s != UCS_OK) {
     return UcxError("ucx connect to " + address.ToString(), s);
   }
-  return PeerOf(ep);
+  return PeerOf(ep, address);
 }
 
-void UcpWorker::Send(PeerId peer, Buffer message, std::function<void(const Status&)> done) {
+void UcpWorker::Send(PeerId peer, std::string_view header, Buffer message,
+                     std::function<void(const Status&)> done) {
   auto it = peers_.find(peer);
   if (it == peers_.end()) {
     if (done) done(UnavailableError("ucx: no peer " + std::to_string(peer)));
     return;
   }
-  auto* sending = new Ucp::Sending{this, std::move(message), std::move(done)};
+  if (header.size() > kMaxUcpHeaderBytes) {
+    if (done) done(InvalidArgumentError("ucx: header of " + std::to_string(header.size()) + " bytes"));
+    return;
+  }
+  auto* sending = new Ucp::Sending{this, {}, std::move(message), std::move(done)};
+  std::memcpy(sending->header.data(), header.data(), header.size());
   ucp_->sends.insert(sending);
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
@@ -263,8 +304,8 @@ void UcpWorker::Send(PeerId peer, Buffer message, std::function<void(const Statu
   params.user_data = sending;
   params.flags = UCP_AM_SEND_FLAG_REPLY;  // the receiver learns who sent it
   ucs_status_ptr_t request =
-      ucp_am_send_nbx(static_cast<ucp_ep_h>(it->second), kMessageId, nullptr, 0,
-                      sending->message.data(), sending->message.size(), &params);
+      ucp_am_send_nbx(static_cast<ucp_ep_h>(it->second.ep), kMessageId, sending->header.data(),
+                      header.size(), sending->message.data(), sending->message.size(), &params);
   if (request == nullptr) {
     Ucp::OnSent(nullptr, UCS_OK, sending);  // done at once
   } else if (UCS_PTR_IS_ERR(request)) {
@@ -287,33 +328,83 @@ std::string UcpWorker::Describe(PeerId peer) const {
   size_t size = 0;
   FILE* stream = open_memstream(&text, &size);
   if (stream == nullptr) return "";
-  ucp_ep_print_info(static_cast<ucp_ep_h>(it->second), stream);
+  ucp_ep_print_info(static_cast<ucp_ep_h>(it->second.ep), stream);
   std::fclose(stream);
   std::string out(text, size);
   std::free(text);
   return out;
 }
 
-UcpWorker::PeerId UcpWorker::PeerOf(void* ep) {
+std::string UcpWorker::Lanes(PeerId peer) const {
+  // ucp_ep_print_info writes a line per lane:
+  //   "lane[1]:  2:tcp/lo.0 md[1]  -> md[1]/tcp/sysdev[255] rma_bw#0 am am_bw#0 wireup"
+  // (and "lane[0]: cm rdmacm" for the connection manager, left out here).
+  std::istringstream info(Describe(peer));
+  std::string out;
+  for (std::string line; std::getline(info, line);) {
+    const size_t lane = line.find("lane[");
+    const size_t arrow = line.find("->");
+    if (lane == std::string::npos || arrow == std::string::npos) continue;
+    std::istringstream head(line.substr(line.find(':', lane) + 1));
+    std::string resource;
+    head >> resource;  // "2:tcp/lo.0"
+    if (size_t index = resource.find(':'); index != std::string::npos) resource.erase(0, index + 1);
+    if (size_t path = resource.rfind('.'); path != std::string::npos) resource.erase(path);
+    std::istringstream tail(line.substr(arrow + 2));
+    std::string word, roles;
+    tail >> word;  // the remote "md[1]/tcp/sysdev[255]"
+    while (tail >> word) {
+      if (size_t hash = word.find('#'); hash != std::string::npos) word.erase(hash);
+      if (word == "wireup" || roles.find(word) != std::string::npos) continue;
+      roles += (roles.empty() ? "" : ",") + word;
+    }
+    out += (out.empty() ? "" : " ") + resource + "(" + roles + ")";
+  }
+  return out;
+}
+
+transport::NetAddress UcpWorker::AddressOf(PeerId peer) const {
+  auto it = peers_.find(peer);
+  return it == peers_.end() ? transport::NetAddress() : it->second.address;
+}
+
+Buffer UcpWorker::Allocate(size_t bytes) {
+  if (handlers_.allocate) {
+    Buffer given = handlers_.allocate(bytes);
+    if (given.size() == bytes && (bytes == 0 || given.data() != nullptr)) return given;
+  }
+  return Buffer::Allocate(bytes);
+}
+
+UcpWorker::PeerId UcpWorker::PeerOf(void* ep, const transport::NetAddress& address) {
   if (auto it = peer_ids_.find(ep); it != peer_ids_.end()) return it->second;
   const PeerId id = next_peer_++;
-  peers_[id] = ep;
+  peers_[id] = PeerEntry{ep, address};
   peer_ids_[ep] = id;
   return id;
 }
 
-void UcpWorker::Fail(PeerId peer, const Status& why) {
+void UcpWorker::Drop(PeerId peer, bool force) {
   auto it = peers_.find(peer);
   if (it == peers_.end()) return;
-  void* ep = it->second;
+  void* ep = it->second.ep;
   peers_.erase(it);
   peer_ids_.erase(ep);
-  // The endpoint is of no use any more: close it without waiting.
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  // Not waited for: a flushed close completes in later progress, and UCX
+  // frees the request itself once it is released here.
   ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &params);
   if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+}
+
+void UcpWorker::Close(PeerId peer) { Drop(peer, /*force=*/false); }
+
+void UcpWorker::Fail(PeerId peer, const Status& why) {
+  if (!peers_.contains(peer)) return;
+  // The endpoint is of no use any more: close it without waiting.
+  Drop(peer, /*force=*/true);
   if (handlers_.peer_failed) handlers_.peer_failed(peer, why);
 }
 

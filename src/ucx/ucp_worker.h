@@ -1,13 +1,15 @@
 // ucx/ucp_worker.h: UcpWorker, wharf's adapter over one UCP context and
-// worker (UCX 1.13), the groundwork of ucx:// (issue 29). It hides every
-// UCX type behind wharf's: peers are ids, messages are Buffers, errors are
-// Status values.
+// worker (UCX 1.13), which ucx:// (ucx/ucx_transport.h) runs on. It hides
+// every UCX type behind wharf's: peers are ids, messages are Buffers,
+// errors are Status values.
 //
 // - Connections by socket address: Listen on an IPv4 address (port 0:
 //   any), Connect to one; a peer connecting in becomes a peer id too.
-// - Whole messages as UCP active messages: UCX sends small ones eagerly and
-//   large ones by rendezvous; the receiver gets each whole, in a Buffer of
-//   its own.
+// - Whole messages as UCP active messages, each with a small header the
+//   caller defines (ucx/ucx_frame.h): UCX sends small ones eagerly and large
+//   ones by rendezvous; the receiver gets each whole, in a Buffer of its own
+//   or one its allocate handler gives (wharfd: the application's heap), and
+//   one over max_message_bytes is refused unread.
 // - Driven from the owner's loop: Progress() does the work, fd() is the
 //   worker's event fd and Arm() says whether it is safe to sleep on it
 //   (ucp_worker_get_efd / ucp_worker_arm: spin, then block).
@@ -25,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "transport/net_address.h"
@@ -41,16 +44,34 @@ struct UcpOptions {
   // ones: sysv, posix, cma), so peers on one host talk over tcp; without it
   // they use shared memory, and a dead peer shows only as silence.
   bool detect_peer_failure = true;
+  // A message longer than this is not received (the oversized handler
+  // hears of it); 0: no limit.
+  uint64_t max_message_bytes = 0;
+  // Peers connecting in beyond this many peers in all are refused.
+  size_t max_peers = 4096;
 };
+
+// The longest header Send carries.
+inline constexpr size_t kMaxUcpHeaderBytes = 64;
 
 class UcpWorker {
  public:
   using PeerId = uint64_t;
   struct Handlers {
-    // A whole message from `peer`.
-    std::function<void(PeerId peer, Buffer message)> message;
+    // A whole message from `peer`, and the header it was sent with.
+    std::function<void(PeerId peer, std::string_view header, Buffer message)> message;
     // `peer` failed (kUnavailable, with UCX's reason); it is forgotten.
     std::function<void(PeerId peer, const Status& why)> peer_failed;
+    // A message of `bytes` over max_message_bytes from `peer`, not received.
+    std::function<void(PeerId peer, std::string_view header, uint64_t bytes)> oversized;
+    // Memory for an incoming message of `bytes` (an empty Buffer: none, the
+    // worker allocates its own). Optional.
+    std::function<Buffer(size_t bytes)> allocate;
+  };
+  struct Counters {
+    uint64_t peers_refused = 0;      // connects beyond max_peers
+    uint64_t oversized_dropped = 0;  // messages over max_message_bytes
+    uint64_t anonymous_dropped = 0;  // messages from an endpoint we cannot name
   };
 
   static Result<std::unique_ptr<UcpWorker>> Create(const UcpOptions& options, Handlers handlers);
@@ -64,10 +85,14 @@ class UcpWorker {
   // peer_failed (or a failed Send).
   Result<PeerId> Connect(const transport::NetAddress& address);
 
-  // Sends `message` to `peer`; `done(status)` runs once it left (inside a
-  // later Progress, or here if UCX finished at once). The Buffer is kept
-  // until then.
-  void Send(PeerId peer, Buffer message, std::function<void(const Status&)> done);
+  // Sends `header` (at most kMaxUcpHeaderBytes, copied) and `message` to
+  // `peer`; `done(status)` runs once it left (inside a later Progress, or
+  // here if UCX finished at once). The Buffer is kept until then.
+  void Send(PeerId peer, std::string_view header, Buffer message,
+            std::function<void(const Status&)> done);
+  // Closes `peer` after what was sent to it has left, without telling the
+  // peer_failed handler (its far side hears of it as a failure).
+  void Close(PeerId peer);
 
   // Does the work that is ready (receives, sends, connects, failures);
   // returns how much it found.
@@ -81,7 +106,15 @@ class UcpWorker {
   // What UCX chose for `peer` (its lanes: transports and devices), for
   // `wharf status`; "" for an unknown peer.
   std::string Describe(PeerId peer) const;
+  // The same in one line: each data lane's transport/device and what UCX
+  // uses it for, in lane order ("tcp/lo(rma_bw,am,am_bw) tcp/eth0(rma_bw)");
+  // "" for an unknown peer.
+  std::string Lanes(PeerId peer) const;
+  // The socket address of `peer`: the one connected to, or the one a peer
+  // connecting in came from (port: its ephemeral one). kNone when unknown.
+  transport::NetAddress AddressOf(PeerId peer) const;
   size_t peers() const { return peers_.size(); }
+  const Counters& counters() const { return counters_; }
 
  private:
   // The UCX handles and UCX's callbacks, which reach this worker's
@@ -90,14 +123,25 @@ class UcpWorker {
 
   explicit UcpWorker(Handlers handlers);
   // The id of endpoint `ep`, adding it if new.
-  PeerId PeerOf(void* ep);
+  PeerId PeerOf(void* ep, const transport::NetAddress& address = {});
+  // Memory for an incoming message: the allocate handler's, or our own.
+  Buffer Allocate(size_t bytes);
   void Fail(PeerId peer, const Status& why);
+  // Forgets `peer` and closes its endpoint (forced or flushed).
+  void Drop(PeerId peer, bool force);
 
   Handlers handlers_;
   std::unique_ptr<Ucp> ucp_;
   int efd_ = -1;
   int err_mode_ = 0;  // ucp_err_handling_mode_t, from detect_peer_failure
-  std::unordered_map<PeerId, void*> peers_;       // id -> ucp_ep_h
+  uint64_t max_message_bytes_ = 0;
+  size_t max_peers_ = 0;
+  Counters counters_;
+  struct PeerEntry {
+    void* ep;  // ucp_ep_h
+    transport::NetAddress address;
+  };
+  std::unordered_map<PeerId, PeerEntry> peers_;
   std::unordered_map<void*, PeerId> peer_ids_;    // ucp_ep_h -> id
   PeerId next_peer_ = 1;
 };

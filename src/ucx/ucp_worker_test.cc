@@ -33,14 +33,18 @@ std::string Pattern(size_t n, size_t seed) {
 struct Side {
   std::unique_ptr<UcpWorker> worker;
   std::vector<std::pair<UcpWorker::PeerId, std::string>> received;
+  std::vector<std::string> headers;
   std::map<UcpWorker::PeerId, Status> failed;
 
   static std::unique_ptr<Side> Open(const UcpOptions& options) {
     auto side = std::make_unique<Side>();
     Side* raw = side.get();
     auto worker = UcpWorker::Create(
-        options, {.message = [raw](UcpWorker::PeerId peer,
-                                   Buffer m) { raw->received.emplace_back(peer, std::string(m.AsStringView())); },
+        options, {.message = [raw](UcpWorker::PeerId peer, std::string_view header,
+                                   Buffer m) {
+                    raw->received.emplace_back(peer, std::string(m.AsStringView()));
+                    raw->headers.emplace_back(header);
+                  },
                   .peer_failed = [raw](UcpWorker::PeerId peer,
                                        const Status& why) { raw->failed[peer] = why; }});
     EXPECT_TRUE(worker.ok()) << worker.status();
@@ -81,7 +85,7 @@ TEST_P(UcpWorkerTest, MessagesOfEverySizeArriveWholeBothWays) {
   const std::vector<size_t> sizes = {0, 1, 100, 8 << 10, 64 << 10, 1 << 20, 16 << 20};
   int sent = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    client->worker->Send(*peer, Buffer::Copy(Pattern(sizes[i], i)), [&](const Status& s) {
+    client->worker->Send(*peer, "", Buffer::Copy(Pattern(sizes[i], i)), [&](const Status& s) {
       EXPECT_TRUE(s.ok()) << s;
       ++sent;
     });
@@ -98,13 +102,20 @@ TEST_P(UcpWorkerTest, MessagesOfEverySizeArriveWholeBothWays) {
   }
   // The server answers the peer its messages came from.
   const UcpWorker::PeerId back = server->received.front().first;
-  server->worker->Send(back, Buffer::Copy(Pattern(2 << 20, 7)), nullptr);
+  server->worker->Send(back, "", Buffer::Copy(Pattern(2 << 20, 7)), nullptr);
   ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return !client->received.empty(); }));
   EXPECT_EQ(client->received.front().first, *peer);
   EXPECT_TRUE(client->received.front().second == Pattern(2 << 20, 7));
   // UCX took the transport asked for.
   EXPECT_NE(client->worker->Describe(*peer).find(GetParam().lane), std::string::npos)
       << client->worker->Describe(*peer);
+  // The one-line form (`wharf status`) names it with what UCX uses it for.
+  const std::string lanes = client->worker->Lanes(*peer);
+  EXPECT_NE(lanes.find(GetParam().lane), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("am"), std::string::npos) << lanes;
+  EXPECT_EQ(lanes.find("rdmacm"), std::string::npos)
+      << "the connection manager is no data lane: " << lanes;
+  EXPECT_EQ(client->worker->Lanes(12345), "");
   EXPECT_TRUE(server->failed.empty() && client->failed.empty());
 }
 
@@ -118,12 +129,12 @@ TEST_P(UcpWorkerTest, AnArmedWorkerSleepsOnItsFdUntilAMessageComes) {
   ASSERT_TRUE(peer.ok());
   // Connected and quiet first.
   bool first = false;
-  client->worker->Send(*peer, Buffer::Copy("hello"), [&](const Status&) { first = true; });
+  client->worker->Send(*peer, "", Buffer::Copy("hello"), [&](const Status&) { first = true; });
   ASSERT_TRUE(DriveUntil({server.get(), client.get()},
                          [&] { return first && server->received.size() == 1; }));
   // Nothing pending: the server arms, the client sends, the fd wakes.
   while (!server->worker->Arm()) server->worker->Progress();
-  client->worker->Send(*peer, Buffer::Copy("wake up"), nullptr);
+  client->worker->Send(*peer, "", Buffer::Copy("wake up"), nullptr);
   const auto until = std::chrono::steady_clock::now() + 10s;
   bool woke = false;
   while (!woke && std::chrono::steady_clock::now() < until) {
@@ -147,7 +158,7 @@ TEST_P(UcpWorkerTest, APeerThatGoesAwayIsReportedFailed) {
   ASSERT_TRUE(bound.ok());
   auto peer = client->worker->Connect(*bound);
   ASSERT_TRUE(peer.ok());
-  client->worker->Send(*peer, Buffer::Copy("hi"), nullptr);
+  client->worker->Send(*peer, "", Buffer::Copy("hi"), nullptr);
   ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return !server->received.empty(); }));
   const UcpWorker::PeerId gone = server->received.front().first;
   client.reset();  // its endpoints close
@@ -157,8 +168,112 @@ TEST_P(UcpWorkerTest, APeerThatGoesAwayIsReportedFailed) {
   EXPECT_EQ(server->worker->peers(), 0u);
   // A send to it now fails at once.
   Status late;
-  server->worker->Send(gone, Buffer::Copy("late"), [&](const Status& s) { late = s; });
+  server->worker->Send(gone, "", Buffer::Copy("late"), [&](const Status& s) { late = s; });
   EXPECT_EQ(late.code(), StatusCode::kUnavailable);
+}
+
+TEST_P(UcpWorkerTest, HeadersTravelWithTheirMessagesAndPeersHaveAddresses) {
+  auto server = Side::Open(GetParam().options);
+  auto client = Side::Open(GetParam().options);
+  ASSERT_TRUE(server && client);
+  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(bound.ok());
+  auto peer = client->worker->Connect(*bound);
+  ASSERT_TRUE(peer.ok());
+  EXPECT_EQ(client->worker->AddressOf(*peer), *bound);
+  const std::string small_header(kMaxUcpHeaderBytes, 'h');
+  client->worker->Send(*peer, small_header, Buffer::Copy("eager"), nullptr);
+  client->worker->Send(*peer, "rndv", Buffer::Copy(Pattern(4 << 20, 3)), nullptr);
+  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return server->received.size() == 2; }));
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(server->headers[i], server->received[i].second == "eager" ? small_header : "rndv");
+  }
+  // The server knows where its peer came from: loopback, an ephemeral port.
+  const NetAddress from = server->worker->AddressOf(server->received[0].first);
+  EXPECT_EQ(from.ToString().rfind("127.0.0.1:", 0), 0u) << from.ToString();
+  // A header over the limit is refused at once.
+  Status too_long;
+  client->worker->Send(*peer, std::string(kMaxUcpHeaderBytes + 1, 'x'), Buffer(),
+                       [&](const Status& s) { too_long = s; });
+  EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(UcpWorkerTest, AMessageOverTheLimitIsRefusedUnreadAndTheNextStillArrives) {
+  UcpOptions limited = GetParam().options;
+  limited.max_message_bytes = 64 << 10;
+  auto server = Side::Open(limited);
+  auto client = Side::Open(GetParam().options);
+  ASSERT_TRUE(server && client);
+  std::vector<uint64_t> refused;
+  std::vector<size_t> allocated;
+  // Rebuilt with an oversized and an allocate handler.
+  Side* raw = server.get();
+  auto worker = UcpWorker::Create(
+      limited,
+      {.message = [raw](UcpWorker::PeerId peer, std::string_view,
+                        Buffer m) { raw->received.emplace_back(peer, std::string(m.AsStringView())); },
+       .oversized = [&](UcpWorker::PeerId, std::string_view header,
+                        uint64_t bytes) { refused.push_back(bytes + header.size()); },
+       .allocate = [&](size_t bytes) {
+         allocated.push_back(bytes);
+         return Buffer::Allocate(bytes);
+       }});
+  ASSERT_TRUE(worker.ok());
+  server->worker = std::move(*worker);
+  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(bound.ok());
+  auto peer = client->worker->Connect(*bound);
+  ASSERT_TRUE(peer.ok());
+  client->worker->Send(*peer, "h", Buffer::Copy(Pattern(1 << 20, 1)), nullptr);
+  client->worker->Send(*peer, "h", Buffer::Copy(Pattern(64 << 10, 2)), nullptr);
+  ASSERT_TRUE(DriveUntil({server.get(), client.get()},
+                         [&] { return server->received.size() == 1 && refused.size() == 1; }));
+  EXPECT_EQ(refused[0], (1u << 20) + 1);
+  EXPECT_TRUE(server->received[0].second == Pattern(64 << 10, 2));
+  EXPECT_EQ(allocated, std::vector<size_t>{64 << 10});
+  EXPECT_EQ(server->worker->counters().oversized_dropped, 1u);
+}
+
+TEST_P(UcpWorkerTest, PeersBeyondTheCapAreRefusedAndCounted) {
+  UcpOptions capped = GetParam().options;
+  capped.max_peers = 1;
+  auto server = Side::Open(capped);
+  auto first = Side::Open(GetParam().options);
+  auto second = Side::Open(GetParam().options);
+  ASSERT_TRUE(server && first && second);
+  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(bound.ok());
+  auto a = first->worker->Connect(*bound);
+  ASSERT_TRUE(a.ok());
+  first->worker->Send(*a, "", Buffer::Copy("one"), nullptr);
+  ASSERT_TRUE(DriveUntil({server.get(), first.get()}, [&] { return server->received.size() == 1; }));
+  auto b = second->worker->Connect(*bound);
+  ASSERT_TRUE(b.ok());
+  second->worker->Send(*b, "", Buffer::Copy("two"), nullptr);
+  ASSERT_TRUE(DriveUntil({server.get(), first.get(), second.get()},
+                         [&] { return server->worker->counters().peers_refused == 1; }));
+  EXPECT_EQ(server->worker->peers(), 1u);
+  EXPECT_EQ(server->received.size(), 1u);
+}
+
+TEST_P(UcpWorkerTest, AClosedPeerIsForgottenQuietlyAndItsFarSideHears) {
+  if (!GetParam().options.detect_peer_failure) {
+    GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";
+  }
+  auto server = Side::Open(GetParam().options);
+  auto client = Side::Open(GetParam().options);
+  ASSERT_TRUE(server && client);
+  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(bound.ok());
+  auto peer = client->worker->Connect(*bound);
+  ASSERT_TRUE(peer.ok());
+  client->worker->Send(*peer, "", Buffer::Copy("bye"), nullptr);
+  client->worker->Close(*peer);
+  EXPECT_EQ(client->worker->peers(), 0u);
+  ASSERT_TRUE(DriveUntil({server.get(), client.get()},
+                         [&] { return server->received.size() == 1 && !server->failed.empty(); }));
+  EXPECT_EQ(server->received[0].second, "bye");  // flushed before the close
+  EXPECT_TRUE(client->failed.empty());
 }
 
 TEST(UcpWorkerOptionsTest, AnUnknownTransportIsRefusedSayingWhich) {

@@ -1,5 +1,5 @@
 // The project issue's liveness faults between real processes over loopback,
-// each test once per transport (homa://, tcp://), all with default settings:
+// each test once per transport (homa://, tcp://, ucx://), all with default settings:
 // silence is not death, but a dead process is found at once.
 //
 // - a server stopped for 1 s (SIGSTOP/SIGCONT) under 4 calls in flight loses
@@ -248,7 +248,7 @@ TEST_P(ProcessLivenessTest, KilledServerFailsHeldCallsWithinFiftyMs) {
   EXPECT_EQ(*code, 128 + SIGKILL);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothTransports, ProcessLivenessTest, ::testing::Values("homa", "tcp"),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, ProcessLivenessTest, ::testing::Values("homa", "tcp", "ucx"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

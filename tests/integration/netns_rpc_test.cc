@@ -1,6 +1,8 @@
 // RPCs between two hosts (network namespaces on a bridge, 1500-byte links):
 // `wharf serve` on host 1, `wharf ping` on host 0. First every message size
-// of the loopback suite over each transport (homa://, tcp://), each echo
+// of the loopback suite over each transport (homa://, tcp://, and ucx://
+// over UCX's tcp on the hosts' eth0: the namespaces share IPC, so UCX would
+// otherwise be free to pick shared memory), each echo
 // checked byte for byte by ping; then, with 5% random loss of UDP on both
 // hosts' input, 2,000 homa RPCs of mixed sizes that must all complete and run
 // on the server exactly once. Needs root; skips without.
@@ -36,13 +38,24 @@ class NetnsRpcBase : public ::testing::Test {
   std::unique_ptr<ServeProcess> StartServer(const std::string& scheme = "homa") {
     auto server = ServeProcess::Start(
         {.listen = scheme + "://" + cluster_->address(1) + ":0",
+         .settings = UcxSettings(scheme),
          .process = {.netns = cluster_->namespace_name(1), .label = "wharf serve on host 1"}});
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? std::move(server).value() : nullptr;
   }
 
+  // ucx:// between the hosts: UCX's tcp over their veth, never its shared
+  // memory (the namespaces share IPC and PIDs).
+  static std::vector<std::string> UcxSettings(const std::string& scheme) {
+    if (scheme != "ucx") return {};
+    return {"ucx.tls=tcp", std::string("ucx.devices=") + NetnsCluster::kHostInterface};
+  }
+
   // `wharf ping <args> TARGET` on host 0.
   Result<netns::CommandOutput> Ping(std::vector<std::string> args, const std::string& target) {
+    if (target.rfind("ucx://", 0) == 0) {
+      for (const std::string& s : UcxSettings("ucx")) args.insert(args.end(), {"--set", s});
+    }
     args.insert(args.begin(), "ping");
     args.push_back(target);
     return RunWharf(std::move(args), kPingTimeoutNs,
@@ -88,7 +101,7 @@ TEST_P(NetnsRpcTest, EverySizeIsEchoedByteForByte) {
 // Five concurrent pings of different sizes (400 RPCs each, 16 in flight per
 // ping) while each host drops 5% of the UDP packets it receives. Retransmitted
 // and duplicated requests must not run the handler twice.
-INSTANTIATE_TEST_SUITE_P(BothTransports, NetnsRpcTest, ::testing::Values("homa", "tcp"),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, NetnsRpcTest, ::testing::Values("homa", "tcp", "ucx"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
