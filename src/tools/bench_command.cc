@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
 #include "bench/iperf3_runner.h"
+#include "bench/ucx_perftest_runner.h"
 #include "bench/managed_pingpong.h"
 #include "bench/probe_floor.h"
 #include "bench/report.h"
@@ -42,14 +44,90 @@ bool IsRemote(const std::string& proto) {
   return proto.size() > 7 && proto.compare(proto.size() - 7, 7, "-remote") == 0;
 }
 
-// The transport a wharf row uses: "wharf*" is homa://, "wharf-tcp*" tcp://.
+// The transport a wharf row uses: "wharf*" is homa://, "wharf-tcp*" tcp://,
+// "wharf-ucx*" ucx://.
 std::string WharfScheme(const std::string& proto) {
-  return proto.rfind("wharf-tcp", 0) == 0 ? "tcp" : "homa";
+  if (proto.rfind("wharf-tcp", 0) == 0) return "tcp";
+  if (proto.rfind("wharf-ucx", 0) == 0) return "ucx";
+  return "homa";
 }
 
 // The embedded proto a managed one is compared with.
 std::string EmbeddedOf(const std::string& proto) {
-  return WharfScheme(proto) == "tcp" ? "wharf-tcp" : "wharf";
+  const std::string scheme = WharfScheme(proto);
+  return scheme == "homa" ? "wharf" : "wharf-" + scheme;
+}
+
+// One wharf goodput run: which proto it was for, and its result.
+using WharfGoodputs = std::vector<std::pair<std::string, bench::GoodputResult>>;
+
+// UCX's transport and devices for every UCX user of this run (the wharf-ucx
+// rows, their wharfd, ucx_perftest): UCX_TLS and UCX_NET_DEVICES from the
+// environment, or tcp on loopback when unset, set here so that children
+// inherit them. Returns "UCX_TLS=... UCX_NET_DEVICES=...".
+std::string PinUcxTransport() {
+  if (std::getenv("UCX_TLS") == nullptr) ::setenv("UCX_TLS", "tcp", 1);
+  if (std::getenv("UCX_NET_DEVICES") == nullptr) ::setenv("UCX_NET_DEVICES", "lo", 1);
+  return std::string("UCX_TLS=") + std::getenv("UCX_TLS") +
+         " UCX_NET_DEVICES=" + std::getenv("UCX_NET_DEVICES");
+}
+
+// ucx_perftest's rows (--ucx-perftest) and the wharf-ucx rows' ratios to
+// them: round trip (2 x ucx_perftest's one-way p50) and 1 MiB bandwidth.
+int RunUcxPerftestRows(const BenchBaselineOptions& o, const bench::BaselineReport& report,
+                       const WharfGoodputs& goodputs, const std::string& ucx_env,
+                       const Clock& clock) {
+  int failures = 0;
+  auto run = [&](const std::string& test, uint64_t size, uint64_t iterations)
+      -> std::optional<bench::UcxPerftestResult> {
+    if (!o.no_progress) {
+      std::fprintf(stderr, "ucx_perftest %s %llu B...\n", test.c_str(),
+                   static_cast<unsigned long long>(size));
+    }
+    auto r = bench::RunUcxPerftest({.address = o.address,
+                                    .test = test,
+                                    .size_bytes = size,
+                                    .iterations = iterations,
+                                    .tls = std::getenv("UCX_TLS"),
+                                    .devices = std::getenv("UCX_NET_DEVICES"),
+                                    .pin = !o.no_pin,
+                                    .client_cpu = o.client_cpu,
+                                    .server_cpu = o.server_cpu},
+                                   clock);
+    if (!r.ok()) {
+      std::fprintf(stderr, "wharf bench: %s\n", r.status().ToString().c_str());
+      ++failures;
+      return std::nullopt;
+    }
+    return *r;
+  };
+  std::printf("ucx_perftest (%s):\n", ucx_env.c_str());
+  if (auto lat = run("ucp_am_lat", o.size_bytes, std::min<uint64_t>(o.iterations, 100'000))) {
+    const double rtt_us = 2 * lat->p50_latency_us;
+    std::printf("%-24s p50 round trip %.2f us (2 x one-way %.3f us), %llu B\n", "ucx_perftest am_lat",
+                rtt_us, lat->p50_latency_us, static_cast<unsigned long long>(o.size_bytes));
+    for (const auto& w : report.pingpong) {
+      if (WharfScheme(w.proto) != "ucx" || w.size_bytes != o.size_bytes || rtt_us <= 0) continue;
+      std::printf("ratio %s (%s) / ucx_perftest am_lat p50 round trip: %.2fx (target <= 1.3x)\n",
+                  w.proto.c_str(), std::string(bench::WaitModeName(w.mode)).c_str(),
+                  static_cast<double>(w.result.latency.p50_ns) / kNsPerUs / rtt_us);
+    }
+  }
+  if (!o.goodput) return failures;
+  for (const char* test : {"ucp_am_bw", "ucp_put_bw"}) {
+    auto bw = run(test, 1 << 20, 2000);
+    if (!bw) continue;
+    const double gbits = bw->overall_bandwidth_mbs * 1e6 * 8 / 1e9;
+    std::printf("%-24s %.2f Gbit/s (1 MiB messages, %llu of them)\n",
+                (std::string("ucx_perftest ") + (test + 4)).c_str(), gbits,
+                static_cast<unsigned long long>(bw->iterations));
+    for (const auto& [proto, goodput] : goodputs) {
+      if (WharfScheme(proto) != "ucx" || gbits <= 0) continue;
+      std::printf("ratio %s goodput / ucx_perftest %s: %.2fx\n", proto.c_str(), test + 4,
+                  goodput.bits_per_second / 1e9 / gbits);
+    }
+  }
+  return failures;
 }
 
 // "server", "client", "free" or a CPU number -> the CPU (-1: unpinned).
@@ -65,8 +143,6 @@ Result<int> DaemonCpu(const std::string& spec, const BenchBaselineOptions& o) {
   return static_cast<int>(cpu);
 }
 
-// One wharf goodput run: which proto it was for, and its result.
-using WharfGoodputs = std::vector<std::pair<std::string, bench::GoodputResult>>;
 
 // "ratio a / b poll 64 B: p50 1.08x, p99 1.21x", and when the claim has a
 // target, whether this run met it.
@@ -164,7 +240,7 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   if (o.managed_remote &&
       std::none_of(o.protos.begin(), o.protos.end(), [](const auto& p) { return IsManaged(p); })) {
     std::fprintf(stderr,
-                 "wharf bench: --managed-remote needs --proto wharf-managed or wharf-tcp-managed\n");
+                 "wharf bench: --managed-remote needs --proto wharf-managed, wharf-tcp-managed or wharf-ucx-managed\n");
     return 2;
   }
   auto managed_plan = [&](const std::string& proto) {
@@ -174,6 +250,16 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
                               .daemon_command = {}};
   };
   const std::vector<std::string> row_protos = RowProtos(o);
+  // One UCX transport for every UCX user of the run, said in the output.
+  std::string ucx_env;
+  const bool any_ucx = o.ucx_perftest || std::any_of(row_protos.begin(), row_protos.end(),
+                                                     [](const std::string& proto) {
+                                                       return WharfScheme(proto) == "ucx";
+                                                     });
+  if (any_ucx) {
+    ucx_env = PinUcxTransport();
+    std::printf("UCX for every UCX row: %s\n", ucx_env.c_str());
+  }
 
   for (const std::string& proto : row_protos) {
     for (const std::string& mode : o.modes) {
@@ -278,6 +364,7 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
   std::fputs(RatioLines(report, wharf_goodputs).c_str(), stdout);
+  if (o.ucx_perftest) failures += RunUcxPerftestRows(o, report, wharf_goodputs, ucx_env, clock);
   std::fflush(stdout);
   if (!o.json_path.empty()) {
     Status s = bench::WriteTextFile(o.json_path, bench::FormatJson(report));
@@ -407,14 +494,22 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions& options) {
                    "Ping-pong over 'udp', 'tcp' (TCP_NODELAY), 'shm' (two processes, one shared "
                    "memory region: its two rings, payload in its heap, eventfd doorbells in "
                    "block mode), 'wharf' (RPCs through the public API, embedded mode, homa://), "
-                   "'wharf-tcp' (the same over tcp://), 'wharf-managed' / 'wharf-tcp-managed' "
-                   "(both applications attached to one private wharfd, which this command "
-                   "starts and stops); a comma-separated list runs each in this one "
-                   "invocation, and wharf rows get ratio lines against the others")
+                   "'wharf-tcp' (the same over tcp://), 'wharf-ucx' (over ucx://; UCX's "
+                   "transport: see --ucx-perftest), 'wharf-managed' / 'wharf-tcp-managed' / "
+                   "'wharf-ucx-managed' (both applications attached to one private wharfd, "
+                   "which this command starts and stops); a comma-separated list runs each "
+                   "in this one invocation, and wharf rows get ratio lines against the others")
       ->capture_default_str()
       ->delimiter(',')
       ->check(CLI::IsMember(
-          {"udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-managed", "wharf-tcp-managed"}));
+          {"udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-ucx", "wharf-managed",
+           "wharf-tcp-managed", "wharf-ucx-managed"}));
+  baseline->add_flag(
+      "--ucx-perftest", o.ucx_perftest,
+      "Also run ucx_perftest (ucx-utils) on the same UCX transport as the wharf-ucx rows "
+      "(UCX_TLS and UCX_NET_DEVICES from the environment; tcp on lo when unset): its "
+      "active-message ping-pong at --size, and with --goodput its 1 MiB active-message and put "
+      "bandwidth, each with ratio lines against wharf-ucx");
   baseline->add_flag("--managed-remote", o.managed_remote,
                      "After each managed proto, also run it through two wharfds (one per "
                      "application, on two loopback ports), so that traffic crosses the network "

@@ -24,8 +24,13 @@ struct BenchBaselineOptions {
   uint64_t iterations = 100'000;              // measured round trips per row
   uint64_t warmup = 1'000;                    // unmeasured round trips before them
   std::vector<std::string> modes = {"poll"};  // "poll" and/or "block"
-  // "udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-managed", "wharf-tcp-managed"
+  // "udp", "tcp", "shm", "wharf", "wharf-tcp", "wharf-ucx", and each wharf
+  // one with "-managed"
   std::vector<std::string> protos = {"udp"};
+  // Also run ucx_perftest (ucx-utils): its active-message ping-pong at
+  // size_bytes and, with goodput, its 1 MiB active-message and put
+  // bandwidth, over the same UCX transport as the wharf-ucx rows.
+  bool ucx_perftest = false;
   std::string address = "127.0.0.1";          // server address (numeric)
   uint16_t port = 0;                          // ping-pong server port; 0: any free
   bool goodput = false;                       // also run iperf3

@@ -12,6 +12,9 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 std::string_view View(const wire::UcxHeaderBytes& b) { return {b.data(), b.size()}; }
 
+// Empty polls before the event fd is armed (see Poll).
+constexpr int kPollsBeforeArm = 16;
+
 }  // namespace
 
 UcxMessageTransport::UcxMessageTransport(const UcxConfig& config, const Clock& clock)
@@ -126,9 +129,12 @@ transport::PollResult UcxMessageTransport::Poll() {
   r.now = clock_.NowNs();
   r.work = static_cast<int>(worker_->Progress());
   if (r.now >= next_idle_check_) r.work += CloseIdlePeers(r.now);
-  // Spin, then block: arm the event fd only once progress found nothing;
-  // UCX refuses (busy) while work is still pending.
-  need_progress_ = r.work > 0 || !worker_->Arm();
+  // Spin, then block: arm the event fd only once progress has found
+  // nothing kPollsBeforeArm times in a row (arming costs system calls, and
+  // a busy peer answers within a few polls); UCX refuses (busy) while work
+  // is still pending.
+  idle_polls_ = r.work > 0 ? 0 : idle_polls_ + 1;
+  need_progress_ = idle_polls_ < kPollsBeforeArm || !worker_->Arm();
   r.next_deadline = need_progress_ || !events_.empty() ? r.now : next_idle_check_;
   return r;
 }

@@ -124,6 +124,7 @@ class UcxMessageTransport final : public transport::MessageTransport {
   transport::ReceiveAllocator* allocator_ = nullptr;
   // A send or receive may be under way that only progress moves on.
   bool need_progress_ = false;
+  int idle_polls_ = 0;  // polls in a row that found no work
   TimeNs next_idle_check_ = kNever;
   Stats stats_;
 };

@@ -14,8 +14,8 @@ trap 'exit 130' INT TERM HUP
 # From the engine marker on: "# homa:" -> "homa:", "#   key: v" -> "  key: v";
 # notes ("#   # ...") stay comments.
 sed -n '/^# --- the engine/,$p' "$yaml" |
-  sed -E 's/^# (homa|udp|endpoint|tcp):/\1:/; s/^#   /  /' > "$tmp/engine.yaml"
-for section in homa udp endpoint tcp; do
+  sed -E 's/^# (homa|udp|endpoint|tcp|ucx):/\1:/; s/^#   /  /' > "$tmp/engine.yaml"
+for section in homa udp endpoint tcp ucx; do
   grep -q "^$section:" "$tmp/engine.yaml" || { echo "no $section section in $yaml" >&2; exit 1; }
 done
 timeout 30 "$wharf" serve --config "$tmp/engine.yaml" --listen homa://127.0.0.1:0 --duration 0.1
