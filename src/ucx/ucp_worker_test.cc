@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,23 @@ struct Side {
   }
 };
 
+// A server listening on loopback and a client connected to it.
+struct ConnectedPair {
+  std::unique_ptr<Side> server, client;
+  Result<NetAddress> bound = NetAddress();
+  Result<UcpWorker::PeerId> peer = UcpWorker::PeerId{0};
+
+  static std::optional<ConnectedPair> Open(const UcpOptions& options) {
+    ConnectedPair p{Side::Open(options), Side::Open(options)};
+    if (!p.server || !p.client) return std::nullopt;
+    p.bound = p.server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+    if (!p.bound.ok()) return std::nullopt;
+    p.peer = p.client->worker->Connect(*p.bound);
+    if (!p.peer.ok()) return std::nullopt;
+    return p;
+  }
+};
+
 // Progresses every side until `done()` or 10 s.
 bool DriveUntil(std::initializer_list<Side*> sides, const std::function<bool()>& done) {
   const auto until = std::chrono::steady_clock::now() + 10s;
@@ -73,14 +91,14 @@ struct Transport {
 class UcpWorkerTest : public ::testing::TestWithParam<Transport> {};
 
 TEST_P(UcpWorkerTest, MessagesOfEverySizeArriveWholeBothWays) {
-  auto server = Side::Open(GetParam().options);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok()) << bound.status();
+  auto pair = ConnectedPair::Open(GetParam().options);
+  ASSERT_TRUE(pair) << "could not open and connect two workers";
+  // References, not a structured binding: clang 14 cannot capture those.
+  auto& server = pair->server;
+  auto& client = pair->client;
+  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
+  const Result<UcpWorker::PeerId>& peer = pair->peer;
   EXPECT_NE(bound->port(), 0);
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok()) << peer.status();
 
   const std::vector<size_t> sizes = {0, 1, 100, 8 << 10, 64 << 10, 1 << 20, 16 << 20};
   int sent = 0;
@@ -120,13 +138,13 @@ TEST_P(UcpWorkerTest, MessagesOfEverySizeArriveWholeBothWays) {
 }
 
 TEST_P(UcpWorkerTest, AnArmedWorkerSleepsOnItsFdUntilAMessageComes) {
-  auto server = Side::Open(GetParam().options);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok()) << bound.status();
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok());
+  auto pair = ConnectedPair::Open(GetParam().options);
+  ASSERT_TRUE(pair) << "could not open and connect two workers";
+  // References, not a structured binding: clang 14 cannot capture those.
+  auto& server = pair->server;
+  auto& client = pair->client;
+  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
+  const Result<UcpWorker::PeerId>& peer = pair->peer;
   // Connected and quiet first.
   bool first = false;
   client->worker->Send(*peer, "", Buffer::Copy("hello"), [&](const Status&) { first = true; });
@@ -151,13 +169,13 @@ TEST_P(UcpWorkerTest, APeerThatGoesAwayIsReportedFailed) {
   if (!GetParam().options.detect_peer_failure) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";
   }
-  auto server = Side::Open(GetParam().options);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok());
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok());
+  auto pair = ConnectedPair::Open(GetParam().options);
+  ASSERT_TRUE(pair) << "could not open and connect two workers";
+  // References, not a structured binding: clang 14 cannot capture those.
+  auto& server = pair->server;
+  auto& client = pair->client;
+  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
+  const Result<UcpWorker::PeerId>& peer = pair->peer;
   client->worker->Send(*peer, "", Buffer::Copy("hi"), nullptr);
   ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return !server->received.empty(); }));
   const UcpWorker::PeerId gone = server->received.front().first;
@@ -173,13 +191,13 @@ TEST_P(UcpWorkerTest, APeerThatGoesAwayIsReportedFailed) {
 }
 
 TEST_P(UcpWorkerTest, HeadersTravelWithTheirMessagesAndPeersHaveAddresses) {
-  auto server = Side::Open(GetParam().options);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok());
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok());
+  auto pair = ConnectedPair::Open(GetParam().options);
+  ASSERT_TRUE(pair) << "could not open and connect two workers";
+  // References, not a structured binding: clang 14 cannot capture those.
+  auto& server = pair->server;
+  auto& client = pair->client;
+  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
+  const Result<UcpWorker::PeerId>& peer = pair->peer;
   EXPECT_EQ(client->worker->AddressOf(*peer), *bound);
   const std::string small_header(kMaxUcpHeaderBytes, 'h');
   client->worker->Send(*peer, small_header, Buffer::Copy("eager"), nullptr);
@@ -235,6 +253,13 @@ TEST_P(UcpWorkerTest, AMessageOverTheLimitIsRefusedUnreadAndTheNextStillArrives)
 }
 
 TEST_P(UcpWorkerTest, PeersBeyondTheCapAreRefusedAndCounted) {
+  if (!GetParam().options.detect_peer_failure) {
+    // UCX 1.13 aborts the refused client's process when its worker is
+    // destroyed with the send still pending ("ucp_ep.c:1185 Bug: pending
+    // request ... should have been flushed"): without peer-failure
+    // detection nothing ever fails that send (docs/transports.md).
+    GTEST_SKIP() << "a refused peer without peer-failure detection crashes UCX 1.13";
+  }
   UcpOptions capped = GetParam().options;
   capped.max_peers = 1;
   auto server = Side::Open(capped);
@@ -260,13 +285,13 @@ TEST_P(UcpWorkerTest, AClosedPeerIsForgottenQuietlyAndItsFarSideHears) {
   if (!GetParam().options.detect_peer_failure) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";
   }
-  auto server = Side::Open(GetParam().options);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok());
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok());
+  auto pair = ConnectedPair::Open(GetParam().options);
+  ASSERT_TRUE(pair) << "could not open and connect two workers";
+  // References, not a structured binding: clang 14 cannot capture those.
+  auto& server = pair->server;
+  auto& client = pair->client;
+  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
+  const Result<UcpWorker::PeerId>& peer = pair->peer;
   client->worker->Send(*peer, "", Buffer::Copy("bye"), nullptr);
   client->worker->Close(*peer);
   EXPECT_EQ(client->worker->peers(), 0u);
