@@ -37,6 +37,10 @@ enum class StatusCode : uint8_t {
 // "kInvalidArgument" -> "INVALID_ARGUMENT"; unknown values give "UNKNOWN_CODE".
 std::string_view StatusCodeName(StatusCode code);
 
+// A code read from another process (a peer's reply, a ring): the code it
+// names, or kUnknown for one this build does not know.
+StatusCode StatusCodeFromWire(uint32_t code);
+
 // Cheap to copy when ok (no allocation). Not thread-safe to mutate; safe to
 // share read-only.
 class [[nodiscard]] Status {

@@ -6,6 +6,11 @@
 
 namespace wharf {
 
+StatusCode StatusCodeFromWire(uint32_t code) {
+  return code <= static_cast<uint32_t>(StatusCode::kDataLoss) ? static_cast<StatusCode>(code)
+                                                             : StatusCode::kUnknown;
+}
+
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return "OK";

@@ -58,6 +58,8 @@ UniqueFd OpenPidFd(pid_t pid) {
   return UniqueFd();
 }
 
+}  // namespace
+
 void SleepNs(DurationNs ns) {
   timespec ts{};
   ts.tv_sec = static_cast<decltype(ts.tv_sec)>(ns / kNsPerSec);
@@ -65,7 +67,11 @@ void SleepNs(DurationNs ns) {
   ::nanosleep(&ts, nullptr);
 }
 
-}  // namespace
+std::string QuoteOutput(std::string text, size_t max_bytes) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
+  return text.empty() ? "(no output)" : text;
+}
 
 std::string ExitInfo::ToString() const {
   if (!signaled) return "exit code " + std::to_string(code);

@@ -37,6 +37,13 @@ struct ExitInfo {
 // Exit code of a forked child whose pinning to its CPU failed.
 inline constexpr int kChildPinFailedExitCode = 125;
 
+// A child's output (or any tool text) for an error message: trailing
+// blanks dropped, the last `max_bytes` only, "(no output)" when empty.
+std::string QuoteOutput(std::string text, size_t max_bytes = 600);
+
+// Sleeps `ns` (startup polls of a child's readiness).
+void SleepNs(DurationNs ns);
+
 // Owns one child process. Move-only; the owner's thread only. The child gets
 // SIGKILL when the thread that forked it exits, so fork from a thread that
 // lives as long as the run (the benchmarks fork from their calling thread).

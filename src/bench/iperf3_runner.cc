@@ -2,7 +2,6 @@
 // "Server listening" line (flushed by --forceflush), JSON via nlohmann-json.
 #include "bench/iperf3_runner.h"
 
-#include <poll.h>
 #include <signal.h>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +17,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr DurationNs kStartupPollNs = 5 * kNsPerMs;
-constexpr size_t kQuotedOutputBytes = 600;
 
 // The member `key` of `object` if `object` is an object holding it, else null.
 const Json* Member(const Json* object, const char* key) {
@@ -26,17 +24,6 @@ const Json* Member(const Json* object, const char* key) {
   auto it = object->find(key);
   return it == object->end() ? nullptr : &*it;
 }
-
-// iperf3's output trimmed for an error message: last lines, bounded length.
-std::string Quote(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.size() > kQuotedOutputBytes) {
-    text = "..." + text.substr(text.size() - kQuotedOutputBytes);
-  }
-  return text.empty() ? "(no output)" : text;
-}
-
-void SleepNs(DurationNs ns) { (void)::poll(nullptr, 0, static_cast<int>(ns / kNsPerMs)); }
 
 // Waits for the server to print that it listens. The server is left running
 // on success; on failure the caller's ChildProcess kills and reaps it.
@@ -46,12 +33,12 @@ Status AwaitListening(ChildProcess& server, const Clock& clock, DurationNs timeo
     if (server.Output().find("Server listening") != std::string::npos) return OkStatus();
     if (auto exit = server.TryReap()) {
       return UnavailableError("iperf3 server exited (" + exit->ToString() +
-                              "): " + Quote(server.Output()));
+                              "): " + QuoteOutput(server.Output()));
     }
     if (clock.NowNs() >= deadline_ns) {
       return DeadlineExceededError("iperf3 server did not start listening within " +
                                    std::to_string(timeout_ns / kNsPerMs) +
-                                   " ms: " + Quote(server.Output()));
+                                   " ms: " + QuoteOutput(server.Output()));
     }
     SleepNs(kStartupPollNs);
   }
@@ -65,13 +52,14 @@ Result<Iperf3Result> ParseIperf3ClientJson(std::string_view json_text) {
   const size_t open = json_text.find('{');
   const size_t close = json_text.rfind('}');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    return InvalidArgumentError("iperf3 output holds no JSON: " + Quote(std::string(json_text)));
+    return InvalidArgumentError("iperf3 output holds no JSON: " +
+                                QuoteOutput(std::string(json_text)));
   }
   const Json doc = Json::parse(json_text.substr(open, close - open + 1), nullptr,
                                /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return InvalidArgumentError("iperf3 output is not valid JSON: " +
-                                Quote(std::string(json_text)));
+                                QuoteOutput(std::string(json_text)));
   }
   if (const Json* error = Member(&doc, "error"); error != nullptr && error->is_string()) {
     return UnavailableError("iperf3: " + error->get<std::string>());
@@ -164,7 +152,7 @@ Result<Iperf3Result> RunIperf3(const Iperf3Options& options, const Clock& clock)
     std::string message = parsed_result.status().message();
     if (!client_exit->ok()) message += " (client " + client_exit->ToString() + ")";
     if (!server_exit.ok()) {
-      message += "; server " + server_exit.ToString() + ": " + Quote(server.Output());
+      message += "; server " + server_exit.ToString() + ": " + QuoteOutput(server.Output());
     }
     return Status(parsed_result.status().code(), message);
   }

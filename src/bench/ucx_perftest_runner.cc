@@ -2,7 +2,6 @@
 // readiness from the server's listening port, the "Final:" line parsed.
 #include "bench/ucx_perftest_runner.h"
 
-#include <poll.h>
 #include <signal.h>
 
 #include <sstream>
@@ -17,15 +16,6 @@ namespace {
 
 constexpr DurationNs kStartupPollNs = 5 * kNsPerMs;
 constexpr DurationNs kStartupTimeoutNs = 5 * kNsPerSec;
-constexpr size_t kQuotedOutputBytes = 600;
-
-std::string Quote(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.size() > kQuotedOutputBytes) text = "..." + text.substr(text.size() - kQuotedOutputBytes);
-  return text.empty() ? "(no output)" : text;
-}
-
-void SleepNs(DurationNs ns) { (void)::poll(nullptr, 0, static_cast<int>(ns / kNsPerMs)); }
 
 }  // namespace
 
@@ -33,18 +23,18 @@ Result<UcxPerftestResult> ParseUcxPerftestOutput(std::string_view text) {
   // "Final:  20000  4.096  31.110  39.388  1.96  1.55  32144  25388"
   const size_t at = text.rfind("Final:");
   if (at == std::string_view::npos) {
-    return InvalidArgumentError("ucx_perftest printed no Final: line: " + Quote(std::string(text)));
+    return InvalidArgumentError("ucx_perftest printed no Final: line: " +
+                                QuoteOutput(std::string(text)));
   }
   size_t end = text.find('\n', at);
-  std::istringstream line(std::string(text.substr(at + 6, end == std::string_view::npos
-                                                               ? std::string_view::npos
-                                                               : end - at - 6)));
+  std::istringstream line(std::string(
+      text.substr(at + 6, end == std::string_view::npos ? std::string_view::npos : end - at - 6)));
   UcxPerftestResult r;
   if (!(line >> r.iterations >> r.p50_latency_us >> r.average_latency_us >> r.overall_latency_us >>
         r.average_bandwidth_mbs >> r.overall_bandwidth_mbs >> r.average_message_rate >>
         r.overall_message_rate)) {
     return InvalidArgumentError("ucx_perftest's Final: line has not the 8 numbers expected: " +
-                                Quote(std::string(text.substr(at))));
+                                QuoteOutput(std::string(text.substr(at))));
   }
   return r;
 }
@@ -75,11 +65,11 @@ Result<UcxPerftestResult> RunUcxPerftest(const UcxPerftestOptions& options, cons
     if (listening) break;
     if (auto exit = server.TryReap()) {
       return UnavailableError("ucx_perftest server exited (" + exit->ToString() +
-                              "): " + Quote(server.Output()));
+                              "): " + QuoteOutput(server.Output()));
     }
     if (clock.NowNs() >= ready_by) {
       return DeadlineExceededError("ucx_perftest server did not listen within 5 s: " +
-                                   Quote(server.Output()));
+                                   QuoteOutput(server.Output()));
     }
     SleepNs(kStartupPollNs);
   }
@@ -98,7 +88,7 @@ Result<UcxPerftestResult> RunUcxPerftest(const UcxPerftestOptions& options, cons
   if (!parsed.ok() || !client_exit->ok()) {
     return UnavailableError("ucx_perftest " + options.test + " failed (client " +
                             client_exit->ToString() + ", server " + server_exit.ToString() +
-                            "): " + Quote(client.Output()));
+                            "): " + QuoteOutput(client.Output()));
   }
   parsed->pinning = pinning;
   return parsed;

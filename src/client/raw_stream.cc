@@ -258,10 +258,7 @@ bool RawStream::HandleFrame(Buffer message) {
     case StreamFrame::kStatus: {
       if (side_ != Side::kClient || message.size() < 2) break;
       // A code this build does not know reads as kUnknown.
-      const uint8_t raw_code = static_cast<uint8_t>(message.data()[1]);
-      const StatusCode code = raw_code <= static_cast<uint8_t>(StatusCode::kDataLoss)
-                                  ? static_cast<StatusCode>(raw_code)
-                                  : StatusCode::kUnknown;
+      const StatusCode code = StatusCodeFromWire(static_cast<uint8_t>(message.data()[1]));
       std::string text(reinterpret_cast<const char*>(message.data() + 2),
                        std::min(message.size() - 2, kMaxStatusText));
       if (code == StatusCode::kOk) {

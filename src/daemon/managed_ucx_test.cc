@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "base/testing/counter_of.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
 #include "daemon/testing/rogue_app.h"
@@ -19,15 +20,8 @@ namespace wharf {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::CounterOf;
 constexpr uint32_t kMethod = 7;
-
-uint64_t StatOf(Endpoint& e, const std::string& name) {
-  for (const auto& [key, value] : e.Stats()) {
-    if (key == name) return value;
-  }
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 uint64_t Checksum(std::span<const std::byte> bytes) {
   uint64_t sum = 0;
@@ -82,8 +76,8 @@ TEST(ManagedUcxTest, AManagedServerAnswersAnEmbeddedClientOverUcx) {
   CallEverySize(**client, (*server)->address());
   // UCX received them into the application's receive area (the largest
   // do not fit there and take one copy instead).
-  EXPECT_GE(StatOf(**server, "session.received_in_place"), 4u);
-  EXPECT_EQ(StatOf(**client, "ucx.responses_received"), 6u);
+  EXPECT_GE(CounterOf((*server)->Stats(), "session.received_in_place"), 4u);
+  EXPECT_EQ(CounterOf((*client)->Stats(), "ucx.responses_received"), 6u);
 }
 
 TEST(ManagedUcxTest, AManagedClientCallsAnEmbeddedServerAndStatusNamesTheLanes) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/testing/counter_of.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
 #include "daemon/testing/rogue_app.h"
@@ -23,15 +24,8 @@ namespace wharf {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::CounterOf;
 constexpr uint32_t kMethod = 7;
-
-uint64_t StatOf(Endpoint& e, const std::string& name) {
-  for (const auto& [key, value] : e.Stats()) {
-    if (key == name) return value;
-  }
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 // The server application's entry in wharfd's status JSON.
 nlohmann::json ServerStatus(const std::string& socket, const std::string& endpoint) {
@@ -101,7 +95,7 @@ TEST(SessionReceiveTest, RefusedPlacedRequestsGiveTheirRangeBack) {
     if (c.Wait(100ms).code() == StatusCode::kResourceExhausted) ++refused;
   }
   EXPECT_EQ(refused, 2);
-  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 4u);
+  EXPECT_EQ(CounterOf((*server)->Stats(), "session.received_in_place"), 4u);
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [r, request] : held) {
@@ -154,10 +148,10 @@ TEST(SessionReceiveTest, MessagesOfManyDatagramsArePlacedUpToAQuarterOfTheArea) 
   // 200 KB: four loopback datagrams (64 KiB each at most), reassembled in
   // the server's receive area.
   for (int i = 0; i < 3; ++i) call(200'000);
-  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 3u);
+  EXPECT_EQ(CounterOf((*server)->Stats(), "session.received_in_place"), 3u);
   // 2 MB is more than the quarter: homa's own memory, then one copy.
   call(2'000'000);
-  EXPECT_EQ(StatOf(**server, "session.received_in_place"), 3u);
+  EXPECT_EQ(CounterOf((*server)->Stats(), "session.received_in_place"), 3u);
   EXPECT_EQ(ReceiveBytesInUseOnceSettled((*daemon)->socket(), (*server)->address()), 0u);
 }
 

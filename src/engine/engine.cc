@@ -10,9 +10,7 @@ namespace {
 
 Status StatusFromReply(uint32_t code, const Buffer& text) {
   if (code == 0) return OkStatus();
-  auto sc = code <= static_cast<uint32_t>(StatusCode::kDataLoss) ? static_cast<StatusCode>(code)
-                                                                 : StatusCode::kUnknown;
-  return Status(sc, std::string(text.AsStringView()));
+  return Status(StatusCodeFromWire(code), std::string(text.AsStringView()));
 }
 
 // A request on a connection failed because the peer died (kUnavailable) or

@@ -64,11 +64,11 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     homa_sockets_.push_back(std::move(socket));
     return std::unique_ptr<transport::MessageTransport>(std::move(endpoint));
   }
+  if ((scheme == "tcp" || scheme == "ucx") && endpoint_id != 0) {
+    return InvalidArgumentError(std::string(scheme) + "://" + bind.ToString() +
+                                ": one endpoint per port; named endpoints are homa:// only");
+  }
   if (scheme == "tcp") {
-    if (endpoint_id != 0) {
-      return InvalidArgumentError("tcp://" + bind.ToString() +
-                                  ": one endpoint per port; named endpoints are homa:// only");
-    }
     stream::TcpConfig tcp = config_.tcp;
     tcp.bind = bind;
     tcp.max_message_bytes = config_.homa.max_message_bytes;  // payload limit + frame
@@ -77,10 +77,6 @@ Result<std::unique_ptr<transport::MessageTransport>> TransportSet::OpenEndpoint(
     return std::unique_ptr<transport::MessageTransport>(std::move(opened));
   }
   if (scheme == "ucx") {
-    if (endpoint_id != 0) {
-      return InvalidArgumentError("ucx://" + bind.ToString() +
-                                  ": one endpoint per port; named endpoints are homa:// only");
-    }
     ucx::UcxConfig ucx = config_.ucx;
     ucx.bind = bind;
     ucx.max_message_bytes = config_.homa.max_message_bytes;

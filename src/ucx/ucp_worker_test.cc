@@ -6,15 +6,13 @@
 // bounded.
 #include "ucx/ucp_worker.h"
 
-#include <poll.h>
-
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,38 +35,23 @@ struct Side {
   std::vector<std::string> headers;
   std::map<UcpWorker::PeerId, Status> failed;
 
-  static std::unique_ptr<Side> Open(const UcpOptions& options) {
+  // A worker with `options` that records what it receives and who fails;
+  // `handlers` may add an oversized and an allocate handler.
+  static std::unique_ptr<Side> Open(const UcpOptions& options, UcpWorker::Handlers handlers = {}) {
     auto side = std::make_unique<Side>();
     Side* raw = side.get();
-    auto worker = UcpWorker::Create(
-        options, {.message = [raw](UcpWorker::PeerId peer, std::string_view header,
-                                   Buffer m) {
-                    raw->received.emplace_back(peer, std::string(m.AsStringView()));
-                    raw->headers.emplace_back(header);
-                  },
-                  .peer_failed = [raw](UcpWorker::PeerId peer,
-                                       const Status& why) { raw->failed[peer] = why; }});
+    handlers.message = [raw](UcpWorker::PeerId peer, std::string_view header, Buffer m) {
+      raw->received.emplace_back(peer, std::string(m.AsStringView()));
+      raw->headers.emplace_back(header);
+    };
+    handlers.peer_failed = [raw](UcpWorker::PeerId peer, const Status& why) {
+      raw->failed[peer] = why;
+    };
+    auto worker = UcpWorker::Create(options, std::move(handlers));
     EXPECT_TRUE(worker.ok()) << worker.status();
     if (!worker.ok()) return nullptr;
     side->worker = std::move(*worker);
     return side;
-  }
-};
-
-// A server listening on loopback and a client connected to it.
-struct ConnectedPair {
-  std::unique_ptr<Side> server, client;
-  Result<NetAddress> bound = NetAddress();
-  Result<UcpWorker::PeerId> peer = UcpWorker::PeerId{0};
-
-  static std::optional<ConnectedPair> Open(const UcpOptions& options) {
-    ConnectedPair p{Side::Open(options), Side::Open(options)};
-    if (!p.server || !p.client) return std::nullopt;
-    p.bound = p.server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-    if (!p.bound.ok()) return std::nullopt;
-    p.peer = p.client->worker->Connect(*p.bound);
-    if (!p.peer.ok()) return std::nullopt;
-    return p;
   }
 };
 
@@ -88,168 +71,158 @@ struct Transport {
   const char* lane;  // what Describe names for the data path
 };
 
-class UcpWorkerTest : public ::testing::TestWithParam<Transport> {};
+class UcpWorkerTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  // server_ listening on loopback (with `server_options`, and `handlers`
+  // added to Side's), client_ (the parameter's options) connected to it.
+  void Connect(const UcpOptions& server_options, UcpWorker::Handlers handlers = {}) {
+    server_ = Side::Open(server_options, std::move(handlers));
+    client_ = Side::Open(GetParam().options);
+    ASSERT_TRUE(server_ && client_);
+    auto bound = server_->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    bound_ = *bound;
+    auto peer = client_->worker->Connect(bound_);
+    ASSERT_TRUE(peer.ok()) << peer.status();
+    peer_ = *peer;
+  }
+  void Connect() { Connect(GetParam().options); }
+
+  std::unique_ptr<Side> server_, client_;
+  NetAddress bound_;
+  UcpWorker::PeerId peer_ = 0;
+};
 
 TEST_P(UcpWorkerTest, MessagesOfEverySizeArriveWholeBothWays) {
-  auto pair = ConnectedPair::Open(GetParam().options);
-  ASSERT_TRUE(pair) << "could not open and connect two workers";
-  // References, not a structured binding: clang 14 cannot capture those.
-  auto& server = pair->server;
-  auto& client = pair->client;
-  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
-  const Result<UcpWorker::PeerId>& peer = pair->peer;
-  EXPECT_NE(bound->port(), 0);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  EXPECT_NE(bound_.port(), 0);
 
   const std::vector<size_t> sizes = {0, 1, 100, 8 << 10, 64 << 10, 1 << 20, 16 << 20};
   int sent = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    client->worker->Send(*peer, "", Buffer::Copy(Pattern(sizes[i], i)), [&](const Status& s) {
+    client_->worker->Send(peer_, "", Buffer::Copy(Pattern(sizes[i], i)), [&](const Status& s) {
       EXPECT_TRUE(s.ok()) << s;
       ++sent;
     });
   }
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] {
-    return server->received.size() == sizes.size() && sent == static_cast<int>(sizes.size());
-  })) << server->received.size() << " of " << sizes.size() << " arrived";
+  ASSERT_TRUE(DriveUntil({server_.get(), client_.get()},
+                         [&] {
+                           return server_->received.size() == sizes.size() &&
+                                  sent == static_cast<int>(sizes.size());
+                         }))
+      << server_->received.size() << " of " << sizes.size() << " arrived";
   // UCX does not promise order across eager and rendezvous: match by size.
   std::map<size_t, std::string> by_size;
-  for (auto& [from, bytes] : server->received) by_size[bytes.size()] = bytes;
+  for (auto& [from, bytes] : server_->received) by_size[bytes.size()] = bytes;
   for (size_t i = 0; i < sizes.size(); ++i) {
     ASSERT_TRUE(by_size.contains(sizes[i])) << sizes[i];
     EXPECT_TRUE(by_size[sizes[i]] == Pattern(sizes[i], i)) << sizes[i];
   }
-  // The server answers the peer its messages came from.
-  const UcpWorker::PeerId back = server->received.front().first;
-  server->worker->Send(back, "", Buffer::Copy(Pattern(2 << 20, 7)), nullptr);
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return !client->received.empty(); }));
-  EXPECT_EQ(client->received.front().first, *peer);
-  EXPECT_TRUE(client->received.front().second == Pattern(2 << 20, 7));
+  // The server_ answers the peer its messages came from.
+  const UcpWorker::PeerId back = server_->received.front().first;
+  server_->worker->Send(back, "", Buffer::Copy(Pattern(2 << 20, 7)), nullptr);
+  ASSERT_TRUE(
+      DriveUntil({server_.get(), client_.get()}, [&] { return !client_->received.empty(); }));
+  EXPECT_EQ(client_->received.front().first, peer_);
+  EXPECT_TRUE(client_->received.front().second == Pattern(2 << 20, 7));
   // UCX took the transport asked for.
-  EXPECT_NE(client->worker->Describe(*peer).find(GetParam().lane), std::string::npos)
-      << client->worker->Describe(*peer);
+  EXPECT_NE(client_->worker->Describe(peer_).find(GetParam().lane), std::string::npos)
+      << client_->worker->Describe(peer_);
   // The one-line form (`wharf status`) names it with what UCX uses it for.
-  const std::string lanes = client->worker->Lanes(*peer);
+  const std::string lanes = client_->worker->Lanes(peer_);
   EXPECT_NE(lanes.find(GetParam().lane), std::string::npos) << lanes;
   EXPECT_NE(lanes.find("am"), std::string::npos) << lanes;
   EXPECT_EQ(lanes.find("rdmacm"), std::string::npos)
       << "the connection manager is no data lane: " << lanes;
-  EXPECT_EQ(client->worker->Lanes(12345), "");
-  EXPECT_TRUE(server->failed.empty() && client->failed.empty());
+  EXPECT_EQ(client_->worker->Lanes(12345), "");
+  EXPECT_TRUE(server_->failed.empty() && client_->failed.empty());
 }
 
 TEST_P(UcpWorkerTest, AnArmedWorkerSleepsOnItsFdUntilAMessageComes) {
-  auto pair = ConnectedPair::Open(GetParam().options);
-  ASSERT_TRUE(pair) << "could not open and connect two workers";
-  // References, not a structured binding: clang 14 cannot capture those.
-  auto& server = pair->server;
-  auto& client = pair->client;
-  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
-  const Result<UcpWorker::PeerId>& peer = pair->peer;
+  ASSERT_NO_FATAL_FAILURE(Connect());
   // Connected and quiet first.
   bool first = false;
-  client->worker->Send(*peer, "", Buffer::Copy("hello"), [&](const Status&) { first = true; });
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()},
-                         [&] { return first && server->received.size() == 1; }));
-  // Nothing pending: the server arms, the client sends, the fd wakes.
-  while (!server->worker->Arm()) server->worker->Progress();
-  client->worker->Send(*peer, "", Buffer::Copy("wake up"), nullptr);
+  client_->worker->Send(peer_, "", Buffer::Copy("hello"), [&](const Status&) { first = true; });
+  ASSERT_TRUE(DriveUntil({server_.get(), client_.get()},
+                         [&] { return first && server_->received.size() == 1; }));
+  // Nothing pending: the server_ arms, the client_ sends, the fd wakes.
+  while (!server_->worker->Arm()) server_->worker->Progress();
+  client_->worker->Send(peer_, "", Buffer::Copy("wake up"), nullptr);
   const auto until = std::chrono::steady_clock::now() + 10s;
   bool woke = false;
   while (!woke && std::chrono::steady_clock::now() < until) {
-    client->worker->Progress();
-    pollfd p{.fd = server->worker->fd(), .events = POLLIN, .revents = 0};
+    client_->worker->Progress();
+    pollfd p{.fd = server_->worker->fd(), .events = POLLIN, .revents = 0};
     woke = ::poll(&p, 1, 10) == 1;
   }
   EXPECT_TRUE(woke) << "the event fd never became readable";
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return server->received.size() == 2; }));
-  EXPECT_EQ(server->received.back().second, "wake up");
+  ASSERT_TRUE(
+      DriveUntil({server_.get(), client_.get()}, [&] { return server_->received.size() == 2; }));
+  EXPECT_EQ(server_->received.back().second, "wake up");
 }
 
 TEST_P(UcpWorkerTest, APeerThatGoesAwayIsReportedFailed) {
   if (!GetParam().options.detect_peer_failure) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";
   }
-  auto pair = ConnectedPair::Open(GetParam().options);
-  ASSERT_TRUE(pair) << "could not open and connect two workers";
-  // References, not a structured binding: clang 14 cannot capture those.
-  auto& server = pair->server;
-  auto& client = pair->client;
-  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
-  const Result<UcpWorker::PeerId>& peer = pair->peer;
-  client->worker->Send(*peer, "", Buffer::Copy("hi"), nullptr);
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return !server->received.empty(); }));
-  const UcpWorker::PeerId gone = server->received.front().first;
-  client.reset();  // its endpoints close
-  ASSERT_TRUE(DriveUntil({server.get()}, [&] { return server->failed.contains(gone); }))
-      << "the server never heard that its peer left";
-  EXPECT_EQ(server->failed[gone].code(), StatusCode::kUnavailable);
-  EXPECT_EQ(server->worker->peers(), 0u);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  client_->worker->Send(peer_, "", Buffer::Copy("hi"), nullptr);
+  ASSERT_TRUE(
+      DriveUntil({server_.get(), client_.get()}, [&] { return !server_->received.empty(); }));
+  const UcpWorker::PeerId gone = server_->received.front().first;
+  client_.reset();  // its endpoints close
+  ASSERT_TRUE(DriveUntil({server_.get()}, [&] { return server_->failed.contains(gone); }))
+      << "the server_ never heard that its peer left";
+  EXPECT_EQ(server_->failed[gone].code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server_->worker->peers(), 0u);
   // A send to it now fails at once.
   Status late;
-  server->worker->Send(gone, "", Buffer::Copy("late"), [&](const Status& s) { late = s; });
+  server_->worker->Send(gone, "", Buffer::Copy("late"), [&](const Status& s) { late = s; });
   EXPECT_EQ(late.code(), StatusCode::kUnavailable);
 }
 
 TEST_P(UcpWorkerTest, HeadersTravelWithTheirMessagesAndPeersHaveAddresses) {
-  auto pair = ConnectedPair::Open(GetParam().options);
-  ASSERT_TRUE(pair) << "could not open and connect two workers";
-  // References, not a structured binding: clang 14 cannot capture those.
-  auto& server = pair->server;
-  auto& client = pair->client;
-  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
-  const Result<UcpWorker::PeerId>& peer = pair->peer;
-  EXPECT_EQ(client->worker->AddressOf(*peer), *bound);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  EXPECT_EQ(client_->worker->AddressOf(peer_), bound_);
   const std::string small_header(kMaxUcpHeaderBytes, 'h');
-  client->worker->Send(*peer, small_header, Buffer::Copy("eager"), nullptr);
-  client->worker->Send(*peer, "rndv", Buffer::Copy(Pattern(4 << 20, 3)), nullptr);
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()}, [&] { return server->received.size() == 2; }));
+  client_->worker->Send(peer_, small_header, Buffer::Copy("eager"), nullptr);
+  client_->worker->Send(peer_, "rndv", Buffer::Copy(Pattern(4 << 20, 3)), nullptr);
+  ASSERT_TRUE(
+      DriveUntil({server_.get(), client_.get()}, [&] { return server_->received.size() == 2; }));
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(server->headers[i], server->received[i].second == "eager" ? small_header : "rndv");
+    EXPECT_EQ(server_->headers[i], server_->received[i].second == "eager" ? small_header : "rndv");
   }
-  // The server knows where its peer came from: loopback, an ephemeral port.
-  const NetAddress from = server->worker->AddressOf(server->received[0].first);
+  // The server_ knows where its peer came from: loopback, an ephemeral port.
+  const NetAddress from = server_->worker->AddressOf(server_->received[0].first);
   EXPECT_EQ(from.ToString().rfind("127.0.0.1:", 0), 0u) << from.ToString();
   // A header over the limit is refused at once.
   Status too_long;
-  client->worker->Send(*peer, std::string(kMaxUcpHeaderBytes + 1, 'x'), Buffer(),
-                       [&](const Status& s) { too_long = s; });
+  client_->worker->Send(peer_, std::string(kMaxUcpHeaderBytes + 1, 'x'), Buffer(),
+                        [&](const Status& s) { too_long = s; });
   EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument);
 }
 
 TEST_P(UcpWorkerTest, AMessageOverTheLimitIsRefusedUnreadAndTheNextStillArrives) {
   UcpOptions limited = GetParam().options;
   limited.max_message_bytes = 64 << 10;
-  auto server = Side::Open(limited);
-  auto client = Side::Open(GetParam().options);
-  ASSERT_TRUE(server && client);
   std::vector<uint64_t> refused;
   std::vector<size_t> allocated;
-  // Rebuilt with an oversized and an allocate handler.
-  Side* raw = server.get();
-  auto worker = UcpWorker::Create(
-      limited,
-      {.message = [raw](UcpWorker::PeerId peer, std::string_view,
-                        Buffer m) { raw->received.emplace_back(peer, std::string(m.AsStringView())); },
-       .oversized = [&](UcpWorker::PeerId, std::string_view header,
-                        uint64_t bytes) { refused.push_back(bytes + header.size()); },
-       .allocate = [&](size_t bytes) {
-         allocated.push_back(bytes);
-         return Buffer::Allocate(bytes);
-       }});
-  ASSERT_TRUE(worker.ok());
-  server->worker = std::move(*worker);
-  auto bound = server->worker->Listen(*NetAddress::Parse("127.0.0.1:0"));
-  ASSERT_TRUE(bound.ok());
-  auto peer = client->worker->Connect(*bound);
-  ASSERT_TRUE(peer.ok());
-  client->worker->Send(*peer, "h", Buffer::Copy(Pattern(1 << 20, 1)), nullptr);
-  client->worker->Send(*peer, "h", Buffer::Copy(Pattern(64 << 10, 2)), nullptr);
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()},
-                         [&] { return server->received.size() == 1 && refused.size() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(Connect(
+      limited, {.oversized = [&](UcpWorker::PeerId, std::string_view header,
+                                 uint64_t bytes) { refused.push_back(bytes + header.size()); },
+                .allocate =
+                    [&](size_t bytes) {
+                      allocated.push_back(bytes);
+                      return Buffer::Allocate(bytes);
+                    }}));
+  client_->worker->Send(peer_, "h", Buffer::Copy(Pattern(1 << 20, 1)), nullptr);
+  client_->worker->Send(peer_, "h", Buffer::Copy(Pattern(64 << 10, 2)), nullptr);
+  ASSERT_TRUE(DriveUntil({server_.get(), client_.get()},
+                         [&] { return server_->received.size() == 1 && refused.size() == 1; }));
   EXPECT_EQ(refused[0], (1u << 20) + 1);
-  EXPECT_TRUE(server->received[0].second == Pattern(64 << 10, 2));
+  EXPECT_TRUE(server_->received[0].second == Pattern(64 << 10, 2));
   EXPECT_EQ(allocated, std::vector<size_t>{64 << 10});
-  EXPECT_EQ(server->worker->counters().oversized_dropped, 1u);
+  EXPECT_EQ(server_->worker->counters().oversized_dropped, 1u);
 }
 
 TEST_P(UcpWorkerTest, PeersBeyondTheCapAreRefusedAndCounted) {
@@ -271,7 +244,8 @@ TEST_P(UcpWorkerTest, PeersBeyondTheCapAreRefusedAndCounted) {
   auto a = first->worker->Connect(*bound);
   ASSERT_TRUE(a.ok());
   first->worker->Send(*a, "", Buffer::Copy("one"), nullptr);
-  ASSERT_TRUE(DriveUntil({server.get(), first.get()}, [&] { return server->received.size() == 1; }));
+  ASSERT_TRUE(
+      DriveUntil({server.get(), first.get()}, [&] { return server->received.size() == 1; }));
   auto b = second->worker->Connect(*bound);
   ASSERT_TRUE(b.ok());
   second->worker->Send(*b, "", Buffer::Copy("two"), nullptr);
@@ -285,20 +259,15 @@ TEST_P(UcpWorkerTest, AClosedPeerIsForgottenQuietlyAndItsFarSideHears) {
   if (!GetParam().options.detect_peer_failure) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";
   }
-  auto pair = ConnectedPair::Open(GetParam().options);
-  ASSERT_TRUE(pair) << "could not open and connect two workers";
-  // References, not a structured binding: clang 14 cannot capture those.
-  auto& server = pair->server;
-  auto& client = pair->client;
-  [[maybe_unused]] const Result<NetAddress>& bound = pair->bound;
-  const Result<UcpWorker::PeerId>& peer = pair->peer;
-  client->worker->Send(*peer, "", Buffer::Copy("bye"), nullptr);
-  client->worker->Close(*peer);
-  EXPECT_EQ(client->worker->peers(), 0u);
-  ASSERT_TRUE(DriveUntil({server.get(), client.get()},
-                         [&] { return server->received.size() == 1 && !server->failed.empty(); }));
-  EXPECT_EQ(server->received[0].second, "bye");  // flushed before the close
-  EXPECT_TRUE(client->failed.empty());
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  client_->worker->Send(peer_, "", Buffer::Copy("bye"), nullptr);
+  client_->worker->Close(peer_);
+  EXPECT_EQ(client_->worker->peers(), 0u);
+  ASSERT_TRUE(DriveUntil({server_.get(), client_.get()}, [&] {
+    return server_->received.size() == 1 && !server_->failed.empty();
+  }));
+  EXPECT_EQ(server_->received[0].second, "bye");  // flushed before the close
+  EXPECT_TRUE(client_->failed.empty());
 }
 
 TEST(UcpWorkerOptionsTest, AnUnknownTransportIsRefusedSayingWhich) {
@@ -316,8 +285,7 @@ TEST(UcpWorkerOptionsTest, AnUnknownTransportIsRefusedSayingWhich) {
 INSTANTIATE_TEST_SUITE_P(
     Transports, UcpWorkerTest,
     ::testing::Values(Transport{"tcp", {.tls = "tcp", .devices = "lo"}, "tcp/lo"},
-                      Transport{"shm", {.tls = "sm,tcp", .detect_peer_failure = false},
-                                "memory"}),
+                      Transport{"shm", {.tls = "sm,tcp", .detect_peer_failure = false}, "memory"}),
     [](const ::testing::TestParamInfo<Transport>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -70,13 +70,13 @@ Result<uint64_t> UcxMessageTransport::SendRequest(const transport::NetAddress& s
   UcxPeer peer = 0;
   if (auto it = outgoing_.find(server); it != outgoing_.end()) {
     peer = it->second;
+    outgoing_peers_[peer].last_used = now;
   } else {
     WHARF_ASSIGN_OR_RETURN(peer, worker_->Connect(server));
     outgoing_[server] = peer;
     outgoing_peers_[peer] = OutgoingPeer{server, now};
     if (next_idle_check_ == kNever) next_idle_check_ = now + config_.idle_timeout_ns;
   }
-  outgoing_peers_[peer].last_used = now;
   const uint64_t id = client_.Add(peer, cookie, server);
   const wire::UcxHeaderBytes header = wire::EncodeUcxHeader(
       {.kind = wire::UcxKind::kRequest, .reply_port = local_.port(), .rpc_id = id});
@@ -183,11 +183,6 @@ std::vector<std::pair<std::string, std::string>> UcxMessageTransport::Paths() co
   return paths;
 }
 
-std::string UcxMessageTransport::DescribePath(const transport::NetAddress& server) const {
-  auto it = outgoing_.find(server);
-  return it == outgoing_.end() ? "" : worker_->Describe(it->second);
-}
-
 void UcxMessageTransport::OnMessage(UcxPeer peer, std::string_view header, Buffer message) {
   Result<wire::UcxHeader> decoded = wire::DecodeUcxHeader(header);
   if (!decoded.ok()) {
@@ -227,26 +222,22 @@ void UcxMessageTransport::OnMessage(UcxPeer peer, std::string_view header, Buffe
         ++stats_.unmatched_dropped;  // cancelled, or not ours to answer
         return;
       }
-      UcxClientCalls::Call taken = *client_.Take(h.rpc_id);
-      transport::MessageEvent event;
-      event.client_id = h.rpc_id;
-      event.cookie = taken.cookie;
-      if (h.kind == wire::UcxKind::kResponse) {
-        ++stats_.responses_received;
-        event.kind = transport::MessageEvent::Kind::kResponse;
-        event.message = std::move(message);
-      } else {
-        ++stats_.refused_received;
-        event.kind = transport::MessageEvent::Kind::kFailed;
-        const auto code = h.code <= static_cast<uint16_t>(StatusCode::kDataLoss)
-                              ? static_cast<StatusCode>(h.code)
-                              : StatusCode::kUnknown;
-        event.status = Status(code, "ucx://" + taken.server.ToString() +
-                                        " refused the request (" +
-                                        std::string(StatusCodeName(code)) +
-                                        "): over its message limit or its table of calls");
-      }
       outgoing_peers_[peer].last_used = clock_.NowNs();
+      if (h.kind == wire::UcxKind::kRefused) {
+        ++stats_.refused_received;
+        const StatusCode code = StatusCodeFromWire(h.code);
+        FailCall(h.rpc_id, Status(code, "ucx://" + call->server.ToString() +
+                                            " refused the request (" +
+                                            std::string(StatusCodeName(code)) +
+                                            "): over its message limit or its table of calls"));
+        return;
+      }
+      ++stats_.responses_received;
+      transport::MessageEvent event;
+      event.kind = transport::MessageEvent::Kind::kResponse;
+      event.client_id = h.rpc_id;
+      event.cookie = client_.Take(h.rpc_id)->cookie;
+      event.message = std::move(message);
       events_.push_back(std::move(event));
       return;
     }
@@ -283,21 +274,13 @@ void UcxMessageTransport::OnOversized(UcxPeer peer, std::string_view header, uin
 void UcxMessageTransport::OnPeerFailed(UcxPeer peer, const Status& why) {
   ++stats_.peer_failures;
   server_.DropPeer(peer);
-  transport::NetAddress server;
   if (auto it = outgoing_peers_.find(peer); it != outgoing_peers_.end()) {
-    server = it->second.server;
-    outgoing_.erase(server);
+    outgoing_.erase(it->second.server);
     outgoing_peers_.erase(it);
   }
   for (auto& [id, call] : client_.TakePeer(peer)) {
-    ++stats_.calls_failed;
-    transport::MessageEvent event;
-    event.kind = transport::MessageEvent::Kind::kFailed;
-    event.client_id = id;
-    event.cookie = call.cookie;
-    event.status = UnavailableError("ucx://" + call.server.ToString() + ": " +
-                                    std::string(why.message()));
-    events_.push_back(std::move(event));
+    PushFailed(id, call.cookie,
+               UnavailableError("ucx://" + call.server.ToString() + ": " + std::string(why.message())));
   }
 }
 
@@ -314,17 +297,19 @@ void UcxMessageTransport::SendControl(UcxPeer peer, const wire::UcxHeader& heade
   worker_->Send(peer, View(bytes), Buffer(), nullptr);
 }
 
-void UcxMessageTransport::FailCall(uint64_t id, const Status& status) {
-  std::optional<UcxClientCalls::Call> call = client_.Take(id);
-  if (!call) return;
+void UcxMessageTransport::FailCall(uint64_t id, Status status) {
+  if (std::optional<UcxClientCalls::Call> call = client_.Take(id)) {
+    PushFailed(id, call->cookie, std::move(status));
+  }
+}
+
+void UcxMessageTransport::PushFailed(uint64_t id, uint64_t cookie, Status status) {
   ++stats_.calls_failed;
   transport::MessageEvent event;
   event.kind = transport::MessageEvent::Kind::kFailed;
   event.client_id = id;
-  event.cookie = call->cookie;
-  event.status = status.code() == StatusCode::kUnavailable
-                     ? status
-                     : UnavailableError(std::string(status.message()));
+  event.cookie = cookie;
+  event.status = std::move(status);
   events_.push_back(std::move(event));
 }
 

@@ -72,9 +72,6 @@ class UcxMessageTransport final : public transport::MessageTransport {
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
   // --- inspection, for `wharf status` and tests ---
-  // What UCX chose to reach `server` (lanes: transports and devices); ""
-  // when no connection to it is open.
-  std::string DescribePath(const transport::NetAddress& server) const;
   size_t num_client_calls() const { return client_.size(); }
   size_t num_server_calls() const { return server_.size(); }
   size_t num_peers() const { return worker_->peers(); }
@@ -85,7 +82,7 @@ class UcxMessageTransport final : public transport::MessageTransport {
     uint64_t requests_received = 0, responses_received = 0;
     uint64_t refused_sent = 0, refused_received = 0;
     uint64_t cancels_sent = 0, cancels_received = 0;
-    uint64_t calls_failed = 0;         // client calls ended by a failed peer or send
+    uint64_t calls_failed = 0;         // client calls ended by a failure or refusal
     uint64_t peer_failures = 0;
     uint64_t malformed_dropped = 0;    // headers that did not decode
     uint64_t duplicates_dropped = 0;   // a request whose key is still held
@@ -103,7 +100,9 @@ class UcxMessageTransport final : public transport::MessageTransport {
   // Sends a header-only message.
   void SendControl(UcxPeer peer, const wire::UcxHeader& header);
   // Ends client call `id` with `status` (a kFailed event), if it is open.
-  void FailCall(uint64_t id, const Status& status);
+  void FailCall(uint64_t id, Status status);
+  // The kFailed event of call `id`, already out of the table.
+  void PushFailed(uint64_t id, uint64_t cookie, Status status);
   // Closes our connections idle past ucx.idle_timeout.
   int CloseIdlePeers(TimeNs now);
 

@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "base/sim_clock.h"
+#include "base/testing/counter_of.h"
 
 namespace wharf::ucx {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::CounterOf;
 using transport::MessageEvent;
 using transport::NetAddress;
 
@@ -33,12 +35,12 @@ std::string Pattern(size_t n, size_t seed) {
   return s;
 }
 
-uint64_t CounterOf(const transport::MessageTransport& t, const std::string& name) {
-  for (auto& [k, v] : t.Counters()) {
-    if (k == name) return v;
+// What Paths() says of `server`: "" when no connection to it is open.
+std::string PathTo(const transport::MessageTransport& t, const NetAddress& server) {
+  for (const auto& [peer, path] : t.Paths()) {
+    if (peer == "ucx://" + server.ToString()) return path;
   }
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
+  return "";
 }
 
 struct Path {
@@ -129,10 +131,10 @@ TEST_P(UcxTransportTest, CallsOfEverySizeArriveWholeBothWays) {
     EXPECT_TRUE(seen == Pattern(size, size)) << size;
     EXPECT_TRUE(resp.message.AsStringView() == reply) << size;
   }
-  EXPECT_EQ(CounterOf(*client->t, "ucx.responses_received"), 7u);
+  EXPECT_EQ(CounterOf(client->t->Counters(), "ucx.responses_received"), 7u);
   EXPECT_EQ(server->t->num_server_calls(), 0u);
   EXPECT_EQ(client->t->num_client_calls(), 0u);
-  EXPECT_FALSE(client->t->DescribePath(server->t->LocalAddress()).empty());
+  EXPECT_NE(PathTo(*client->t, server->t->LocalAddress()), "");
 }
 
 TEST_P(UcxTransportTest, TheServerKnowsItsClientByItsListeningAddress) {
@@ -166,10 +168,24 @@ TEST_P(UcxTransportTest, ARequestOverTheServersLimitIsRefusedUnread) {
   EXPECT_EQ(failed.status.code(), StatusCode::kResourceExhausted) << failed.status;
   EXPECT_NE(failed.status.message().find("message limit"), std::string::npos) << failed.status;
   EXPECT_TRUE(server->events.empty());
-  EXPECT_EQ(CounterOf(*server->t, "ucx.oversized_dropped"), 1u);
+  EXPECT_EQ(CounterOf(server->t->Counters(), "ucx.oversized_dropped"), 1u);
   // Our own limit: refused before anything is sent.
   auto own = server->t->SendRequest(client->t->LocalAddress(), Buffer::Copy(Pattern(1 << 20, 3)), 1);
   EXPECT_EQ(own.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(UcxTransportTest, AResponseOverTheClientsLimitFailsItsCallResourceExhausted) {
+  UcxConfig small = GetParam().config;
+  small.max_message_bytes = 64 << 10;
+  auto server = Open();
+  auto client = Open(small, clock_);
+  ASSERT_TRUE(server && client);
+  MessageEvent failed = Call(*client, *server, Buffer::Copy("big answer"), Pattern(1 << 20, 4));
+  EXPECT_EQ(failed.kind, MessageEvent::Kind::kFailed);
+  EXPECT_EQ(failed.status.code(), StatusCode::kResourceExhausted) << failed.status;
+  EXPECT_NE(failed.status.message().find("response of 1048576 bytes"), std::string::npos)
+      << failed.status;
+  EXPECT_EQ(client->t->num_client_calls(), 0u);
 }
 
 TEST_P(UcxTransportTest, RequestsBeyondTheCallTableAreRefused) {
@@ -208,7 +224,7 @@ TEST_P(UcxTransportTest, ACancelledCallEndsSilentlyAndTheServerDropsIt) {
   EXPECT_TRUE(client->t->Cancel(*id));
   EXPECT_FALSE(client->t->Cancel(*id));
   ASSERT_TRUE(DriveUntil({client.get(), server.get()},
-                         [&] { return CounterOf(*server->t, "ucx.cancels_received") == 1; }));
+                         [&] { return CounterOf(server->t->Counters(), "ucx.cancels_received") == 1; }));
   EXPECT_EQ(server->t->SendResponse(req.server_key, Buffer::Copy("late")).code(),
             StatusCode::kNotFound);
   // Nothing reaches the client for it, and the next call works.
@@ -258,11 +274,11 @@ TEST_P(UcxTransportTest, IdleConnectionsAreClosedAndReopenedOnDemand) {
   client->Poll();
   sim.AdvanceBy(4 * kNsPerSec);
   client->Poll();
-  EXPECT_EQ(CounterOf(*client->t, "ucx.idle_closed"), 0u);
+  EXPECT_EQ(CounterOf(client->t->Counters(), "ucx.idle_closed"), 0u);
   sim.AdvanceBy(2 * kNsPerSec);
   client->Poll();
-  EXPECT_EQ(CounterOf(*client->t, "ucx.idle_closed"), 1u);
-  EXPECT_TRUE(client->t->DescribePath(server->t->LocalAddress()).empty());
+  EXPECT_EQ(CounterOf(client->t->Counters(), "ucx.idle_closed"), 1u);
+  EXPECT_EQ(PathTo(*client->t, server->t->LocalAddress()), "");
   EXPECT_EQ(Call(*client, *server, Buffer::Copy("2"), "2").kind, MessageEvent::Kind::kResponse);
 }
 
@@ -293,8 +309,8 @@ TEST_P(UcxTransportTest, GarbageAndForgedAnswersFromARawPeerAreDroppedAndCounted
                count);
   ASSERT_TRUE(DriveUntil({client.get(), server.get()}, [&] {
     (*raw)->Progress();
-    return sent == 3 && CounterOf(*client->t, "ucx.unmatched_dropped") == 1 &&
-           CounterOf(*client->t, "ucx.malformed_dropped") == 2;
+    return sent == 3 && CounterOf(client->t->Counters(), "ucx.unmatched_dropped") == 1 &&
+           CounterOf(client->t->Counters(), "ucx.malformed_dropped") == 2;
   }));
   // The real answer still completes the call.
   ASSERT_TRUE(server->t->SendResponse(req.server_key, Buffer::Copy("real")).ok());
