@@ -1,11 +1,14 @@
 // UcpWorker: UCP context, worker, listener, endpoints and active messages.
 #include "ucx/ucp_worker.h"
 
+#include "base/clock.h"
+
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -19,6 +22,8 @@ namespace {
 
 // The one active-message id wharf's messages travel under.
 constexpr unsigned kMessageId = 1;
+// How long a closing worker waits for its endpoints' closes, all together.
+constexpr DurationNs kCloseBudgetNs = 200 * kNsPerMs;
 
 Status UcxError(std::string_view what, ucs_status_t status) {
   return UnavailableError(std::string(what) + ": " + ucs_status_string(status));
@@ -45,9 +50,75 @@ struct UcpWorker::Ucp {
     std::string header;
     Buffer message;
   };
+  // A one-sided operation in flight: who to tell, and an atomic's words.
+  struct Rma {
+    UcpWorker* worker;
+    std::function<void(Result<uint64_t>)> done;
+    uint64_t value = 0;  // atomics: the operand (compare-and-swap: the compared word)
+    uint64_t reply = 0;  // atomics: the new word in (compare-and-swap), the old word out
+  };
   // What is in flight, so that a worker destroyed before UCX finished it
   // frees it (and tells the sender).
   std::unordered_set<Sending*> sends;
+  std::unordered_set<Rma*> rmas;
+  // Endpoint closes still flushing (Close). A worker destroyed with one
+  // pending makes UCX 1.13 abort the process ("pending request ... should
+  // have been flushed"), so the destructor finishes them first.
+  std::vector<void*> closing;
+
+  // Progresses until every request is done or `budget_ns` passed, then
+  // cancels what is left, and frees them all.
+  void Finish(const std::vector<void*>& requests, DurationNs budget_ns) {
+    if (requests.empty()) return;
+    auto pending = [&] {
+      return std::any_of(requests.begin(), requests.end(), [](void* r) {
+        return ucp_request_check_status(r) == UCS_INPROGRESS;
+      });
+    };
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(budget_ns);
+    while (pending() && std::chrono::steady_clock::now() < until) ucp_worker_progress(worker);
+    for (void* r : requests) {
+      if (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_request_cancel(worker, r);
+    }
+    while (ucp_worker_progress(worker) != 0) {
+    }
+    for (void* r : requests) ucp_request_free(r);
+  }
+
+  static void OnRmaDone(void* request, ucs_status_t status, void* user_data) {
+    auto* rma = static_cast<Rma*>(user_data);
+    rma->worker->ucp_->rmas.erase(rma);
+    if (rma->done) {
+      if (status == UCS_OK) {
+        rma->done(rma->reply);
+      } else {
+        rma->done(UcxError("ucx one-sided operation", status));
+      }
+    }
+    delete rma;
+    if (request != nullptr) ucp_request_free(request);
+  }
+
+  // Starts `rma` with `issue(params)`; completes it at once if UCX did.
+  template <typename Issue>
+  static void Start(UcpWorker* self, Rma* rma, bool reply, Issue issue) {
+    self->ucp_->rmas.insert(rma);
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.send = OnRmaDone;
+    params.user_data = rma;
+    if (reply) {
+      params.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+      params.datatype = ucp_dt_make_contig(8);
+      params.reply_buffer = &rma->reply;
+    }
+    ucs_status_ptr_t request = issue(params);
+    if (request == nullptr) {
+      OnRmaDone(nullptr, UCS_OK, rma);
+    } else if (UCS_PTR_IS_ERR(request)) {
+      OnRmaDone(nullptr, UCS_PTR_STATUS(request), rma);
+    }
+  }
   std::unordered_set<Receiving*> receives;
 
   static void OnConnectRequest(ucp_conn_request_h request, void* arg) {
@@ -220,19 +291,24 @@ Result<std::unique_ptr<UcpWorker>> UcpWorker::Create(const UcpOptions& options,
 
 UcpWorker::~UcpWorker() {
   if (ucp_->listener != nullptr) ucp_listener_destroy(ucp_->listener);
-  // Force-close every endpoint: nothing waits for the peers' goodbyes.
+  for (auto& [id, entry] : keys_) ucp_rkey_destroy(static_cast<ucp_rkey_h>(entry.rkey));
+  keys_.clear();
+  // Closes already under way (their flush needs the peers to answer: a
+  // peer silent past the budget leaves UCX to complain), then every
+  // endpoint left: forced where UCX
+  // can tell a peer's failure, flushed (briefly) where it cannot, since a
+  // forced close needs peer-failure handling.
+  std::vector<void*> closes = std::move(ucp_->closing);
   for (auto& [id, entry] : peers_) {
     ucp_request_param_t params{};
     params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    params.flags = err_mode_ == UCP_ERR_HANDLING_MODE_PEER ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(entry.ep), &params);
-    while (request != nullptr && !UCS_PTR_IS_ERR(request) &&
-           ucp_request_check_status(request) == UCS_INPROGRESS) {
-      ucp_worker_progress(ucp_->worker);
-    }
-    if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closes.push_back(request);
   }
+  ucp_->Finish(closes, kCloseBudgetNs);
   if (ucp_->worker != nullptr) ucp_worker_destroy(ucp_->worker);
+  for (auto& [id, memh] : mapped_) ucp_mem_unmap(ucp_->context, static_cast<ucp_mem_h>(memh));
   if (ucp_->context != nullptr) ucp_cleanup(ucp_->context);
   // What UCX never finished (a rendezvous whose peer never answered).
   for (Ucp::Sending* sending : ucp_->sends) {
@@ -240,6 +316,10 @@ UcpWorker::~UcpWorker() {
     delete sending;
   }
   for (Ucp::Receiving* receiving : ucp_->receives) delete receiving;
+  for (Ucp::Rma* rma : ucp_->rmas) {
+    if (rma->done) rma->done(CancelledError("ucx worker closed"));
+    delete rma;
+  }
 }
 
 Result<transport::NetAddress> UcpWorker::Listen(const transport::NetAddress& address) {
@@ -311,6 +391,136 @@ void UcpWorker::Send(PeerId peer, std::string_view header, Buffer message,
   } else if (UCS_PTR_IS_ERR(request)) {
     Ucp::OnSent(nullptr, UCS_PTR_STATUS(request), sending);
   }
+}
+
+Result<UcpWorker::MappedMemory> UcpWorker::MapMemory(void* base, size_t bytes, bool remote_write) {
+  if (base == nullptr || bytes == 0) return InvalidArgumentError("ucx: mapping no memory");
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_PROT;
+  params.address = base;
+  params.length = bytes;
+  params.prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
+                UCP_MEM_MAP_PROT_REMOTE_READ | (remote_write ? UCP_MEM_MAP_PROT_REMOTE_WRITE : 0);
+  ucp_mem_h memh = nullptr;
+  if (ucs_status_t s = ucp_mem_map(ucp_->context, &params, &memh); s != UCS_OK) {
+    return UcxError("ucp_mem_map of " + std::to_string(bytes) + " bytes", s);
+  }
+  void* packed = nullptr;
+  size_t packed_size = 0;
+  if (ucs_status_t s = ucp_rkey_pack(ucp_->context, memh, &packed, &packed_size); s != UCS_OK) {
+    ucp_mem_unmap(ucp_->context, memh);
+    return UcxError("ucp_rkey_pack", s);
+  }
+  MappedMemory mapped{next_mapped_++, reinterpret_cast<uint64_t>(base),
+                      std::string(static_cast<const char*>(packed), packed_size)};
+  ucp_rkey_buffer_release(packed);
+  mapped_[mapped.id] = memh;
+  return mapped;
+}
+
+bool UcpWorker::UnmapMemory(uint64_t id) {
+  auto it = mapped_.find(id);
+  if (it == mapped_.end()) return false;
+  ucp_mem_unmap(ucp_->context, static_cast<ucp_mem_h>(it->second));
+  mapped_.erase(it);
+  return true;
+}
+
+Result<uint64_t> UcpWorker::ImportKey(PeerId peer, std::string_view packed) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return UnavailableError("ucx: no peer " + std::to_string(peer));
+  if (packed.empty()) return InvalidArgumentError("ucx: an empty remote key");
+  ucp_rkey_h rkey = nullptr;
+  if (ucs_status_t s = ucp_ep_rkey_unpack(static_cast<ucp_ep_h>(it->second.ep), packed.data(), &rkey);
+      s != UCS_OK) {
+    return InvalidArgumentError(std::string("ucx: a remote key UCX cannot read: ") +
+                                ucs_status_string(s));
+  }
+  const uint64_t id = next_key_++;
+  keys_[id] = KeyEntry{peer, rkey};
+  return id;
+}
+
+void UcpWorker::DropKey(uint64_t key) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  ucp_rkey_destroy(static_cast<ucp_rkey_h>(it->second.rkey));
+  keys_.erase(it);
+}
+
+void UcpWorker::Put(PeerId peer, uint64_t key, uint64_t remote_address,
+                    std::span<const std::byte> from, RmaDone done) {
+  auto* rma = new Ucp::Rma{this, [done = std::move(done)](Result<uint64_t> r) {
+                             if (done) done(r.status());
+                           }};
+  auto p = peers_.find(peer);
+  auto k = keys_.find(key);
+  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
+    rma->done(UnavailableError("ucx: no such peer or key"));
+    delete rma;
+    return;
+  }
+  // A put's own completion only frees `from`; the flush after it completes
+  // once the data is in the target's memory, and that is what `done` says.
+  const auto ep = static_cast<ucp_ep_h>(p->second.ep);
+  ucp_request_param_t put_params{};
+  put_params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  put_params.cb.send = [](void* request, ucs_status_t, void*) { ucp_request_free(request); };
+  ucs_status_ptr_t put = ucp_put_nbx(ep, from.data(), from.size(), remote_address,
+                                     static_cast<ucp_rkey_h>(k->second.rkey), &put_params);
+  if (UCS_PTR_IS_ERR(put)) {
+    rma->done(UcxError("ucx put", UCS_PTR_STATUS(put)));
+    delete rma;
+    return;
+  }
+  Ucp::Start(this, rma, false,
+             [&](const ucp_request_param_t& params) { return ucp_ep_flush_nbx(ep, &params); });
+}
+
+void UcpWorker::Get(PeerId peer, uint64_t key, uint64_t remote_address, std::span<std::byte> into,
+                    RmaDone done) {
+  auto* rma = new Ucp::Rma{this, [done = std::move(done)](Result<uint64_t> r) {
+                             if (done) done(r.status());
+                           }};
+  auto p = peers_.find(peer);
+  auto k = keys_.find(key);
+  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
+    rma->done(UnavailableError("ucx: no such peer or key"));
+    delete rma;
+    return;
+  }
+  Ucp::Start(this, rma, false, [&](const ucp_request_param_t& params) {
+    return ucp_get_nbx(static_cast<ucp_ep_h>(p->second.ep), into.data(), into.size(),
+                       remote_address, static_cast<ucp_rkey_h>(k->second.rkey), &params);
+  });
+}
+
+void UcpWorker::Atomic(PeerId peer, uint64_t key, uint64_t remote_address, AtomicOp op,
+                       uint64_t value, uint64_t compare,
+                       std::function<void(Result<uint64_t>)> done) {
+  auto* rma = new Ucp::Rma{this, std::move(done)};
+  auto p = peers_.find(peer);
+  auto k = keys_.find(key);
+  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
+    if (rma->done) rma->done(UnavailableError("ucx: no such peer or key"));
+    delete rma;
+    return;
+  }
+  if (remote_address % 8 != 0) {
+    if (rma->done) rma->done(InvalidArgumentError("ucx: an atomic on an unaligned word"));
+    delete rma;
+    return;
+  }
+  // UCX's compare-and-swap compares with `buffer` and writes the reply
+  // buffer's word, then returns the old word in it; fetch-add adds `buffer`.
+  rma->value = op == AtomicOp::kCompareSwap ? compare : value;
+  rma->reply = op == AtomicOp::kCompareSwap ? value : 0;
+  const ucp_atomic_op_t opcode = op == AtomicOp::kCompareSwap ? UCP_ATOMIC_OP_CSWAP : UCP_ATOMIC_OP_ADD;
+  Ucp::Start(this, rma, true, [&](const ucp_request_param_t& params) {
+    return ucp_atomic_op_nbx(static_cast<ucp_ep_h>(p->second.ep), opcode, &rma->value, 1,
+                             remote_address, static_cast<ucp_rkey_h>(k->second.rkey), &params);
+  });
 }
 
 unsigned UcpWorker::Progress() {
@@ -390,13 +600,36 @@ void UcpWorker::Drop(PeerId peer, bool force) {
   void* ep = it->second.ep;
   peers_.erase(it);
   peer_ids_.erase(ep);
+  // Its keys die with it (UCX ties an unpacked key to its endpoint).
+  for (auto k = keys_.begin(); k != keys_.end();) {
+    if (k->second.peer == peer) {
+      ucp_rkey_destroy(static_cast<ucp_rkey_h>(k->second.rkey));
+      k = keys_.erase(k);
+    } else {
+      ++k;
+    }
+  }
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   params.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  // Not waited for: a flushed close completes in later progress, and UCX
-  // frees the request itself once it is released here.
+  // Not waited for: it completes in later progress. Kept until then (the
+  // destructor finishes what is still pending); the finished ones go here.
+  PruneClosing();
   ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &params);
-  if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+  if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_->closing.push_back(request);
+}
+
+void UcpWorker::PruneClosing() {
+  std::erase_if(ucp_->closing, [](void* r) {
+    if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
+    ucp_request_free(r);
+    return true;
+  });
+}
+
+size_t UcpWorker::closing() {
+  PruneClosing();
+  return ucp_->closing.size();
 }
 
 void UcpWorker::Close(PeerId peer) { Drop(peer, /*force=*/false); }

@@ -16,6 +16,14 @@
 // - A peer's failure (its process gone, a refused connect) reaches the
 //   peer_failed handler, on UCX's word, never on silence alone.
 //
+// - One-sided operations (the ground of remote memory): local memory is
+//   mapped for remote access (MapMemory: a packed remote key to hand a
+//   peer), a peer's key is imported (ImportKey), and Put, Get and 64-bit
+//   atomics (compare-and-swap, fetch-add) run against the peer's memory
+//   without its application. Over UCX's tcp they are emulated with active
+//   messages, so the target's worker must progress (it does whenever its
+//   loop wakes on fd()).
+//
 // Which UCX transports and devices to use: UcpOptions (UCX_TLS and
 // UCX_NET_DEVICES in UCX's own terms); empty leaves UCX's choice. Between
 // processes on one host UCX picks shared memory unless told otherwise.
@@ -26,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -103,6 +112,39 @@ class UcpWorker {
   // again first.
   bool Arm();
 
+  // --- one-sided operations ---
+  // Local memory mapped for peers: its id here, its address and the packed
+  // key a peer imports to reach it.
+  struct MappedMemory {
+    uint64_t id = 0;
+    uint64_t address = 0;
+    std::string key;
+  };
+  // Maps [base, base + bytes) for remote reads (and writes when
+  // `remote_write`). The memory must stay valid until UnmapMemory(id).
+  Result<MappedMemory> MapMemory(void* base, size_t bytes, bool remote_write);
+  // Peers' keys to it stop working (their operations fail). False: unknown.
+  bool UnmapMemory(uint64_t id);
+  // A key `peer` packed (MapMemory's `key`), for operations on `peer`;
+  // InvalidArgument when UCX cannot read it. Dropped with its peer.
+  Result<uint64_t> ImportKey(PeerId peer, std::string_view packed);
+  void DropKey(uint64_t key);
+
+  using RmaDone = std::function<void(const Status&)>;
+  // Writes `from` at `remote_address` of `peer` through `key`; `from` must
+  // stay valid until `done` runs (here, or inside a later Progress).
+  void Put(PeerId peer, uint64_t key, uint64_t remote_address, std::span<const std::byte> from,
+           RmaDone done);
+  // Reads into `into`, which must stay valid until `done` runs.
+  void Get(PeerId peer, uint64_t key, uint64_t remote_address, std::span<std::byte> into,
+           RmaDone done);
+  enum class AtomicOp { kCompareSwap, kFetchAdd };
+  // On the 8-byte word at `remote_address` (8-aligned): compare-and-swap
+  // (if it holds `compare`, it becomes `value`) or fetch-add (`value` is
+  // added). `done` gets the word as it was before.
+  void Atomic(PeerId peer, uint64_t key, uint64_t remote_address, AtomicOp op, uint64_t value,
+              uint64_t compare, std::function<void(Result<uint64_t>)> done);
+
   // What UCX chose for `peer` (its lanes: transports and devices), for
   // `wharf status`; "" for an unknown peer.
   std::string Describe(PeerId peer) const;
@@ -114,6 +156,10 @@ class UcpWorker {
   // connecting in came from (port: its ephemeral one). kNone when unknown.
   transport::NetAddress AddressOf(PeerId peer) const;
   size_t peers() const { return peers_.size(); }
+  size_t mapped() const { return mapped_.size(); }
+  // Closes (Close) still flushing what was sent before them.
+  size_t closing();
+  size_t keys() const { return keys_.size(); }
   const Counters& counters() const { return counters_; }
 
  private:
@@ -129,6 +175,8 @@ class UcpWorker {
   void Fail(PeerId peer, const Status& why);
   // Forgets `peer` and closes its endpoint (forced or flushed).
   void Drop(PeerId peer, bool force);
+  // Frees the closes that finished.
+  void PruneClosing();
 
   Handlers handlers_;
   std::unique_ptr<Ucp> ucp_;
@@ -142,6 +190,14 @@ class UcpWorker {
     transport::NetAddress address;
   };
   std::unordered_map<PeerId, PeerEntry> peers_;
+  std::unordered_map<uint64_t, void*> mapped_;  // id -> ucp_mem_h
+  struct KeyEntry {
+    PeerId peer;
+    void* rkey;  // ucp_rkey_h
+  };
+  std::unordered_map<uint64_t, KeyEntry> keys_;
+  uint64_t next_mapped_ = 1;
+  uint64_t next_key_ = 1;
   std::unordered_map<void*, PeerId> peer_ids_;    // ucp_ep_h -> id
   PeerId next_peer_ = 1;
 };
