@@ -1,5 +1,5 @@
 // fuzz/wire_decode_fuzzer.cc: libFuzzer target for wire::Decode and
-// wire::DecodeUcxHeader.
+// wire::DecodeUcxHeader and the ucx:// region bodies.
 //
 // Feeds arbitrary bytes to Decode, Describe and DescribeVerbose (none may
 // crash or read out of bounds). When Decode accepts the bytes, the packet must
@@ -18,6 +18,7 @@
 #include "fuzz_fail.h"
 #include "wire/packet.h"
 #include "wire/ucx_header.h"
+#include "wire/ucx_region.h"
 
 namespace wharf::wire {
 namespace {
@@ -150,11 +151,30 @@ void FuzzUcxHeader(const uint8_t* data, size_t size) {
   Require(std::string_view(again.data(), again.size()) == bytes, "ucx header round trip");
 }
 
+// The same bytes as each remote-memory body (wire/ucx_region.h): one that
+// decodes encodes back to exactly those bytes.
+void FuzzUcxRegionBodies(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (auto ask = DecodeRegionAsk(bytes); ask.ok()) {
+    Require(EncodeRegionAsk(*ask) == bytes, "region ask round trip");
+  }
+  if (auto grant = DecodeRegionGrant(bytes); grant.ok()) {
+    Require(EncodeRegionGrant(*grant) == bytes, "region grant round trip");
+  }
+  if (auto release = DecodeRegionRelease(bytes); release.ok()) {
+    Require(EncodeRegionRelease(*release) == bytes, "region release round trip");
+  }
+  if (auto imm = DecodeRegionImmediate(bytes); imm.ok()) {
+    Require(EncodeRegionImmediate(*imm) == bytes, "immediate round trip");
+  }
+}
+
 }  // namespace
 }  // namespace wharf::wire
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   wharf::wire::FuzzOne(std::span(reinterpret_cast<const std::byte*>(data), size));
   wharf::wire::FuzzUcxHeader(data, size);
+  wharf::wire::FuzzUcxRegionBodies(data, size);
   return 0;
 }

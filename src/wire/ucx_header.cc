@@ -32,7 +32,7 @@ Result<UcxHeader> DecodeUcxHeader(std::string_view bytes) {
   }
   UcxHeader h;
   const uint8_t kind = LoadU8(p + 1);
-  if (kind < static_cast<uint8_t>(UcxKind::kRequest) || kind > static_cast<uint8_t>(UcxKind::kCancel)) {
+  if (kind < static_cast<uint8_t>(UcxKind::kRequest) || kind > static_cast<uint8_t>(UcxKind::kImmediate)) {
     return InvalidArgumentError("ucx header: unknown kind " + std::to_string(kind));
   }
   h.kind = static_cast<UcxKind>(kind);

@@ -28,6 +28,14 @@
 //   CANCEL    the client gave up on rpc_id; reply_port as in its REQUEST;
 //             no payload. The server drops the call: an answer to it is
 //             not sent.
+// Remote memory (bodies in wire/ucx_region.h):
+//   REGION_ASK      asks the receiver for a region; rpc_id pairs it with
+//                   the answer: REGION_GRANT, or REFUSED with a code.
+//   REGION_GRANT    a region the sender lends the receiver (answering an
+//                   ask with its rpc_id, or unasked with the region's id).
+//   REGION_RELEASE  either side is done with a region (rpc_id: its id).
+//   IMMEDIATE       a write into the receiver's region finished, with a
+//                   value for it (rpc_id: the region's id).
 #pragma once
 
 #include <array>
@@ -41,7 +49,16 @@ namespace wharf::wire {
 inline constexpr uint8_t kUcxHeaderVersion = 1;
 inline constexpr size_t kUcxHeaderBytes = 16;
 
-enum class UcxKind : uint8_t { kRequest = 1, kResponse = 2, kRefused = 3, kCancel = 4 };
+enum class UcxKind : uint8_t {
+  kRequest = 1,
+  kResponse = 2,
+  kRefused = 3,
+  kCancel = 4,
+  kRegionAsk = 5,
+  kRegionGrant = 6,
+  kRegionRelease = 7,
+  kImmediate = 8,
+};
 
 struct UcxHeader {
   UcxKind kind = UcxKind::kRequest;
