@@ -262,9 +262,11 @@ Result<EngineConfig> ReadEngineConfig(const ConfigDoc& file_doc, const ConfigDoc
   WHARF_RETURN_IF_ERROR(Uint(l, "ucx.max_peers", &x.max_peers, 1u << 20));
   WHARF_RETURN_IF_ERROR(Uint(l, "ucx.max_server_rpcs", &x.max_server_rpcs, 1u << 24));
   WHARF_RETURN_IF_ERROR(Duration(l, "ucx.idle_timeout", &x.idle_timeout_ns));
-  if (x.max_peers == 0 || x.max_server_rpcs == 0 || x.idle_timeout_ns <= 0) {
+  WHARF_RETURN_IF_ERROR(Bytes(l, "ucx.pool_bytes", &x.pool_bytes, uint64_t{1} << 40));
+  WHARF_RETURN_IF_ERROR(Uint(l, "ucx.max_regions", &x.max_regions, 1u << 20));
+  if (x.max_peers == 0 || x.max_server_rpcs == 0 || x.idle_timeout_ns <= 0 || x.max_regions == 0) {
     return InvalidArgumentError(
-        "ucx.max_peers, ucx.max_server_rpcs and ucx.idle_timeout: expected > 0");
+        "ucx.max_peers, ucx.max_server_rpcs, ucx.idle_timeout and ucx.max_regions: expected > 0");
   }
   WHARF_RETURN_IF_ERROR(Duration(l, "endpoint.spin", &c.spin_ns));
   {

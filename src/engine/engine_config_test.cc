@@ -72,7 +72,9 @@ TEST(EngineConfigTest, UcxKeysAreReadAndCheckedNamingTheKey) {
                                  {"ucx.detect_peer_failure", "false"},
                                  {"ucx.max_peers", "16"},
                                  {"ucx.max_server_rpcs", "100"},
-                                 {"ucx.idle_timeout", "5s"}});
+                                 {"ucx.idle_timeout", "5s"},
+                                 {"ucx.pool_bytes", "1MiB"},
+                                 {"ucx.max_regions", "3"}});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->ucx.tls, "sm,tcp");
   EXPECT_EQ(c->ucx.devices, "eth0");
@@ -80,11 +82,14 @@ TEST(EngineConfigTest, UcxKeysAreReadAndCheckedNamingTheKey) {
   EXPECT_EQ(c->ucx.max_peers, 16u);
   EXPECT_EQ(c->ucx.max_server_rpcs, 100u);
   EXPECT_EQ(c->ucx.idle_timeout_ns, 5 * kNsPerSec);
+  EXPECT_EQ(c->ucx.pool_bytes, 1u << 20);
+  EXPECT_EQ(c->ucx.max_regions, 3u);
   for (const auto& [key, value, why] :
        {std::tuple{"ucx.tls", "tcp sm", "printable characters without spaces"},
         std::tuple{"ucx.devices", "\x01", "printable characters without spaces"},
         std::tuple{"ucx.max_peers", "0", "expected > 0"},
         std::tuple{"ucx.idle_timeout", "0s", "expected > 0"},
+        std::tuple{"ucx.max_regions", "0", "expected > 0"},
         std::tuple{"ucx.detect_peer_failure", "maybe", "ucx.detect_peer_failure"}}) {
     auto bad = LoadEngineConfig("", {{key, value}});
     ASSERT_FALSE(bad.ok()) << key << "=" << value;

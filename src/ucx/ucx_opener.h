@@ -39,6 +39,11 @@ struct UcxConfig {
   // ucx.idle_timeout: a connection we opened with no call in flight for
   // this long is closed (reopened by the next call).
   DurationNs idle_timeout_ns = 60 * kNsPerSec;
+  // ucx.pool_bytes: the memory peers' region asks are served from (0: this
+  // endpoint lends only what it lends itself).
+  uint64_t pool_bytes = 64 << 20;
+  // ucx.max_regions: regions lent, and regions held, each.
+  uint32_t max_regions = 1024;
 
   // Filled by the engine, not keys of their own.
   transport::NetAddress bind;       // the endpoint's address (port 0: any)

@@ -53,6 +53,12 @@ Result<std::unique_ptr<UcxMessageTransport>> UcxMessageTransport::Open(const Ucx
   Result<transport::NetAddress> bound = t->worker_->Listen(config.bind);
   if (!bound.ok()) return bound.status().WithContext("ucx://" + config.bind.ToString());
   t->local_ = *bound;
+  WHARF_ASSIGN_OR_RETURN(
+      t->remote_memory_,
+      UcxRemoteMemory::Create(
+          *t->worker_, clock,
+          [self](const transport::NetAddress& to) { return self->PeerFor(to, self->clock_.NowNs()); },
+          {.pool_bytes = config.pool_bytes, .max_regions = config.max_regions}));
   return t;
 }
 
@@ -66,17 +72,7 @@ Result<uint64_t> UcxMessageTransport::SendRequest(const transport::NetAddress& s
                                 " bytes exceeds the message limit (max_message_bytes " +
                                 U(config_.max_message_bytes) + ")");
   }
-  const TimeNs now = clock_.NowNs();
-  UcxPeer peer = 0;
-  if (auto it = outgoing_.find(server); it != outgoing_.end()) {
-    peer = it->second;
-    outgoing_peers_[peer].last_used = now;
-  } else {
-    WHARF_ASSIGN_OR_RETURN(peer, worker_->Connect(server));
-    outgoing_[server] = peer;
-    outgoing_peers_[peer] = OutgoingPeer{server, now};
-    if (next_idle_check_ == kNever) next_idle_check_ = now + config_.idle_timeout_ns;
-  }
+  WHARF_ASSIGN_OR_RETURN(UcxPeer peer, PeerFor(server, clock_.NowNs()));
   const uint64_t id = client_.Add(peer, cookie, server);
   const wire::UcxHeaderBytes header = wire::EncodeUcxHeader(
       {.kind = wire::UcxKind::kRequest, .reply_port = local_.port(), .rpc_id = id});
@@ -129,18 +125,23 @@ transport::PollResult UcxMessageTransport::Poll() {
   r.now = clock_.NowNs();
   r.work = static_cast<int>(worker_->Progress());
   if (r.now >= next_idle_check_) r.work += CloseIdlePeers(r.now);
+  if (r.now >= remote_memory_->NextDeadline()) r.work += remote_memory_->Expire(r.now);
   // Spin, then block: arm the event fd only once progress has found
   // nothing kPollsBeforeArm times in a row (arming costs system calls, and
   // a busy peer answers within a few polls); UCX refuses (busy) while work
   // is still pending.
   idle_polls_ = r.work > 0 ? 0 : idle_polls_ + 1;
   need_progress_ = idle_polls_ < kPollsBeforeArm || !worker_->Arm();
-  r.next_deadline = need_progress_ || !events_.empty() ? r.now : next_idle_check_;
+  r.next_deadline = need_progress_ || !events_.empty()
+                        ? r.now
+                        : std::min(next_idle_check_, remote_memory_->NextDeadline());
   return r;
 }
 
 TimeNs UcxMessageTransport::NextDeadline() const {
-  return need_progress_ || !events_.empty() ? 0 : next_idle_check_;
+  return need_progress_ || !events_.empty()
+             ? 0
+             : std::min(next_idle_check_, remote_memory_->NextDeadline());
 }
 
 bool UcxMessageTransport::PopEvent(transport::MessageEvent* out) {
@@ -152,7 +153,7 @@ bool UcxMessageTransport::PopEvent(transport::MessageEvent* out) {
 
 std::vector<std::pair<std::string, uint64_t>> UcxMessageTransport::Counters() const {
   const UcpWorker::Counters& w = worker_->counters();
-  return {{"ucx.requests_sent", stats_.requests_sent},
+  std::vector<std::pair<std::string, uint64_t>> out = {{"ucx.requests_sent", stats_.requests_sent},
           {"ucx.responses_sent", stats_.responses_sent},
           {"ucx.requests_received", stats_.requests_received},
           {"ucx.responses_received", stats_.responses_received},
@@ -172,6 +173,8 @@ std::vector<std::pair<std::string, uint64_t>> UcxMessageTransport::Counters() co
           {"ucx.idle_closed", stats_.idle_closed},
           {"ucx.server_calls", server_.size()},
           {"ucx.client_calls", client_.size()}};
+  for (auto& counter : remote_memory_->Counters()) out.push_back(std::move(counter));
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> UcxMessageTransport::Paths() const {
@@ -215,8 +218,19 @@ void UcxMessageTransport::OnMessage(UcxPeer peer, std::string_view header, Buffe
       events_.push_back(std::move(event));
       return;
     }
+    case wire::UcxKind::kRegionAsk:
+    case wire::UcxKind::kRegionGrant:
+    case wire::UcxKind::kRegionRelease:
+    case wire::UcxKind::kImmediate:
+      need_progress_ = true;  // what it answers must leave
+      remote_memory_->OnMessage(peer, h, message);
+      return;
     case wire::UcxKind::kResponse:
     case wire::UcxKind::kRefused: {
+      if (h.kind == wire::UcxKind::kRefused &&
+          remote_memory_->OnRefused(peer, h.rpc_id, StatusCodeFromWire(h.code))) {
+        return;
+      }
       const UcxClientCalls::Call* call = client_.Find(h.rpc_id);
       if (call == nullptr || call->peer != peer) {
         ++stats_.unmatched_dropped;  // cancelled, or not ours to answer
@@ -274,6 +288,7 @@ void UcxMessageTransport::OnOversized(UcxPeer peer, std::string_view header, uin
 void UcxMessageTransport::OnPeerFailed(UcxPeer peer, const Status& why) {
   ++stats_.peer_failures;
   server_.DropPeer(peer);
+  remote_memory_->OnPeerFailed(peer);
   if (auto it = outgoing_peers_.find(peer); it != outgoing_peers_.end()) {
     outgoing_.erase(it->second.server);
     outgoing_peers_.erase(it);
@@ -282,6 +297,19 @@ void UcxMessageTransport::OnPeerFailed(UcxPeer peer, const Status& why) {
     PushFailed(id, call.cookie,
                UnavailableError("ucx://" + call.server.ToString() + ": " + std::string(why.message())));
   }
+}
+
+Result<UcxPeer> UcxMessageTransport::PeerFor(const transport::NetAddress& server, TimeNs now) {
+  if (auto it = outgoing_.find(server); it != outgoing_.end()) {
+    outgoing_peers_[it->second].last_used = now;
+    return it->second;
+  }
+  WHARF_ASSIGN_OR_RETURN(UcxPeer peer, worker_->Connect(server));
+  outgoing_[server] = peer;
+  outgoing_peers_[peer] = OutgoingPeer{server, now};
+  if (next_idle_check_ == kNever) next_idle_check_ = now + config_.idle_timeout_ns;
+  need_progress_ = true;
+  return peer;
 }
 
 transport::ServerRpcKey UcxMessageTransport::KeyOf(UcxPeer peer, uint16_t reply_port,
@@ -317,7 +345,8 @@ int UcxMessageTransport::CloseIdlePeers(TimeNs now) {
   int closed = 0;
   for (auto it = outgoing_peers_.begin(); it != outgoing_peers_.end();) {
     const UcxPeer peer = it->first;
-    if (client_.InFlight(peer) == 0 && now - it->second.last_used >= config_.idle_timeout_ns) {
+    if (client_.InFlight(peer) == 0 && !remote_memory_->Uses(peer) &&
+        now - it->second.last_used >= config_.idle_timeout_ns) {
       ++stats_.idle_closed;
       ++closed;
       outgoing_.erase(it->second.server);

@@ -34,6 +34,7 @@
 #include "ucx/ucp_worker.h"
 #include "ucx/ucx_calls.h"
 #include "ucx/ucx_opener.h"
+#include "ucx/ucx_remote_memory.h"
 #include "wire/ucx_header.h"
 
 namespace wharf::ucx {
@@ -76,6 +77,9 @@ class UcxMessageTransport final : public transport::MessageTransport {
   size_t num_server_calls() const { return server_.size(); }
   size_t num_peers() const { return worker_->peers(); }
 
+  // One-sided remote memory over the same worker and connections.
+  UcxRemoteMemory& remote_memory() { return *remote_memory_; }
+
  private:
   struct Stats {
     uint64_t requests_sent = 0, responses_sent = 0;
@@ -95,6 +99,8 @@ class UcxMessageTransport final : public transport::MessageTransport {
   void OnMessage(UcxPeer peer, std::string_view header, Buffer message);
   void OnOversized(UcxPeer peer, std::string_view header, uint64_t bytes);
   void OnPeerFailed(UcxPeer peer, const Status& why);
+  // Our connection to `server`, opened if there is none; marked used now.
+  Result<UcxPeer> PeerFor(const transport::NetAddress& server, TimeNs now);
   // The identity of the client behind `peer`, listening at `reply_port`.
   transport::ServerRpcKey KeyOf(UcxPeer peer, uint16_t reply_port, uint64_t rpc_id) const;
   // Sends a header-only message.
@@ -109,6 +115,7 @@ class UcxMessageTransport final : public transport::MessageTransport {
   UcxConfig config_;
   const Clock& clock_;
   std::unique_ptr<UcpWorker> worker_;
+  std::unique_ptr<UcxRemoteMemory> remote_memory_;
   transport::NetAddress local_;
   UcxClientCalls client_;
   UcxServerCalls server_;
