@@ -449,77 +449,80 @@ void UcpWorker::DropKey(uint64_t key) {
   keys_.erase(it);
 }
 
-void UcpWorker::Put(PeerId peer, uint64_t key, uint64_t remote_address,
-                    std::span<const std::byte> from, RmaDone done) {
-  auto* rma = new Ucp::Rma{this, [done = std::move(done)](Result<uint64_t> r) {
-                             if (done) done(r.status());
-                           }};
+std::optional<UcpWorker::RmaTarget> UcpWorker::TargetOf(PeerId peer, uint64_t key) const {
   auto p = peers_.find(peer);
   auto k = keys_.find(key);
-  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
-    rma->done(UnavailableError("ucx: no such peer or key"));
-    delete rma;
+  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) return std::nullopt;
+  return RmaTarget{p->second.ep, k->second.rkey};
+}
+
+namespace {
+
+// A put's or get's completion as UcpWorker's Rma reports it.
+std::function<void(Result<uint64_t>)> StatusOnly(UcpWorker::RmaDone done) {
+  return [done = std::move(done)](Result<uint64_t> r) {
+    if (done) done(r.status());
+  };
+}
+
+Status NoTarget() { return UnavailableError("ucx: no such peer or key"); }
+
+}  // namespace
+
+void UcpWorker::Put(PeerId peer, uint64_t key, uint64_t remote_address,
+                    std::span<const std::byte> from, RmaDone done) {
+  const std::optional<RmaTarget> target = TargetOf(peer, key);
+  if (!target) {
+    if (done) done(NoTarget());
     return;
   }
   // A put's own completion only frees `from`; the flush after it completes
   // once the data is in the target's memory, and that is what `done` says.
-  const auto ep = static_cast<ucp_ep_h>(p->second.ep);
+  const auto ep = static_cast<ucp_ep_h>(target->ep);
   ucp_request_param_t put_params{};
   put_params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
   put_params.cb.send = [](void* request, ucs_status_t, void*) { ucp_request_free(request); };
   ucs_status_ptr_t put = ucp_put_nbx(ep, from.data(), from.size(), remote_address,
-                                     static_cast<ucp_rkey_h>(k->second.rkey), &put_params);
+                                     static_cast<ucp_rkey_h>(target->rkey), &put_params);
   if (UCS_PTR_IS_ERR(put)) {
-    rma->done(UcxError("ucx put", UCS_PTR_STATUS(put)));
-    delete rma;
+    if (done) done(UcxError("ucx put", UCS_PTR_STATUS(put)));
     return;
   }
-  Ucp::Start(this, rma, false,
+  Ucp::Start(this, new Ucp::Rma{this, StatusOnly(std::move(done))}, false,
              [&](const ucp_request_param_t& params) { return ucp_ep_flush_nbx(ep, &params); });
 }
 
 void UcpWorker::Get(PeerId peer, uint64_t key, uint64_t remote_address, std::span<std::byte> into,
                     RmaDone done) {
-  auto* rma = new Ucp::Rma{this, [done = std::move(done)](Result<uint64_t> r) {
-                             if (done) done(r.status());
-                           }};
-  auto p = peers_.find(peer);
-  auto k = keys_.find(key);
-  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
-    rma->done(UnavailableError("ucx: no such peer or key"));
-    delete rma;
+  const std::optional<RmaTarget> target = TargetOf(peer, key);
+  if (!target) {
+    if (done) done(NoTarget());
     return;
   }
-  Ucp::Start(this, rma, false, [&](const ucp_request_param_t& params) {
-    return ucp_get_nbx(static_cast<ucp_ep_h>(p->second.ep), into.data(), into.size(),
-                       remote_address, static_cast<ucp_rkey_h>(k->second.rkey), &params);
-  });
+  Ucp::Start(this, new Ucp::Rma{this, StatusOnly(std::move(done))}, false,
+             [&](const ucp_request_param_t& params) {
+               return ucp_get_nbx(static_cast<ucp_ep_h>(target->ep), into.data(), into.size(),
+                                  remote_address, static_cast<ucp_rkey_h>(target->rkey), &params);
+             });
 }
 
 void UcpWorker::Atomic(PeerId peer, uint64_t key, uint64_t remote_address, AtomicOp op,
                        uint64_t value, uint64_t compare,
                        std::function<void(Result<uint64_t>)> done) {
+  const std::optional<RmaTarget> target = TargetOf(peer, key);
+  if (!target || remote_address % 8 != 0) {
+    if (done) done(target ? InvalidArgumentError("ucx: an atomic on an unaligned word") : NoTarget());
+    return;
+  }
   auto* rma = new Ucp::Rma{this, std::move(done)};
-  auto p = peers_.find(peer);
-  auto k = keys_.find(key);
-  if (p == peers_.end() || k == keys_.end() || k->second.peer != peer) {
-    if (rma->done) rma->done(UnavailableError("ucx: no such peer or key"));
-    delete rma;
-    return;
-  }
-  if (remote_address % 8 != 0) {
-    if (rma->done) rma->done(InvalidArgumentError("ucx: an atomic on an unaligned word"));
-    delete rma;
-    return;
-  }
   // UCX's compare-and-swap compares with `buffer` and writes the reply
   // buffer's word, then returns the old word in it; fetch-add adds `buffer`.
   rma->value = op == AtomicOp::kCompareSwap ? compare : value;
   rma->reply = op == AtomicOp::kCompareSwap ? value : 0;
   const ucp_atomic_op_t opcode = op == AtomicOp::kCompareSwap ? UCP_ATOMIC_OP_CSWAP : UCP_ATOMIC_OP_ADD;
   Ucp::Start(this, rma, true, [&](const ucp_request_param_t& params) {
-    return ucp_atomic_op_nbx(static_cast<ucp_ep_h>(p->second.ep), opcode, &rma->value, 1,
-                             remote_address, static_cast<ucp_rkey_h>(k->second.rkey), &params);
+    return ucp_atomic_op_nbx(static_cast<ucp_ep_h>(target->ep), opcode, &rma->value, 1,
+                             remote_address, static_cast<ucp_rkey_h>(target->rkey), &params);
   });
 }
 

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -177,6 +178,12 @@ class UcpWorker {
   void Drop(PeerId peer, bool force);
   // Frees the closes that finished.
   void PruneClosing();
+  // The endpoint and unpacked key of `key` on `peer`, if both are known.
+  struct RmaTarget {
+    void* ep;    // ucp_ep_h
+    void* rkey;  // ucp_rkey_h
+  };
+  std::optional<RmaTarget> TargetOf(PeerId peer, uint64_t key) const;
 
   Handlers handlers_;
   std::unique_ptr<Ucp> ucp_;

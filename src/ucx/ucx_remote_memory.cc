@@ -117,22 +117,22 @@ void UcxRemoteMemory::WriteWithImmediate(uint64_t handle, uint64_t offset,
 
 void UcxRemoteMemory::CompareAndSwap(uint64_t handle, uint64_t offset, uint64_t expected,
                                      uint64_t desired, WordDone done) {
-  auto fail = [&done](Status s) { done(std::move(s)); };
-  if (offset % 8 != 0) return fail(InvalidArgumentError("region " + U(handle) + ": atomic at offset " + U(offset) + ", not 8-aligned"));
-  auto r = Checked(handle, wire::kRegionAtomic, offset, 8, fail);
-  if (r) {
-    worker_.Atomic(r->lender, r->key, r->address + offset, UcpWorker::AtomicOp::kCompareSwap,
-                   desired, expected, std::move(done));
-  }
+  Atomic(handle, offset, UcpWorker::AtomicOp::kCompareSwap, desired, expected, std::move(done));
 }
 
 void UcxRemoteMemory::FetchAdd(uint64_t handle, uint64_t offset, uint64_t add, WordDone done) {
+  Atomic(handle, offset, UcpWorker::AtomicOp::kFetchAdd, add, 0, std::move(done));
+}
+
+void UcxRemoteMemory::Atomic(uint64_t handle, uint64_t offset, UcpWorker::AtomicOp op,
+                             uint64_t value, uint64_t compare, WordDone done) {
   auto fail = [&done](Status s) { done(std::move(s)); };
-  if (offset % 8 != 0) return fail(InvalidArgumentError("region " + U(handle) + ": atomic at offset " + U(offset) + ", not 8-aligned"));
-  auto r = Checked(handle, wire::kRegionAtomic, offset, 8, fail);
-  if (r) {
-    worker_.Atomic(r->lender, r->key, r->address + offset, UcpWorker::AtomicOp::kFetchAdd, add, 0,
-                   std::move(done));
+  if (offset % 8 != 0) {
+    return fail(InvalidArgumentError("region " + U(handle) + ": atomic at offset " + U(offset) +
+                                     ", not 8-aligned"));
+  }
+  if (auto r = Checked(handle, wire::kRegionAtomic, offset, 8, fail)) {
+    worker_.Atomic(r->lender, r->key, r->address + offset, op, value, compare, std::move(done));
   }
 }
 

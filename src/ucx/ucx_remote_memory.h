@@ -155,6 +155,9 @@ class UcxRemoteMemory {
   std::optional<HeldRegions::Region> Checked(uint64_t handle, uint8_t access, uint64_t offset,
                                              uint64_t length, const std::function<void(Status)>& fail);
   Result<HeldRegions::Region> Hold(UcxPeer lender, const wire::RegionGrant& grant);
+  // CompareAndSwap and FetchAdd: checked, then UcpWorker::Atomic.
+  void Atomic(uint64_t handle, uint64_t offset, UcpWorker::AtomicOp op, uint64_t value,
+              uint64_t compare, WordDone done);
 
   UcpWorker& worker_;
   const Clock& clock_;
