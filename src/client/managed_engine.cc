@@ -370,6 +370,46 @@ void ManagedEngine::Sync(uint64_t op_id) {
   StartOp(op_id, Command(Opcode::kNop, op_id));
 }
 
+// ------------------------------------------------------------ remote memory
+
+namespace {
+Status NotManagedYet() {
+  return UnimplementedError(
+      "remote memory is not available through wharfd yet: open the endpoint embedded "
+      "(EndpointOptions::hosting = Hosting::kEmbedded)");
+}
+}  // namespace
+
+void ManagedEngine::AskRegion(uint64_t op_id, const engine::Uri& /*peer*/,
+                              const transport::RegionSpec& /*spec*/) {
+  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
+}
+
+void ManagedEngine::ReadRegion(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
+                               Buffer /*into*/) {
+  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
+}
+
+void ManagedEngine::WriteRegion(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
+                                Buffer /*from*/, std::optional<uint64_t> /*immediate*/) {
+  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
+}
+
+void ManagedEngine::RegionAtomic(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
+                                 transport::RegionAtomicOp /*op*/, uint64_t /*value*/,
+                                 uint64_t /*compare*/) {
+  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
+}
+
+Status ManagedEngine::ReleaseRegion(uint64_t /*handle*/) { return NotManagedYet(); }
+
+Result<transport::LentRegion> ManagedEngine::LendRegion(const engine::Uri& /*peer*/,
+                                                        const transport::RegionSpec& /*spec*/) {
+  return NotManagedYet();
+}
+
+Status ManagedEngine::RevokeRegion(uint64_t /*region*/) { return NotManagedYet(); }
+
 void ManagedEngine::Cancel(uint64_t op_id) {
   if (!pending_.contains(op_id) || broken_.has_value()) return;
   Push(Command(Opcode::kCancel, 0, op_id));

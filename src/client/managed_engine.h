@@ -85,6 +85,21 @@ class ManagedEngine final : public engine::EngineApi {
   // transport's choice.
   void Respond(const engine::ServerCallRef& call, Status status, Buffer payload,
                transport::MessagePriority priority = transport::kPriorityBySize) override;
+  // Remote memory is not carried through wharfd yet (issue 29): each
+  // fails with kUnimplemented saying so.
+  void AskRegion(uint64_t op_id, const engine::Uri& peer,
+                 const transport::RegionSpec& spec) override;
+  void ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) override;
+  void WriteRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer from,
+                   std::optional<uint64_t> immediate) override;
+  void RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset, transport::RegionAtomicOp op,
+                    uint64_t value, uint64_t compare) override;
+  Status ReleaseRegion(uint64_t handle) override;
+  Result<transport::LentRegion> LendRegion(const engine::Uri& peer,
+                                           const transport::RegionSpec& spec) override;
+  Status RevokeRegion(uint64_t region) override;
+  std::span<std::byte> LentRegionBytes(uint64_t /*region*/) override { return {}; }
+  bool PopRegionEvent(transport::RegionEvent* /*out*/) override { return false; }
   void Cancel(uint64_t op_id) override;
   void Sync(uint64_t op_id) override;
   void Shutdown(const Status& why) override;

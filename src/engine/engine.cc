@@ -387,6 +387,7 @@ void Engine::ExpireBarrierRounds(TimeNs now) {
 
 void Engine::Shutdown(const Status& why) {
   shutdown_status_ = why.ok() ? CancelledError("engine shut down") : why;
+  regions_.Shutdown(shutdown_status_);
   for (uint64_t id : ops_.Ids()) {
     const Op* op = ops_.Find(id);
     if (op == nullptr) continue;

@@ -37,6 +37,7 @@
 #include "engine/peer_ref.h"
 #include "engine/pending_ops.h"
 #include "engine/peer_rtt_table.h"
+#include "engine/region_ops.h"
 #include "engine/uri.h"
 #include "transport/large_buffer_pool.h"
 #include "transport/message_transport.h"
@@ -125,6 +126,37 @@ class Engine final : public EngineApi {
   // Forgets a connection the application dropped (after Disconnect).
   void Release(uint64_t conn) override;
   Result<std::string> PeerOf(uint64_t conn) const override;
+
+  // --- remote memory: RegionOps ---
+  void AskRegion(uint64_t op_id, const Uri& peer, const transport::RegionSpec& spec) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    regions_.Ask(op_id, peer, spec);
+  }
+  void ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    regions_.Read(op_id, handle, offset, std::move(into));
+  }
+  void WriteRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer from,
+                   std::optional<uint64_t> immediate) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    regions_.Write(op_id, handle, offset, std::move(from), immediate);
+  }
+  void RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset, transport::RegionAtomicOp op,
+                    uint64_t value, uint64_t compare) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    regions_.Atomic(op_id, handle, offset, op, value, compare);
+  }
+  Status ReleaseRegion(uint64_t handle) override { return regions_.Release(handle); }
+  Result<transport::LentRegion> LendRegion(const Uri& peer,
+                                           const transport::RegionSpec& spec) override {
+    if (!shutdown_status_.ok()) return shutdown_status_;
+    return regions_.Lend(peer, spec);
+  }
+  Status RevokeRegion(uint64_t region) override { return regions_.Revoke(region); }
+  std::span<std::byte> LentRegionBytes(uint64_t region) override {
+    return regions_.LentBytes(region);
+  }
+  bool PopRegionEvent(transport::RegionEvent* out) override { return regions_.PopEvent(out); }
 
   // --- serving ---
   // Requests for `method` go to the sink (OnRequest) from now on; requests
@@ -282,6 +314,9 @@ class Engine final : public EngineApi {
   // PeerUri's memory, bounded (cleared when full).
   absl::flat_hash_map<PeerRef, std::string, PeerRefHash> peer_uris_;
   Counts counts_;
+  // One-sided operations in flight (after transports_ and sink_, which it
+  // borrows).
+  RegionOps regions_{transports_, [this](const Uri& uri) { return PeerFor(uri); }, sink_};
   // AllocateBuffer's large buffers; shared with every Buffer lent from it.
   std::shared_ptr<transport::LargeBufferPool> send_pool_ =
       transport::LargeBufferPool::Create({});

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "engine/engine_sink.h"
 #include "engine/uri.h"
 #include "transport/message_transport.h"
+#include "transport/remote_memory.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 #include "wharf/status.h"
@@ -71,6 +74,28 @@ class EngineApi {
   virtual void Release(uint64_t conn) = 0;
   // The peer's address ("homa://1.2.3.4:5678") of a connection.
   virtual Result<std::string> PeerOf(uint64_t conn) const = 0;
+
+  // --- remote memory (transport/remote_memory.h; engine/region_ops.h) ---
+  // One-sided operations on regions of peers' memory, over the transport
+  // that can (ucx://); kUnimplemented elsewhere. AskRegion completes with
+  // value = the region's handle, ReadRegion with message = `into` filled,
+  // RegionAtomic with value = the word as it was; the rest with a status.
+  virtual void AskRegion(uint64_t op_id, const Uri& peer, const transport::RegionSpec& spec) = 0;
+  virtual void ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) = 0;
+  // `immediate`: the target then gets it as an event, after the data.
+  virtual void WriteRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer from,
+                           std::optional<uint64_t> immediate) = 0;
+  virtual void RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset,
+                            transport::RegionAtomicOp op, uint64_t value, uint64_t compare) = 0;
+  virtual Status ReleaseRegion(uint64_t handle) = 0;
+  // Lends `peer` a region of this engine's pool (its bytes are the host's
+  // to read and write until it ends).
+  virtual Result<transport::LentRegion> LendRegion(const Uri& peer,
+                                                   const transport::RegionSpec& spec) = 0;
+  virtual Status RevokeRegion(uint64_t region) = 0;
+  // A region this engine lent (asked or not): its bytes; empty when gone.
+  virtual std::span<std::byte> LentRegionBytes(uint64_t region) = 0;
+  virtual bool PopRegionEvent(transport::RegionEvent* out) = 0;
 
   // --- serving ---
   virtual void SetServed(uint32_t method, bool served) = 0;

@@ -25,6 +25,8 @@
 
 namespace wharf::transport {
 
+class RemoteMemory;  // transport/remote_memory.h
+
 // Identifies a server-side RPC: the client's address, its port (0 where the
 // transport has none) and its RPC id.
 struct ServerRpcKey {
@@ -185,6 +187,10 @@ class MessageTransport {
   // transports and devices UCX selected, "tcp/lo"), as (peer address,
   // description) pairs; for `wharf status`. Empty for the others.
   virtual std::vector<std::pair<std::string, std::string>> Paths() const { return {}; }
+
+  // One-sided access to peers' memory (transport/remote_memory.h), for a
+  // transport that can: ucx://. Null for the others. Owned by the transport.
+  virtual RemoteMemory* remote_memory() { return nullptr; }
 
   // Counters for `wharf ping --stats` and /metrics, as ("homa.packets_sent",
   // value) pairs prefixed with the scheme.

@@ -26,7 +26,9 @@ Result<LentRegions::Region> LentRegions::Add(Region region) {
     return ResourceExhaustedError("ucx: " + U(capacity_) + " regions lent already (ucx.max_regions)");
   }
   do {
-    region.id = Mix(next_++);
+    // Below 2^63: an unasked grant carries the id where an answer carries
+    // its ask's, and ask ids are 2^63 and up (UcxRemoteMemory::kFirstAskId).
+    region.id = Mix(next_++) >> 1;
   } while (region.id == 0 || regions_.contains(region.id));
   regions_.emplace(region.id, region);
   if (region.expires_ns != kNever) by_expiry_.emplace(region.expires_ns, region.id);

@@ -35,7 +35,8 @@ class LentRegions {
   };
 
   // Ids are drawn from `seed` onwards through a bijective mix, so a holder
-  // cannot guess another holder's region from its own.
+  // cannot guess another holder's region from its own; they are nonzero and
+  // below 2^63 (the ids above are asks').
   LentRegions(size_t capacity, uint64_t seed) : capacity_(capacity), next_(seed) {}
 
   // kResourceExhausted at the cap; `region.id` is assigned.

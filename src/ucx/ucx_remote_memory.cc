@@ -7,6 +7,11 @@
 namespace wharf::ucx {
 namespace {
 
+// The public access bits are the wire's.
+static_assert(transport::kRegionRead == wire::kRegionRead);
+static_assert(transport::kRegionWrite == wire::kRegionWrite);
+static_assert(transport::kRegionAtomic == wire::kRegionAtomic);
+
 // The pool's alignment: asks may request up to this much.
 constexpr uint64_t kPoolAlignment = 4096;
 
@@ -53,7 +58,7 @@ Result<std::unique_ptr<UcxRemoteMemory>> UcxRemoteMemory::Create(UcpWorker& work
 
 // ------------------------------------------------------------------ holding
 
-void UcxRemoteMemory::Ask(const transport::NetAddress& target, const wire::RegionAsk& ask,
+void UcxRemoteMemory::Ask(const transport::NetAddress& target, const transport::RegionSpec& spec,
                           HeldDone done) {
   Result<UcxPeer> peer = connect_(target);
   if (!peer.ok()) {
@@ -68,7 +73,8 @@ void UcxRemoteMemory::Ask(const transport::NetAddress& target, const wire::Regio
   const uint64_t id = next_ask_++;
   asks_.emplace(id, PendingAsk{*peer, clock_.NowNs() + kAskTimeout, std::move(done)});
   ++stats_.asks_sent;
-  Send(*peer, wire::UcxKind::kRegionAsk, id, wire::EncodeRegionAsk(ask));
+  Send(*peer, wire::UcxKind::kRegionAsk, id,
+       wire::EncodeRegionAsk({spec.size, spec.alignment, spec.access, spec.lifetime_ms}));
 }
 
 std::optional<HeldRegions::Region> UcxRemoteMemory::Checked(
@@ -83,20 +89,20 @@ std::optional<HeldRegions::Region> UcxRemoteMemory::Checked(
 }
 
 void UcxRemoteMemory::Read(uint64_t handle, uint64_t offset, std::span<std::byte> into,
-                           UcpWorker::RmaDone done) {
+                           Done done) {
   auto r = Checked(handle, wire::kRegionRead, offset, into.size(), done);
   if (r) worker_.Get(r->lender, r->key, r->address + offset, into, std::move(done));
 }
 
 void UcxRemoteMemory::Write(uint64_t handle, uint64_t offset, std::span<const std::byte> from,
-                            UcpWorker::RmaDone done) {
+                            Done done) {
   auto r = Checked(handle, wire::kRegionWrite, offset, from.size(), done);
   if (r) worker_.Put(r->lender, r->key, r->address + offset, from, std::move(done));
 }
 
 void UcxRemoteMemory::WriteWithImmediate(uint64_t handle, uint64_t offset,
                                          std::span<const std::byte> from, uint64_t value,
-                                         UcpWorker::RmaDone done) {
+                                         Done done) {
   auto r = Checked(handle, wire::kRegionWrite, offset, from.size(), done);
   if (!r) return;
   // The put completes once the data is in place (a flush); only then does
@@ -115,16 +121,7 @@ void UcxRemoteMemory::WriteWithImmediate(uint64_t handle, uint64_t offset,
               });
 }
 
-void UcxRemoteMemory::CompareAndSwap(uint64_t handle, uint64_t offset, uint64_t expected,
-                                     uint64_t desired, WordDone done) {
-  Atomic(handle, offset, UcpWorker::AtomicOp::kCompareSwap, desired, expected, std::move(done));
-}
-
-void UcxRemoteMemory::FetchAdd(uint64_t handle, uint64_t offset, uint64_t add, WordDone done) {
-  Atomic(handle, offset, UcpWorker::AtomicOp::kFetchAdd, add, 0, std::move(done));
-}
-
-void UcxRemoteMemory::Atomic(uint64_t handle, uint64_t offset, UcpWorker::AtomicOp op,
+void UcxRemoteMemory::Atomic(uint64_t handle, uint64_t offset, transport::RegionAtomicOp op,
                              uint64_t value, uint64_t compare, WordDone done) {
   auto fail = [&done](Status s) { done(std::move(s)); };
   if (offset % 8 != 0) {
@@ -132,7 +129,11 @@ void UcxRemoteMemory::Atomic(uint64_t handle, uint64_t offset, UcpWorker::Atomic
                                      ", not 8-aligned"));
   }
   if (auto r = Checked(handle, wire::kRegionAtomic, offset, 8, fail)) {
-    worker_.Atomic(r->lender, r->key, r->address + offset, op, value, compare, std::move(done));
+    const UcpWorker::AtomicOp worker_op = op == transport::RegionAtomicOp::kCompareSwap
+                                              ? UcpWorker::AtomicOp::kCompareSwap
+                                              : UcpWorker::AtomicOp::kFetchAdd;
+    worker_.Atomic(r->lender, r->key, r->address + offset, worker_op, value, compare,
+                   std::move(done));
   }
 }
 
@@ -195,7 +196,7 @@ Result<uint64_t> UcxRemoteMemory::Lend(const transport::NetAddress& to, std::spa
 Status UcxRemoteMemory::Revoke(uint64_t region) {
   std::optional<LentRegions::Region> r = lent_.Take(region);
   if (!r) return NotFoundError("region " + U(region) + ": not lent");
-  EndLent(*r, /*tell=*/true);
+  EndLent(*r, /*tell=*/true, /*returned=*/false);
   return OkStatus();
 }
 
@@ -205,8 +206,9 @@ std::span<std::byte> UcxRemoteMemory::LentBytes(uint64_t region) {
   return {reinterpret_cast<std::byte*>(r->address), r->size};
 }
 
-void UcxRemoteMemory::EndLent(const LentRegions::Region& region, bool tell) {
+void UcxRemoteMemory::EndLent(const LentRegions::Region& region, bool tell, bool returned) {
   ++stats_.regions_released;
+  if (returned) PushEvent({.kind = Event::Kind::kReturned, .region = region.id});
   worker_.UnmapMemory(region.mapped_id);
   if (region.pool_offset) quarantine_.emplace_back(clock_.NowNs() + kQuarantine, *region.pool_offset);
   if (tell) {
@@ -217,7 +219,17 @@ void UcxRemoteMemory::EndLent(const LentRegions::Region& region, bool tell) {
 
 void UcxRemoteMemory::EndHeld(const HeldRegions::Region& region) {
   worker_.DropKey(region.key);
-  events_.push_back({.kind = Event::Kind::kReleased, .region = region.handle});
+  PushEvent({.kind = Event::Kind::kReleased, .region = region.handle});
+}
+
+void UcxRemoteMemory::PushEvent(Event event) {
+  // Ends of regions are always kept (their tables are capped, so they are
+  // too); a flood of immediates is not.
+  if (event.kind == Event::Kind::kImmediate && events_.size() >= kMaxEvents) {
+    ++stats_.events_dropped;
+    return;
+  }
+  events_.push_back(std::move(event));
 }
 
 bool UcxRemoteMemory::PopEvent(Event* out) {
@@ -248,40 +260,70 @@ void UcxRemoteMemory::OnMessage(UcxPeer peer, const wire::UcxHeader& header, con
   }
 }
 
-void UcxRemoteMemory::OnAsk(UcxPeer peer, uint64_t ask_id, const Buffer& body) {
-  Result<wire::RegionAsk> ask = wire::DecodeRegionAsk(body.AsStringView());
-  if (!ask.ok()) return Refuse(peer, ask_id, StatusCode::kInvalidArgument);
-  const DurationNs lifetime = DurationNs{ask->lifetime_ms} * kNsPerMs;
-  if (ask->alignment > kPoolAlignment || lifetime <= 0 || lifetime > options_.max_lifetime_ns) {
-    return Refuse(peer, ask_id, StatusCode::kInvalidArgument);
+Result<UcxRemoteMemory::Placed> UcxRemoteMemory::PlaceInPool(UcxPeer holder,
+                                                             const transport::RegionSpec& spec) {
+  const DurationNs lifetime = DurationNs{spec.lifetime_ms} * kNsPerMs;
+  if (spec.size == 0 || (spec.access & ~wire::kRegionAllAccess) != 0 || spec.access == 0) {
+    return InvalidArgumentError("ucx: a region of " + U(spec.size) + " bytes with access bits " +
+                                U(spec.access));
   }
-  if (!pool_allocator_) return Refuse(peer, ask_id, StatusCode::kResourceExhausted);
-  Result<uint64_t> offset = pool_allocator_->Allocate(ask->size);
-  if (!offset.ok()) return Refuse(peer, ask_id, StatusCode::kResourceExhausted);
+  if (spec.alignment > kPoolAlignment || (spec.alignment & (spec.alignment - 1)) != 0) {
+    return InvalidArgumentError("ucx: alignment " + U(spec.alignment) +
+                                " (a power of two up to " + U(kPoolAlignment) + ")");
+  }
+  if (lifetime <= 0 || lifetime > options_.max_lifetime_ns) {
+    return InvalidArgumentError("ucx: a lifetime of " + U(spec.lifetime_ms) + " ms");
+  }
+  if (!pool_allocator_) return ResourceExhaustedError("ucx: no pool (ucx.pool_bytes is 0)");
+  Result<uint64_t> offset = pool_allocator_->Allocate(spec.size);
+  if (!offset.ok()) {
+    return ResourceExhaustedError("ucx: the pool (ucx.pool_bytes) has no " + U(spec.size) +
+                                  " bytes free");
+  }
   std::byte* base = pool_base_ + *offset;
-  std::memset(base, 0, ask->size);  // nothing of an earlier region shows
+  std::memset(base, 0, spec.size);  // nothing of an earlier region shows
   Result<UcpWorker::MappedMemory> mapped = worker_.MapMemory(
-      base, ask->size, (ask->access & (wire::kRegionWrite | wire::kRegionAtomic)) != 0);
+      base, spec.size, (spec.access & (wire::kRegionWrite | wire::kRegionAtomic)) != 0);
   if (!mapped.ok()) {
     (void)pool_allocator_->Free(*offset);
-    return Refuse(peer, ask_id, StatusCode::kUnavailable);
+    return UnavailableError(mapped.status().message());
   }
-  Result<LentRegions::Region> region = lent_.Add({.holder = peer,
+  Result<LentRegions::Region> region = lent_.Add({.holder = holder,
                                                   .mapped_id = mapped->id,
                                                   .address = mapped->address,
-                                                  .size = ask->size,
-                                                  .access = ask->access,
+                                                  .size = spec.size,
+                                                  .access = spec.access,
                                                   .expires_ns = clock_.NowNs() + lifetime,
                                                   .pool_offset = *offset});
   if (!region.ok()) {
     worker_.UnmapMemory(mapped->id);
     (void)pool_allocator_->Free(*offset);
-    return Refuse(peer, ask_id, StatusCode::kResourceExhausted);
+    return region.status();
   }
   ++stats_.regions_lent;
+  return Placed{*region, std::move(mapped->key)};
+}
+
+void UcxRemoteMemory::OnAsk(UcxPeer peer, uint64_t ask_id, const Buffer& body) {
+  Result<wire::RegionAsk> ask = wire::DecodeRegionAsk(body.AsStringView());
+  if (!ask.ok()) return Refuse(peer, ask_id, StatusCode::kInvalidArgument);
+  Result<Placed> placed =
+      PlaceInPool(peer, {ask->size, ask->alignment, ask->access, ask->lifetime_ms});
+  if (!placed.ok()) return Refuse(peer, ask_id, placed.status().code());
+  const LentRegions::Region& r = placed->region;
   Send(peer, wire::UcxKind::kRegionGrant, ask_id,
-       wire::EncodeRegionGrant({region->id, mapped->address, ask->size, ask->access,
-                                ask->lifetime_ms, mapped->key}));
+       wire::EncodeRegionGrant({r.id, r.address, r.size, r.access, ask->lifetime_ms, placed->key}));
+}
+
+Result<transport::LentRegion> UcxRemoteMemory::LendFromPool(const transport::NetAddress& to,
+                                                            const transport::RegionSpec& spec) {
+  WHARF_ASSIGN_OR_RETURN(UcxPeer peer, connect_(to));
+  WHARF_ASSIGN_OR_RETURN(Placed placed, PlaceInPool(peer, spec));
+  const LentRegions::Region& r = placed.region;
+  // Unasked: the grant carries the region's own id.
+  Send(peer, wire::UcxKind::kRegionGrant, r.id,
+       wire::EncodeRegionGrant({r.id, r.address, r.size, r.access, spec.lifetime_ms, placed.key}));
+  return transport::LentRegion{r.id, LentBytes(r.id)};
 }
 
 void UcxRemoteMemory::OnGrant(UcxPeer peer, uint64_t id, const Buffer& body) {
@@ -307,7 +349,7 @@ void UcxRemoteMemory::OnGrant(UcxPeer peer, uint64_t id, const Buffer& body) {
     ++stats_.asks_answered;
     done(held.ok() ? Result<Held>(info) : Result<Held>(held.status()));
   } else if (held.ok()) {
-    events_.push_back({.kind = Event::Kind::kLent, .region = info.handle, .held = info});
+    PushEvent({.kind = Event::Kind::kLent, .region = info.handle, .held = info});
   }
 }
 
@@ -326,7 +368,7 @@ bool UcxRemoteMemory::OnRefused(UcxPeer peer, uint64_t ask_id, StatusCode code) 
 void UcxRemoteMemory::OnRelease(UcxPeer peer, uint64_t region) {
   // The holder gives back a region we lent...
   if (std::optional<LentRegions::Region> lent = lent_.Take(region, peer)) {
-    EndLent(*lent, /*tell=*/false);
+    EndLent(*lent, /*tell=*/false, /*returned=*/true);
     return;
   }
   // ...or the lender ended one we hold.
@@ -342,11 +384,11 @@ void UcxRemoteMemory::OnImmediate(UcxPeer peer, const Buffer& body) {
     return;
   }
   ++stats_.immediates_received;
-  events_.push_back({.kind = Event::Kind::kImmediate,
-                     .region = imm->region,
-                     .offset = imm->offset,
-                     .length = imm->length,
-                     .value = imm->value});
+  PushEvent({.kind = Event::Kind::kImmediate,
+             .region = imm->region,
+             .offset = imm->offset,
+             .length = imm->length,
+             .value = imm->value});
 }
 
 void UcxRemoteMemory::Refuse(UcxPeer peer, uint64_t ask_id, StatusCode code) {
@@ -361,7 +403,9 @@ void UcxRemoteMemory::Send(UcxPeer peer, wire::UcxKind kind, uint64_t id, std::s
 }
 
 void UcxRemoteMemory::OnPeerFailed(UcxPeer peer) {
-  for (const LentRegions::Region& r : lent_.TakeHolder(peer)) EndLent(r, /*tell=*/false);
+  for (const LentRegions::Region& r : lent_.TakeHolder(peer)) {
+    EndLent(r, /*tell=*/false, /*returned=*/true);
+  }
   for (const HeldRegions::Region& r : held_.TakeLender(peer)) EndHeld(r);
   for (auto it = asks_.begin(); it != asks_.end();) {
     if (it->second.peer != peer) {
@@ -386,7 +430,7 @@ int UcxRemoteMemory::Expire(TimeNs now) {
   int work = 0;
   for (const LentRegions::Region& r : lent_.TakeExpired(now)) {
     ++stats_.regions_expired;
-    EndLent(r, /*tell=*/true);
+    EndLent(r, /*tell=*/true, /*returned=*/true);
     ++work;
   }
   while (!quarantine_.empty() && quarantine_.front().first <= now) {
@@ -425,6 +469,7 @@ std::vector<std::pair<std::string, uint64_t>> UcxRemoteMemory::Counters() const 
           {"ucx.region_asks_refused", stats_.asks_refused},
           {"ucx.immediates_received", stats_.immediates_received},
           {"ucx.immediates_dropped", stats_.immediates_dropped},
+          {"ucx.region_events_dropped", stats_.events_dropped},
           {"ucx.region_messages_dropped", stats_.malformed_dropped}};
 }
 

@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "shm/heap_allocator.h"
 #include "transport/net_address.h"
+#include "transport/remote_memory.h"
 #include "ucx/region_tables.h"
 #include "ucx/ucp_worker.h"
 #include "wire/ucx_header.h"
@@ -41,74 +42,59 @@
 
 namespace wharf::ucx {
 
-class UcxRemoteMemory {
+class UcxRemoteMemory final : public transport::RemoteMemory {
  public:
   struct Options {
     uint64_t pool_bytes = 64 << 20;           // ucx.pool_bytes: what peers may ask for, in all
     size_t max_regions = 1024;                // ucx.max_regions: lent, and held, each
     DurationNs max_lifetime_ns = 3600 * kNsPerSec;
   };
-  // A region lent to this side.
-  struct Held {
-    uint64_t handle = 0;
-    uint64_t size = 0;
-    uint8_t access = 0;
-    TimeNs expires_ns = kNever;
-  };
-  // Something that happened to this side's regions.
-  struct Event {
-    enum class Kind : uint8_t {
-      kImmediate,  // a holder's write with immediate finished in a region we lent
-      kLent,       // a peer lent us a region unasked (held: its handle)
-      kReleased,   // a region we held ended (released or expired by its lender, or it died)
-    };
-    Kind kind = Kind::kImmediate;
-    uint64_t region = 0;  // kImmediate: our lent id; else the held handle
-    uint64_t offset = 0, length = 0, value = 0;  // kImmediate
-    Held held;                                    // kLent
-  };
+  using Held = transport::HeldRegion;
+  using Event = transport::RegionEvent;
   using Connector = std::function<Result<UcxPeer>(const transport::NetAddress&)>;
-  using HeldDone = std::function<void(Result<Held>)>;
-  using WordDone = std::function<void(Result<uint64_t>)>;
 
   static constexpr DurationNs kQuarantine = 1 * kNsPerSec;
   // An ask unanswered this long fails with kDeadlineExceeded.
   static constexpr DurationNs kAskTimeout = 30 * kNsPerSec;
+  // Events the application has not taken yet; beyond, immediates are
+  // dropped (and counted), so a holder cannot grow this side's memory.
+  static constexpr size_t kMaxEvents = 65'536;
 
   // Borrows `worker` and `clock`; `connect` gives the peer for an address
   // (the transport's connection to it).
   static Result<std::unique_ptr<UcxRemoteMemory>> Create(UcpWorker& worker, const Clock& clock,
                                                          Connector connect, Options options);
-  ~UcxRemoteMemory();
+  ~UcxRemoteMemory() override;
 
-  // --- holding ---
-  // Asks the engine at `target` for a region; `done` gets its handle.
-  void Ask(const transport::NetAddress& target, const wire::RegionAsk& ask, HeldDone done);
-  void Read(uint64_t handle, uint64_t offset, std::span<std::byte> into, UcpWorker::RmaDone done);
+  // transport::RemoteMemory (transport/remote_memory.h says what each does)
+  void Ask(const transport::NetAddress& target, const transport::RegionSpec& spec,
+           HeldDone done) override;
+  void Read(uint64_t handle, uint64_t offset, std::span<std::byte> into, Done done) override;
   void Write(uint64_t handle, uint64_t offset, std::span<const std::byte> from,
-             UcpWorker::RmaDone done);
-  // Write, then the target gets `value` as a kImmediate event (after the
-  // data is in place); `done` once both happened.
+             Done done) override;
   void WriteWithImmediate(uint64_t handle, uint64_t offset, std::span<const std::byte> from,
-                          uint64_t value, UcpWorker::RmaDone done);
-  void CompareAndSwap(uint64_t handle, uint64_t offset, uint64_t expected, uint64_t desired,
-                      WordDone done);
-  void FetchAdd(uint64_t handle, uint64_t offset, uint64_t add, WordDone done);
-  // Gives a held region back; NotFound when not held.
-  Status Release(uint64_t handle);
+                          uint64_t value, Done done) override;
+  void Atomic(uint64_t handle, uint64_t offset, transport::RegionAtomicOp op, uint64_t value,
+              uint64_t compare, WordDone done) override;
+  Status Release(uint64_t handle) override;
+  Result<transport::LentRegion> LendFromPool(const transport::NetAddress& to,
+                                             const transport::RegionSpec& spec) override;
+  Status Revoke(uint64_t region) override;
+  std::span<std::byte> LentBytes(uint64_t region) override;
+  bool PopEvent(Event* out) override;
 
-  // --- lending ---
+  void CompareAndSwap(uint64_t handle, uint64_t offset, uint64_t expected, uint64_t desired,
+                      WordDone done) {
+    Atomic(handle, offset, transport::RegionAtomicOp::kCompareSwap, desired, expected,
+           std::move(done));
+  }
+  void FetchAdd(uint64_t handle, uint64_t offset, uint64_t add, WordDone done) {
+    Atomic(handle, offset, transport::RegionAtomicOp::kFetchAdd, add, 0, std::move(done));
+  }
   // Lends `memory` (which must outlive the loan) to the engine at `to`
   // unasked; it gets a kLent event. Returns our id for the region.
   Result<uint64_t> Lend(const transport::NetAddress& to, std::span<std::byte> memory,
                         uint8_t access, DurationNs lifetime_ns);
-  // Ends a region we lent (the holder gets kReleased).
-  Status Revoke(uint64_t region);
-  // The bytes of a region we lent from the pool (tests, and the lender's
-  // application reading what holders wrote); empty when unknown.
-  std::span<std::byte> LentBytes(uint64_t region);
-
-  bool PopEvent(Event* out);
 
   // --- from the transport ---
   void OnMessage(UcxPeer peer, const wire::UcxHeader& header, const Buffer& body);
@@ -138,6 +124,7 @@ class UcxRemoteMemory {
     uint64_t asks_sent = 0, asks_refused = 0, asks_answered = 0;
     uint64_t regions_lent = 0, regions_released = 0, regions_expired = 0;
     uint64_t immediates_received = 0, immediates_dropped = 0, malformed_dropped = 0;
+    uint64_t events_dropped = 0;
   };
 
   UcxRemoteMemory(UcpWorker& worker, const Clock& clock, Connector connect, Options options);
@@ -148,16 +135,22 @@ class UcxRemoteMemory {
   void Refuse(UcxPeer peer, uint64_t ask_id, StatusCode code);
   void Send(UcxPeer peer, wire::UcxKind kind, uint64_t id, std::string body);
   // A lent region is over: unmapped, its pool block quarantined; the
-  // holder told (RELEASE) when `tell`.
-  void EndLent(const LentRegions::Region& region, bool tell);
+  // holder told (RELEASE) when `tell`; our application told (kReturned)
+  // when it did not end it itself.
+  void EndLent(const LentRegions::Region& region, bool tell, bool returned);
   void EndHeld(const HeldRegions::Region& region);
   // The held region for an operation, checked; `done` told when refused.
   std::optional<HeldRegions::Region> Checked(uint64_t handle, uint8_t access, uint64_t offset,
                                              uint64_t length, const std::function<void(Status)>& fail);
   Result<HeldRegions::Region> Hold(UcxPeer lender, const wire::RegionGrant& grant);
-  // CompareAndSwap and FetchAdd: checked, then UcpWorker::Atomic.
-  void Atomic(uint64_t handle, uint64_t offset, UcpWorker::AtomicOp op, uint64_t value,
-              uint64_t compare, WordDone done);
+  // A zeroed block of `spec.size` from the pool, mapped, recorded as lent
+  // to `holder`: for asks and for LendFromPool.
+  struct Placed {
+    LentRegions::Region region;
+    std::string key;  // the mapping's packed key, for the grant
+  };
+  Result<Placed> PlaceInPool(UcxPeer holder, const transport::RegionSpec& spec);
+  void PushEvent(Event event);
 
   UcpWorker& worker_;
   const Clock& clock_;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -66,9 +67,9 @@ class UcxRemoteMemoryTest : public ::testing::TestWithParam<Path> {
     return true;
   }
 
-  Result<UcxRemoteMemory::Held> Ask(wire::RegionAsk ask) {
+  Result<UcxRemoteMemory::Held> Ask(transport::RegionSpec ask) {
     std::optional<Result<UcxRemoteMemory::Held>> got;
-    holder_->remote_memory().Ask(target_->LocalAddress(), ask,
+    holder_->ucx_memory().Ask(target_->LocalAddress(), ask,
                                  [&](Result<UcxRemoteMemory::Held> r) { got = std::move(r); });
     if (!Drive([&] { return got.has_value(); })) return DeadlineExceededError("no answer");
     return *got;
@@ -90,12 +91,12 @@ class UcxRemoteMemoryTest : public ::testing::TestWithParam<Path> {
 
   // The target's one lent region's bytes.
   std::span<std::byte> TargetBytes(uint64_t region) {
-    return target_->remote_memory().LentBytes(region);
+    return target_->ucx_memory().LentBytes(region);
   }
 
   bool TakeEvent(UcxMessageTransport& t, Event::Kind kind, Event* out) {
     Event e;
-    while (t.remote_memory().PopEvent(&e)) {
+    while (t.ucx_memory().PopEvent(&e)) {
       if (e.kind == kind) {
         *out = e;
         return true;
@@ -112,8 +113,8 @@ TEST_P(UcxRemoteMemoryTest, AnAskedRegionIsReadWrittenAndUpdatedAtomically) {
   auto held = Ask({.size = 4 << 20, .alignment = 64, .lifetime_ms = 60'000});
   ASSERT_TRUE(held.ok()) << held.status();
   EXPECT_EQ(held->size, 4u << 20);
-  EXPECT_EQ(target_->remote_memory().lent(), 1u);
-  auto& rm = holder_->remote_memory();
+  EXPECT_EQ(target_->ucx_memory().lent(), 1u);
+  auto& rm = holder_->ucx_memory();
   const std::vector<std::byte> data = Pattern(4 << 20, 1);
   ASSERT_TRUE(Run([&](auto done) { rm.Write(held->handle, 0, data, done); }).ok());
   std::vector<std::byte> back(data.size());
@@ -155,13 +156,13 @@ TEST_P(UcxRemoteMemoryTest, AnAskedRegionIsReadWrittenAndUpdatedAtomically) {
   // Released: the target frees it, and the handle is gone.
   EXPECT_TRUE(rm.Release(held->handle).ok());
   EXPECT_EQ(rm.Release(held->handle).code(), StatusCode::kNotFound);
-  ASSERT_TRUE(Drive([&] { return target_->remote_memory().lent() == 0; }));
+  ASSERT_TRUE(Drive([&] { return target_->ucx_memory().lent() == 0; }));
 }
 
 TEST_P(UcxRemoteMemoryTest, RightsBoundsAndUnknownHandlesAreRefusedBeforeAnythingMoves) {
   auto held = Ask({.size = 4096, .access = wire::kRegionRead});
   ASSERT_TRUE(held.ok()) << held.status();
-  auto& rm = holder_->remote_memory();
+  auto& rm = holder_->ucx_memory();
   const std::vector<std::byte> data = Pattern(64, 2);
   Status write = Run([&](auto done) { rm.Write(held->handle, 0, data, done); });
   EXPECT_EQ(write.code(), StatusCode::kPermissionDenied) << write;
@@ -190,7 +191,7 @@ TEST_P(UcxRemoteMemoryTest, AsksTheTargetCannotServeAreRefused) {
 TEST_P(UcxRemoteMemoryTest, ALifetimeThatEndsEndsTheRegionOnBothSides) {
   auto held = Ask({.size = 4096, .lifetime_ms = 2000});
   ASSERT_TRUE(held.ok()) << held.status();
-  auto& rm = holder_->remote_memory();
+  auto& rm = holder_->ucx_memory();
   std::vector<std::byte> back(8);
   ASSERT_TRUE(Run([&](auto done) { rm.Read(held->handle, 0, back, done); }).ok());
   clock_.AdvanceBy(2 * kNsPerSec);
@@ -200,7 +201,7 @@ TEST_P(UcxRemoteMemoryTest, ALifetimeThatEndsEndsTheRegionOnBothSides) {
   Event released;
   ASSERT_TRUE(Drive([&] { return TakeEvent(*holder_, Event::Kind::kReleased, &released); }));
   EXPECT_EQ(released.region, held->handle);
-  EXPECT_EQ(target_->remote_memory().lent(), 0u);
+  EXPECT_EQ(target_->ucx_memory().lent(), 0u);
   EXPECT_EQ(rm.held(), 0u);
   Status gone = Run([&](auto done) { rm.Read(held->handle, 0, back, done); });
   EXPECT_EQ(gone.code(), StatusCode::kNotFound);
@@ -208,21 +209,61 @@ TEST_P(UcxRemoteMemoryTest, ALifetimeThatEndsEndsTheRegionOnBothSides) {
 
 TEST_P(UcxRemoteMemoryTest, ARegionLentUnaskedIsWrittenInTheLendersOwnMemory) {
   std::vector<std::byte> mine(8192, std::byte{0});
-  auto lent = target_->remote_memory().Lend(holder_->LocalAddress(), mine,
+  auto lent = target_->ucx_memory().Lend(holder_->LocalAddress(), mine,
                                             wire::kRegionRead | wire::kRegionWrite, 10 * kNsPerSec);
   ASSERT_TRUE(lent.ok()) << lent.status();
   Event got;
   ASSERT_TRUE(Drive([&] { return TakeEvent(*holder_, Event::Kind::kLent, &got); }));
   EXPECT_EQ(got.held.size, 8192u);
   const std::vector<std::byte> data = Pattern(8192, 5);
-  ASSERT_TRUE(Run([&](auto done) { holder_->remote_memory().Write(got.held.handle, 0, data, done); })
+  ASSERT_TRUE(Run([&](auto done) { holder_->ucx_memory().Write(got.held.handle, 0, data, done); })
                   .ok());
   EXPECT_TRUE(mine == data);
   // Revoked by the lender: the holder hears, and the handle is gone.
-  ASSERT_TRUE(target_->remote_memory().Revoke(*lent).ok());
+  ASSERT_TRUE(target_->ucx_memory().Revoke(*lent).ok());
   Event released;
   ASSERT_TRUE(Drive([&] { return TakeEvent(*holder_, Event::Kind::kReleased, &released); }));
   EXPECT_EQ(released.region, got.held.handle);
+}
+
+TEST_P(UcxRemoteMemoryTest, ARegionLentFromThePoolIsReturnedWhenItsHolderReleasesIt) {
+  auto lent = target_->ucx_memory().LendFromPool(
+      holder_->LocalAddress(), {.size = 4096, .access = wire::kRegionRead | wire::kRegionWrite});
+  ASSERT_TRUE(lent.ok()) << lent.status();
+  ASSERT_EQ(lent->bytes.size(), 4096u);
+  EXPECT_TRUE(std::all_of(lent->bytes.begin(), lent->bytes.end(),
+                          [](std::byte b) { return b == std::byte{0}; }));
+  Event got;
+  ASSERT_TRUE(Drive([&] { return TakeEvent(*holder_, Event::Kind::kLent, &got); }));
+  EXPECT_EQ(got.held.access, wire::kRegionRead | wire::kRegionWrite);
+  const std::vector<std::byte> data = Pattern(4096, 9);
+  ASSERT_TRUE(Run([&](auto done) { holder_->ucx_memory().Write(got.held.handle, 0, data, done); })
+                  .ok());
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), lent->bytes.begin()));
+  // No atomic right was lent: refused on the holder, before anything moves.
+  auto cas = RunWord([&](auto done) {
+    holder_->ucx_memory().CompareAndSwap(got.held.handle, 0, 0, 1, done);
+  });
+  EXPECT_EQ(cas.status().code(), StatusCode::kPermissionDenied) << cas.status();
+  ASSERT_TRUE(holder_->ucx_memory().Release(got.held.handle).ok());
+  Event returned;
+  ASSERT_TRUE(Drive([&] { return TakeEvent(*target_, Event::Kind::kReturned, &returned); }));
+  EXPECT_EQ(returned.region, lent->id);
+  EXPECT_TRUE(target_->ucx_memory().LentBytes(lent->id).empty());
+}
+
+TEST_P(UcxRemoteMemoryTest, LendingFromThePoolRefusesWhatItCannotPlace) {
+  auto& rm = target_->ucx_memory();
+  const NetAddress to = holder_->LocalAddress();
+  EXPECT_EQ(rm.LendFromPool(to, {.size = 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rm.LendFromPool(to, {.size = 64, .alignment = 3}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(rm.LendFromPool(to, {.size = 64, .access = 0}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(rm.LendFromPool(to, {.size = 64, .lifetime_ms = 0}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(rm.LendFromPool(to, {.size = 64 << 20}).status().code(),
+            StatusCode::kResourceExhausted);
 }
 
 TEST_P(UcxRemoteMemoryTest, AHolderThatDiesGivesItsRegionsBack) {
@@ -231,9 +272,14 @@ TEST_P(UcxRemoteMemoryTest, AHolderThatDiesGivesItsRegionsBack) {
   }
   ASSERT_TRUE(Ask({.size = 4096}).ok());
   ASSERT_TRUE(Ask({.size = 8192}).ok());
-  EXPECT_EQ(target_->remote_memory().lent(), 2u);
+  EXPECT_EQ(target_->ucx_memory().lent(), 2u);
   holder_.reset();
-  ASSERT_TRUE(Drive([&] { return target_->remote_memory().lent() == 0; }));
+  ASSERT_TRUE(Drive([&] { return target_->ucx_memory().lent() == 0; }));
+  // The target's application hears of both.
+  int returned = 0;
+  Event e;
+  while (target_->ucx_memory().PopEvent(&e)) returned += e.kind == Event::Kind::kReturned;
+  EXPECT_EQ(returned, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(

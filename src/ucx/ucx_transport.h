@@ -78,7 +78,8 @@ class UcxMessageTransport final : public transport::MessageTransport {
   size_t num_peers() const { return worker_->peers(); }
 
   // One-sided remote memory over the same worker and connections.
-  UcxRemoteMemory& remote_memory() { return *remote_memory_; }
+  UcxRemoteMemory& ucx_memory() { return *remote_memory_; }
+  transport::RemoteMemory* remote_memory() override { return remote_memory_.get(); }
 
  private:
   struct Stats {
