@@ -132,6 +132,13 @@ class RemoteMemory {
   // --- lending ---
   // Lends the endpoint at `peer` a zeroed region of this endpoint's pool.
   Result<LocalRegion> Lend(std::string_view peer, const RegionOptions& options);
+  // Lends the endpoint at `peer` this application's own `memory` (read and
+  // written in place; it must stay valid until the region ends: Revoke it
+  // before freeing it). Lending the same memory to several peers is
+  // allowed: their writes then meet in it.
+  Result<LocalRegion> LendMemory(std::string_view peer, std::span<std::byte> memory,
+                                 uint8_t access = kRegionAllAccess,
+                                 std::chrono::milliseconds lifetime = std::chrono::seconds(60));
   // Ends a region we lent (its holder gets kReleased).
   Status Revoke(uint64_t region);
   // The bytes of a region we lent, asked for or not (an event's `region`);

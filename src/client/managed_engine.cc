@@ -408,6 +408,12 @@ Result<transport::LentRegion> ManagedEngine::LendRegion(const engine::Uri& /*pee
   return NotManagedYet();
 }
 
+Result<uint64_t> ManagedEngine::LendMemory(const engine::Uri& /*peer*/,
+                                           std::span<std::byte> /*memory*/, uint8_t /*access*/,
+                                           uint32_t /*lifetime_ms*/) {
+  return NotManagedYet();
+}
+
 Status ManagedEngine::RevokeRegion(uint64_t /*region*/) { return NotManagedYet(); }
 
 void ManagedEngine::Cancel(uint64_t op_id) {

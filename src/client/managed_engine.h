@@ -97,6 +97,8 @@ class ManagedEngine final : public engine::EngineApi {
   Status ReleaseRegion(uint64_t handle) override;
   Result<transport::LentRegion> LendRegion(const engine::Uri& peer,
                                            const transport::RegionSpec& spec) override;
+  Result<uint64_t> LendMemory(const engine::Uri& peer, std::span<std::byte> memory,
+                              uint8_t access, uint32_t lifetime_ms) override;
   Status RevokeRegion(uint64_t region) override;
   std::span<std::byte> LentRegionBytes(uint64_t /*region*/) override { return {}; }
   bool PopRegionEvent(transport::RegionEvent* /*out*/) override { return false; }

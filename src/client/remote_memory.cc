@@ -129,6 +129,17 @@ Result<LocalRegion> RemoteMemory::Lend(std::string_view peer, const RegionOption
   return LocalRegion{.id = lent.id, .bytes = lent.bytes};
 }
 
+Result<LocalRegion> RemoteMemory::LendMemory(std::string_view peer, std::span<std::byte> memory,
+                                             uint8_t access, std::chrono::milliseconds lifetime) {
+  WHARF_ASSIGN_OR_RETURN(transport::RegionSpec spec,
+                         SpecOf({.size = memory.size(), .access = access, .lifetime = lifetime}));
+  WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(peer));
+  WHARF_ASSIGN_OR_RETURN(uint64_t id, core_->WithEngine([&](engine::EngineApi& e) {
+                           return e.LendMemory(uri, memory, spec.access, spec.lifetime_ms);
+                         }));
+  return LocalRegion{.id = id, .bytes = memory};
+}
+
 Status RemoteMemory::Revoke(uint64_t region) {
   return core_->WithEngine([&](engine::EngineApi& e) { return e.RevokeRegion(region); });
 }

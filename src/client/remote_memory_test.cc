@@ -208,6 +208,24 @@ TEST_P(RemoteMemoryTest, ARegionLentUnaskedArrivesAsAnEventAndEndsOnRevoke) {
   EXPECT_EQ(holder_memory_->Write(got->lent, 0, Buffer::Copy("x")).code(), StatusCode::kNotFound);
 }
 
+TEST_P(RemoteMemoryTest, TheApplicationsOwnMemoryLentIsWrittenInPlace) {
+  std::vector<std::byte> mine(4096, std::byte{0});
+  auto lent = lender_memory_->LendMemory(holder_->address(), mine, kRegionWrite | kRegionAtomic);
+  ASSERT_TRUE(lent.ok()) << lent.status();
+  EXPECT_EQ(lent->bytes.data(), mine.data());
+  auto got = Next(*holder_memory_, RegionEvent::Kind::kLent);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(holder_memory_->Write(got->lent, 10, Buffer::Copy("in place")).ok());
+  EXPECT_EQ(std::memcmp(mine.data() + 10, "in place", 8), 0);
+  EXPECT_EQ(*holder_memory_->FetchAdd(got->lent, 1024, 3), 0u);
+  uint64_t word;
+  std::memcpy(&word, mine.data() + 1024, 8);
+  EXPECT_EQ(word, 3u);
+  EXPECT_EQ(holder_memory_->Read(got->lent, 0, 8).status().code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(lender_memory_->Revoke(lent->id).ok());
+  ASSERT_TRUE(Next(*holder_memory_, RegionEvent::Kind::kReleased).has_value());
+}
+
 TEST_P(RemoteMemoryTest, ALenderThatExitsEndsItsRegionsAtTheHolder) {
   if (!GetParam().reports_death) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's death";

@@ -152,6 +152,11 @@ class Engine final : public EngineApi {
     if (!shutdown_status_.ok()) return shutdown_status_;
     return regions_.Lend(peer, spec);
   }
+  Result<uint64_t> LendMemory(const Uri& peer, std::span<std::byte> memory, uint8_t access,
+                              uint32_t lifetime_ms) override {
+    if (!shutdown_status_.ok()) return shutdown_status_;
+    return regions_.LendMemory(peer, memory, access, lifetime_ms);
+  }
   Status RevokeRegion(uint64_t region) override { return regions_.Revoke(region); }
   std::span<std::byte> LentRegionBytes(uint64_t region) override {
     return regions_.LentBytes(region);

@@ -92,6 +92,9 @@ class EngineApi {
   // to read and write until it ends).
   virtual Result<transport::LentRegion> LendRegion(const Uri& peer,
                                                    const transport::RegionSpec& spec) = 0;
+  // Lends `peer` the host's own `memory` (valid until the region ends).
+  virtual Result<uint64_t> LendMemory(const Uri& peer, std::span<std::byte> memory,
+                                      uint8_t access, uint32_t lifetime_ms) = 0;
   virtual Status RevokeRegion(uint64_t region) = 0;
   // A region this engine lent (asked or not): its bytes; empty when gone.
   virtual std::span<std::byte> LentRegionBytes(uint64_t region) = 0;

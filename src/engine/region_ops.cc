@@ -35,17 +35,21 @@ Result<transport::RemoteMemory*> RegionOps::Memory() const {
                             "ucx://HOST:PORT, or ask a ucx:// peer for a region first");
 }
 
+Result<transport::RemoteMemory*> RegionOps::MemoryFor(const Uri& peer) const {
+  WHARF_ASSIGN_OR_RETURN(PeerRef ref, find_(peer));
+  transport::RemoteMemory* memory = transports_[ref.transport]->remote_memory();
+  if (memory == nullptr) {
+    return UnimplementedError(peer.scheme + "://" + peer.address.ToString() +
+                              ": remote memory needs ucx://");
+  }
+  return memory;
+}
+
 void RegionOps::Ask(uint64_t op_id, const Uri& peer, const transport::RegionSpec& spec) {
   auto shared = Track(op_id);
-  Result<PeerRef> ref = find_(peer);
-  if (!ref.ok()) return shared->Finish(op_id, ref.status());
-  transport::RemoteMemory* memory = transports_[ref->transport]->remote_memory();
-  if (memory == nullptr) {
-    return shared->Finish(op_id, UnimplementedError(peer.scheme + "://" +
-                                                    peer.address.ToString() +
-                                                    ": remote memory needs ucx://"));
-  }
-  memory->Ask(ref->address, spec, [shared, op_id](Result<transport::HeldRegion> held) {
+  Result<transport::RemoteMemory*> memory = MemoryFor(peer);
+  if (!memory.ok()) return shared->Finish(op_id, memory.status());
+  (*memory)->Ask(peer.address, spec, [shared, op_id](Result<transport::HeldRegion> held) {
     if (!held.ok()) return shared->Finish(op_id, held.status());
     shared->Finish(op_id, OkStatus(), Buffer(), held->handle);
   });
@@ -95,13 +99,14 @@ Status RegionOps::Release(uint64_t handle) {
 }
 
 Result<transport::LentRegion> RegionOps::Lend(const Uri& peer, const transport::RegionSpec& spec) {
-  WHARF_ASSIGN_OR_RETURN(PeerRef ref, find_(peer));
-  transport::RemoteMemory* memory = transports_[ref.transport]->remote_memory();
-  if (memory == nullptr) {
-    return UnimplementedError(peer.scheme + "://" + peer.address.ToString() +
-                              ": remote memory needs ucx://");
-  }
-  return memory->LendFromPool(ref.address, spec);
+  WHARF_ASSIGN_OR_RETURN(transport::RemoteMemory * memory, MemoryFor(peer));
+  return memory->LendFromPool(peer.address, spec);
+}
+
+Result<uint64_t> RegionOps::LendMemory(const Uri& peer, std::span<std::byte> memory,
+                                       uint8_t access, uint32_t lifetime_ms) {
+  WHARF_ASSIGN_OR_RETURN(transport::RemoteMemory * memory_of_peer, MemoryFor(peer));
+  return memory_of_peer->LendMemory(peer.address, memory, access, lifetime_ms);
 }
 
 Status RegionOps::Revoke(uint64_t region) {

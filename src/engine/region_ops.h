@@ -57,6 +57,8 @@ class RegionOps {
               uint64_t value, uint64_t compare);
   Status Release(uint64_t handle);
   Result<transport::LentRegion> Lend(const Uri& peer, const transport::RegionSpec& spec);
+  Result<uint64_t> LendMemory(const Uri& peer, std::span<std::byte> memory, uint8_t access,
+                              uint32_t lifetime_ms);
   Status Revoke(uint64_t region);
   std::span<std::byte> LentBytes(uint64_t region);
   bool PopEvent(transport::RegionEvent* out);
@@ -78,6 +80,8 @@ class RegionOps {
 
   // The transport that holds regions: the first with remote memory.
   Result<transport::RemoteMemory*> Memory() const;
+  // The remote memory of `peer`'s transport (opened on first use).
+  Result<transport::RemoteMemory*> MemoryFor(const Uri& peer) const;
   // Records op_id as in flight and returns the completion for the
   // transport; nothing else is recorded.
   std::shared_ptr<Shared> Track(uint64_t op_id);

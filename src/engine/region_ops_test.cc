@@ -55,6 +55,11 @@ class ScriptedMemory final : public transport::RemoteMemory {
                                              const transport::RegionSpec& spec) override {
     return transport::LentRegion{3, std::span<std::byte>(pool, spec.size)};
   }
+  Result<uint64_t> LendMemory(const transport::NetAddress& /*to*/, std::span<std::byte> memory,
+                              uint8_t /*access*/, uint32_t /*lifetime_ms*/) override {
+    lent_memory = memory;
+    return uint64_t{4};
+  }
   Status Revoke(uint64_t /*region*/) override { return OkStatus(); }
   std::span<std::byte> LentBytes(uint64_t region) override {
     return region == 3 ? std::span<std::byte>(pool) : std::span<std::byte>();
@@ -79,6 +84,7 @@ class ScriptedMemory final : public transport::RemoteMemory {
     uint64_t value, compare;
   } atomic{};
   std::byte pool[64] = {};
+  std::span<std::byte> lent_memory;
   std::deque<RegionEvent> events;
 };
 
@@ -231,6 +237,9 @@ TEST_F(RegionOpsTest, LendingReleaseAndEventsGoToTheTransportThatHoldsRegions) {
   EXPECT_TRUE(ops_->LentBytes(4).empty());
   EXPECT_EQ(ops_->Lend(PeerUri("homa://198.18.0.2:4000"), {.size = 16}).status().code(),
             StatusCode::kUnimplemented);
+  std::byte mine[8];
+  EXPECT_EQ(*ops_->LendMemory(PeerUri("ucx://198.18.0.2:4002"), mine, 1, 1000), 4u);
+  EXPECT_EQ(memory_.lent_memory.data(), mine);  // lent in place
   EXPECT_TRUE(ops_->Release(7).ok());
   EXPECT_EQ(ops_->Release(8).code(), StatusCode::kNotFound);
   memory_.events.push_back({.kind = RegionEvent::Kind::kImmediate, .region = 3, .value = 9});

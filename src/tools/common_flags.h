@@ -34,5 +34,8 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseSettings(
 // The RPC methods `wharf serve` answers (and `wharf ping` calls).
 inline constexpr uint32_t kEchoMethod = 1;
 inline constexpr uint32_t kServerStatsMethod = 2;
+// `wharf serve --lend-bytes`: lends the caller (by its ucx:// address) the
+// server's region; the answer is its size in decimal.
+inline constexpr uint32_t kLendMethod = 3;
 
 }  // namespace wharf::tools

@@ -9,6 +9,7 @@
 #include "tools/daemon_command.h"
 #include "tools/mesh_command.h"
 #include "tools/ping_command.h"
+#include "tools/rma_command.h"
 #include "tools/serve_command.h"
 #include "tools/status_command.h"
 #include "wharf/build_info.h"
@@ -36,6 +37,12 @@ int main(int argc, char** argv) {
       app.add_subcommand("ping", "Measure RPC round trips to a `wharf serve` (RTT percentiles, loss)");
   wharf::tools::AddPingFlags(*ping, ping_options);
 
+  wharf::tools::RmaOptions rma_options;
+  CLI::App* rma = app.add_subcommand(
+      "rma", "One remote-memory operation (read, write, cas, add) on the region a "
+             "`wharf serve --lend-bytes N` lends (ucx://)");
+  wharf::tools::AddRmaFlags(*rma, rma_options);
+
   wharf::tools::DaemonOptions daemon_options;
   CLI::App* daemon = app.add_subcommand(
       "daemon", "Run wharfd, the host's transport daemon, in the foreground (same as `wharfd`)");
@@ -58,6 +65,7 @@ int main(int argc, char** argv) {
   if (*bench) return wharf::tools::RunBench(bench_options);
   if (*serve) return wharf::tools::RunServe(serve_options);
   if (*ping) return wharf::tools::RunPing(ping_options);
+  if (*rma) return wharf::tools::RunRma(rma_options);
   if (*daemon) return wharf::tools::RunDaemon(daemon_options);
   if (*status) return wharf::tools::RunStatus(status_options);
   if (*mesh) return wharf::tools::RunMesh(mesh_options);

@@ -17,6 +17,7 @@
 
 #include "base/mutex.h"
 #include "wharf/endpoint.h"
+#include "wharf/remote_memory.h"
 
 namespace wharf::tools {
 namespace {
@@ -188,10 +189,19 @@ void AddServeFlags(CLI::App& app, ServeOptions& options) {
                  "The echo handler answers this many milliseconds after a request arrives, "
                  "from another thread (for trying clients against slow servers)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--lend-bytes", options.lend_bytes,
+                 "Lend a block of this many bytes to every `wharf rma` client that asks "
+                 "(ucx:// only): try remote memory by hand")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   AddEndpointFlags(app, options.endpoint);
 }
 
 int RunServe(const ServeOptions& options) {
+  if (options.lend_bytes > 0 && options.listen.rfind("ucx://", 0) != 0) {
+    std::fprintf(stderr, "wharf serve: --lend-bytes needs a ucx:// address (--listen %s)\n",
+                 options.listen.c_str());
+    return 2;
+  }
   auto endpoint_options = MakeEndpointOptions(options.endpoint, options.listen);
   if (!endpoint_options.ok()) {
     std::fprintf(stderr, "wharf serve: %s\n", endpoint_options.status().ToString().c_str());
@@ -225,6 +235,19 @@ int RunServe(const ServeOptions& options) {
       return Result<Buffer>(Buffer::Copy(log.Summary()));
     });
   }
+  // --lend-bytes: the block every `wharf rma` client shares (8-aligned, for
+  // its atomics), lent for a minute at a time; a client's exit ends its loan.
+  std::vector<uint64_t> lent_block((options.lend_bytes + 7) / 8, 0);
+  RemoteMemory memory(endpoint);
+  if (s.ok() && options.lend_bytes > 0) {
+    auto block = std::as_writable_bytes(std::span<uint64_t>(lent_block)).first(options.lend_bytes);
+    s = endpoint.Serve(kLendMethod, [&memory, block](const RpcContext& ctx, Buffer) {
+      Result<LocalRegion> lent = memory.LendMemory(ctx.peer, block, kRegionAllAccess,
+                                                   std::chrono::seconds(60));
+      if (!lent.ok()) return Result<Buffer>(lent.status());
+      return Result<Buffer>(Buffer::Copy(std::to_string(block.size())));
+    });
+  }
   if (s.ok()) s = endpoint.Listen();
   if (!s.ok()) {
     std::fprintf(stderr, "wharf serve: %s\n", s.ToString().c_str());
@@ -234,6 +257,10 @@ int RunServe(const ServeOptions& options) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::printf("listening on %s\n", endpoint.address().c_str());
+  if (options.lend_bytes > 0) {
+    std::printf("lending %llu bytes to `wharf rma` clients\n",
+                static_cast<unsigned long long>(options.lend_bytes));
+  }
   std::fflush(stdout);
 
   using Clock = std::chrono::steady_clock;
@@ -246,6 +273,16 @@ int RunServe(const ServeOptions& options) {
   // Slices only to notice --duration and signals.
   while (!g_stop && Clock::now() < end) {
     if (!endpoint.Run(std::chrono::milliseconds(200)).ok()) break;
+    // Loans ending and immediates: shown, so they do not pile up.
+    while (std::optional<RegionEvent> e = memory.PollEvent()) {
+      if (e->kind == RegionEvent::Kind::kImmediate) {
+        std::printf("immediate %llu after a write of %llu bytes at offset %llu\n",
+                    static_cast<unsigned long long>(e->value),
+                    static_cast<unsigned long long>(e->length),
+                    static_cast<unsigned long long>(e->offset));
+        std::fflush(stdout);
+      }
+    }
   }
   stop_accepting = true;
   acceptor.join();

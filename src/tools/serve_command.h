@@ -1,6 +1,9 @@
 // `wharf serve`: an echo server. Answers the echo RPC (method 1) and a stats
 // RPC (method 2), and echoes every message on accepted connections. Counts
 // how often each request id ran, so tests can check exactly-once execution.
+// With --lend-bytes (ucx://), lends one block of its memory to every
+// `wharf rma` client that asks (method kLendMethod): their reads, writes
+// and atomics meet in it.
 #pragma once
 
 #include <string>
@@ -18,6 +21,9 @@ struct ServeOptions {
   double duration_s = 0;  // 0 = until SIGINT/SIGTERM
   // The echo handler answers this long after a request arrives (0: at once).
   double handler_delay_ms = 0;
+  // Bytes of memory lent to every `wharf rma` client that asks (ucx:// only;
+  // 0: none).
+  uint64_t lend_bytes = 0;
   EndpointFlags endpoint;
 };
 

@@ -103,6 +103,10 @@ class RemoteMemory {
   // Lends the engine at `to` a region from this side's pool, unasked (it
   // gets a kLent event); its bytes start zeroed.
   virtual Result<LentRegion> LendFromPool(const NetAddress& to, const RegionSpec& spec) = 0;
+  // Lends `memory` (the caller's own, which must stay valid until the
+  // region ends) to the engine at `to`, unasked; returns our id for it.
+  virtual Result<uint64_t> LendMemory(const NetAddress& to, std::span<std::byte> memory,
+                                      uint8_t access, uint32_t lifetime_ms) = 0;
   // Ends a region we lent (the holder gets kReleased).
   virtual Status Revoke(uint64_t region) = 0;
   // The bytes of a region we lent (asked or not); empty when unknown.

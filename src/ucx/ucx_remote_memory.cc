@@ -223,9 +223,9 @@ void UcxRemoteMemory::EndHeld(const HeldRegions::Region& region) {
 }
 
 void UcxRemoteMemory::PushEvent(Event event) {
-  // Ends of regions are always kept (their tables are capped, so they are
-  // too); a flood of immediates is not.
-  if (event.kind == Event::Kind::kImmediate && events_.size() >= kMaxEvents) {
+  // An application that never takes its events must not grow this side's
+  // memory: past the cap they are dropped (and counted).
+  if (events_.size() >= kMaxEvents) {
     ++stats_.events_dropped;
     return;
   }

@@ -56,7 +56,7 @@ class UcxRemoteMemory final : public transport::RemoteMemory {
   static constexpr DurationNs kQuarantine = 1 * kNsPerSec;
   // An ask unanswered this long fails with kDeadlineExceeded.
   static constexpr DurationNs kAskTimeout = 30 * kNsPerSec;
-  // Events the application has not taken yet; beyond, immediates are
+  // Events the application has not taken yet; beyond, new ones are
   // dropped (and counted), so a holder cannot grow this side's memory.
   static constexpr size_t kMaxEvents = 65'536;
 
@@ -90,6 +90,10 @@ class UcxRemoteMemory final : public transport::RemoteMemory {
   }
   void FetchAdd(uint64_t handle, uint64_t offset, uint64_t add, WordDone done) {
     Atomic(handle, offset, transport::RegionAtomicOp::kFetchAdd, add, 0, std::move(done));
+  }
+  Result<uint64_t> LendMemory(const transport::NetAddress& to, std::span<std::byte> memory,
+                              uint8_t access, uint32_t lifetime_ms) override {
+    return Lend(to, memory, access, DurationNs{lifetime_ms} * kNsPerMs);
   }
   // Lends `memory` (which must outlive the loan) to the engine at `to`
   // unasked; it gets a kLent event. Returns our id for the region.
