@@ -83,7 +83,14 @@ void AddRmaFlags(CLI::App& app, RmaOptions& options) {
       ->capture_default_str();
   app.add_option("--length", options.length, "read: how many bytes")->capture_default_str();
   app.add_option("--data", options.data, "write: the bytes to write (text)");
+  app.add_option("--pattern-bytes", options.pattern_bytes,
+                 "write: this many bytes of a fixed pattern (a function of the position in "
+                 "the region) instead of --data")
+      ->excludes("--data");
   app.add_flag("--hex", options.hex, "read: show a hex dump even for text");
+  app.add_flag("--verify", options.verify,
+               "read: check the bytes are the pattern --pattern-bytes writes, instead of "
+               "showing them");
   app.add_option("--immediate", options.immediate,
                  "write: after the data, the server gets this value as an event");
   app.add_option("--expected", options.expected, "cas: the word the region must hold");
@@ -130,12 +137,28 @@ int RunRma(const RmaOptions& options) {
     Result<Buffer> bytes = memory.Read(*region, options.offset, options.length, timeout);
     if (!bytes.ok()) {
       rc = Fail("read", bytes.status());
+    } else if (options.verify) {
+      for (size_t i = 0; i < bytes->size() && rc == 0; ++i) {
+        if (bytes->data()[i] != PatternByte(options.offset + i)) {
+          std::fprintf(stderr, "wharf rma: read: byte at offset %llu is 0x%02x, the pattern's 0x%02x\n",
+                       static_cast<unsigned long long>(options.offset + i),
+                       static_cast<unsigned>(bytes->data()[i]),
+                       static_cast<unsigned>(PatternByte(options.offset + i)));
+          rc = 1;
+        }
+      }
+      if (rc == 0) std::printf("read %zu bytes at offset %llu: the pattern, verified\n", bytes->size(), at);
     } else {
       std::printf("read %zu bytes at offset %llu:\n%s", bytes->size(), at,
                   ShowBytes(bytes->span(), options.offset, options.hex).c_str());
     }
   } else if (options.op == "write") {
     Buffer data = Buffer::Copy(options.data);
+    if (options.pattern_bytes > 0) {
+      data = (*ep)->AllocateBuffer(options.pattern_bytes);
+      for (size_t i = 0; i < data.size(); ++i) data.data()[i] = PatternByte(options.offset + i);
+    }
+    const size_t written = data.size();
     Status s = options.immediate
                    ? memory.WriteWithImmediate(*region, options.offset, std::move(data),
                                                *options.immediate, timeout)
@@ -143,7 +166,7 @@ int RunRma(const RmaOptions& options) {
     if (!s.ok()) {
       rc = Fail("write", s);
     } else {
-      std::printf("wrote %zu bytes at offset %llu", options.data.size(), at);
+      std::printf("wrote %zu bytes at offset %llu", written, at);
       if (options.immediate) std::printf(", then immediate %llu", static_cast<unsigned long long>(*options.immediate));
       std::printf("\n");
     }

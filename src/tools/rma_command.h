@@ -25,6 +25,8 @@ struct RmaOptions {
   uint64_t offset = 0;
   uint64_t length = 64;         // read
   std::string data;             // write
+  uint64_t pattern_bytes = 0;   // write: this many bytes of PatternByte instead of data
+  bool verify = false;          // read: check the bytes are PatternByte's
   bool hex = false;             // read: always a hex dump
   std::optional<uint64_t> immediate;  // write
   uint64_t expected = 0, desired = 0;  // cas
@@ -40,5 +42,12 @@ int RunRma(const RmaOptions& options);
 // newline or tab), else (or with `hex`) a hex dump of 16 bytes a line with
 // offsets from `base` and the printable ones beside.
 std::string ShowBytes(std::span<const std::byte> bytes, uint64_t base, bool hex);
+
+// The byte --pattern-bytes writes at `position` of the region (and --verify
+// expects): a function of the position alone, so any part can be checked
+// alone, and a shifted or mixed-up write shows.
+inline std::byte PatternByte(uint64_t position) {
+  return static_cast<std::byte>((position * 131 + 7) % 251);
+}
 
 }  // namespace wharf::tools

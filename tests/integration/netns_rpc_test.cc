@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "integration/rma_scenarios.h"
 #include "integration/wharf_process.h"
 #include "netns/netns_cluster.h"
 #include "netns/status_testing.h"
@@ -105,6 +106,24 @@ INSTANTIATE_TEST_SUITE_P(EveryTransport, NetnsRpcTest, ::testing::Values("homa",
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// Remote memory between the hosts (ucx:// over UCX's tcp on eth0): `wharf
+// serve --lend-bytes` on host 1, `wharf rma` children on host 0; the same
+// checks as between processes on one host (rma_across_processes_test.cc).
+TEST_F(NetnsRpcBase, RemoteMemoryRoundTripsEverySizeAndLosesNoAtomicUpdate) {
+  auto server = ServeProcess::Start(
+      {.listen = "ucx://" + cluster_->address(1) + ":0",
+       .settings = UcxSettings("ucx"),
+       .args = {"--lend-bytes", std::to_string(kRmaLendBytes), "--mode", "embedded"},
+       .process = {.netns = cluster_->namespace_name(1), .label = "wharf serve on host 1"}});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const RmaClient client{.settings = UcxSettings("ucx"),
+                         .process = {.netns = cluster_->namespace_name(0),
+                                     .label = "wharf rma on host 0"}};
+  CheckEverySizeRoundTrips((*server)->address(), client);
+  CheckConcurrentAtomicsLoseNothing((*server)->address(), client);
+  CheckBadAccessIsRefused((*server)->address(), client);
+}
 
 TEST_F(NetnsRpcBase, TwoThousandMixedRpcsUnderFivePercentLossRunExactlyOnce) {
   auto server = StartServer();
