@@ -15,6 +15,7 @@
 #include "bench/child_process.h"
 #include "bench/cpu_usage.h"
 #include "bench/sockets.h"
+#include "wharf/remote_memory.h"
 
 namespace wharf::bench {
 namespace {
@@ -270,6 +271,61 @@ Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock
   const WharfSides sides = EmbeddedSides(options.scheme, options.address, 0, /*spin=*/true,
                                          options.pin, options.client_cpu, options.server_cpu);
   return RunWharfGoodputOn(options, sides, clock);
+}
+
+Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Clock& clock) {
+  if (options.scheme != "ucx") return InvalidArgumentError("put goodput: ucx:// only");
+  WharfSides sides = EmbeddedSides("ucx", options.address, 0, /*spin=*/true, options.pin,
+                                   options.client_cpu, options.server_cpu);
+  const uint64_t region_bytes = options.message_bytes * static_cast<uint64_t>(options.window);
+  sides.server.settings.emplace_back("ucx.pool_bytes", std::to_string(region_bytes + (1 << 20)));
+  const TimeNs server_deadline_ns =
+      clock.NowNs() + static_cast<TimeNs>((options.seconds + 10) * kNsPerSec);
+  WHARF_ASSIGN_OR_RETURN(StartedServer server, StartServer(sides, server_deadline_ns, clock));
+  const std::string& target = server.address;
+  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
+                         Endpoint::Open(WithSpin(sides.client, sides.client_spin)));
+  WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin_client,
+                         ScopedCpuPin::Pin(sides.pinning.pin ? sides.pinning.client_cpu : -1));
+  WHARF_RETURN_IF_ERROR(WaitForServer(*ep, target, 64, clock).WithContext("put goodput warm-up"));
+  RemoteMemory memory(*ep);
+  WHARF_ASSIGN_OR_RETURN(RemoteRegion region, memory.Ask(target, {.size = region_bytes}));
+  // One write to each slot first: the region's pages are touched and UCX's
+  // path is set up before the clock starts.
+  for (int i = 0; i < options.window; ++i) {
+    WHARF_RETURN_IF_ERROR(memory.Write(region, i * options.message_bytes,
+                                       ep->AllocateBuffer(options.message_bytes))
+                              .WithContext("put goodput warm-up"));
+  }
+  std::vector<pid_t> cpu_pids = {0, server.process.pid()};
+  CpuMeter cpu(cpu_pids);
+  std::deque<Completion> flight;
+  GoodputResult out;
+  uint64_t issued = 0;
+  cpu.Start();
+  const TimeNs start = clock.NowNs();
+  const TimeNs end = start + static_cast<TimeNs>(options.seconds * kNsPerSec);
+  while (true) {
+    const TimeNs now = clock.NowNs();
+    while (now < end && static_cast<int>(flight.size()) < options.window) {
+      const uint64_t slot = issued++ % static_cast<uint64_t>(options.window);
+      flight.push_back(memory.IWrite(region, slot * options.message_bytes,
+                                     ep->AllocateBuffer(options.message_bytes)));
+    }
+    if (flight.empty()) break;
+    WHARF_RETURN_IF_ERROR(flight.front().Wait().WithContext("put goodput"));
+    flight.pop_front();
+    ++out.messages;
+  }
+  out.seconds = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
+  out.cpu_ns = cpu.Stop();
+  out.cpu_processes = static_cast<int>(cpu_pids.size());
+  out.bits_per_second =
+      static_cast<double>(out.messages) * static_cast<double>(options.message_bytes) * 8 / out.seconds;
+  (void)memory.Release(region);
+  (void)ep->Call(target, kStop, Buffer(), {.deadline = std::chrono::seconds(1)});
+  (void)server.process.Wait(5 * kNsPerSec);
+  return out;
 }
 
 }  // namespace wharf::bench

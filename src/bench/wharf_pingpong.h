@@ -52,6 +52,15 @@ struct GoodputResult {
 // Embedded, both sides spinning.
 Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock& clock);
 
+// One-sided put goodput over ucx:// (wharf/remote_memory.h), embedded, both
+// sides spinning: the client asks the server for a region of
+// message_bytes x window and keeps `window` writes of message_bytes in
+// flight into it, each complete once its data is in the server's memory
+// (UCX's flush), for `seconds`. The server's application does nothing: its
+// endpoint's loop serves the puts. What `ucx_perftest -t ucp_put_bw` is
+// compared with.
+Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Clock& clock);
+
 // The two sides of a wharf run, however hosted.
 struct WharfSides {
   // The forked echo server's endpoint; with port 0 it reports the address

@@ -58,6 +58,9 @@ std::string EmbeddedOf(const std::string& proto) {
   return scheme == "homa" ? "wharf" : "wharf-" + scheme;
 }
 
+// One-sided writes in flight in the wharf-ucx put goodput row.
+constexpr int kPutWindow = 16;
+
 // One wharf goodput run: which proto it was for, and its result.
 using WharfGoodputs = std::vector<std::pair<std::string, bench::GoodputResult>>;
 
@@ -75,8 +78,9 @@ std::string PinUcxTransport() {
 // ucx_perftest's rows (--ucx-perftest) and the wharf-ucx rows' ratios to
 // them: round trip (2 x ucx_perftest's one-way p50) and 1 MiB bandwidth.
 int RunUcxPerftestRows(const BenchBaselineOptions& o, const bench::BaselineReport& report,
-                       const WharfGoodputs& goodputs, const std::string& ucx_env,
-                       const Clock& clock) {
+                       const WharfGoodputs& goodputs,
+                       const std::optional<bench::GoodputResult>& put_goodput,
+                       const std::string& ucx_env, const Clock& clock) {
   int failures = 0;
   auto run = [&](const std::string& test, uint64_t size, uint64_t iterations)
       -> std::optional<bench::UcxPerftestResult> {
@@ -125,6 +129,10 @@ int RunUcxPerftestRows(const BenchBaselineOptions& o, const bench::BaselineRepor
       if (WharfScheme(proto) != "ucx" || gbits <= 0) continue;
       std::printf("ratio %s goodput / ucx_perftest %s: %.2fx\n", proto.c_str(), test + 4,
                   goodput.bits_per_second / 1e9 / gbits);
+    }
+    if (put_goodput && gbits > 0 && std::string(test) == "ucp_put_bw") {
+      std::printf("ratio wharf-ucx put / ucx_perftest put_bw: %.2fx (target >= 0.9x)\n",
+                  put_goodput->bits_per_second / 1e9 / gbits);
     }
   }
   return failures;
@@ -348,7 +356,37 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
 
+  // One-sided puts (wharf/remote_memory.h) beside the ucx:// RPC goodput.
+  std::optional<bench::GoodputResult> put_goodput;
+  if (o.goodput && std::find(row_protos.begin(), row_protos.end(), "wharf-ucx") != row_protos.end()) {
+    bench::GoodputOptions g;
+    g.scheme = "ucx";
+    g.address = o.address;
+    g.seconds = o.goodput_seconds;
+    g.window = kPutWindow;
+    g.pin = !o.no_pin;
+    g.client_cpu = o.client_cpu;
+    g.server_cpu = o.server_cpu;
+    if (!o.no_progress) {
+      std::fprintf(stderr, "wharf-ucx put: 1 MiB one-sided writes, %d in flight, for %d s...\n",
+                   kPutWindow, o.goodput_seconds);
+    }
+    auto result = bench::RunWharfPutGoodput(g, clock);
+    if (result.ok()) {
+      put_goodput = *result;
+    } else {
+      std::fprintf(stderr, "wharf bench: wharf-ucx put goodput: %s\n",
+                   result.status().ToString().c_str());
+      ++failures;
+    }
+  }
+
   std::fputs(bench::FormatTable(report).c_str(), stdout);
+  if (put_goodput) {
+    std::printf("%-24s goodput %.2f Gbit/s (1 MiB one-sided writes, %d in flight, %.0f s, %llu writes)\n",
+                "wharf-ucx put", put_goodput->bits_per_second / 1e9, kPutWindow,
+                put_goodput->seconds, static_cast<unsigned long long>(put_goodput->messages));
+  }
   for (const auto& [proto, goodput] : wharf_goodputs) {
     const std::string cpu =
         goodput.cpu_ns < 0 || goodput.messages == 0
@@ -364,7 +402,9 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
   std::fputs(RatioLines(report, wharf_goodputs).c_str(), stdout);
-  if (o.ucx_perftest) failures += RunUcxPerftestRows(o, report, wharf_goodputs, ucx_env, clock);
+  if (o.ucx_perftest) {
+    failures += RunUcxPerftestRows(o, report, wharf_goodputs, put_goodput, ucx_env, clock);
+  }
   std::fflush(stdout);
   if (!o.json_path.empty()) {
     Status s = bench::WriteTextFile(o.json_path, bench::FormatJson(report));
