@@ -1,7 +1,10 @@
 // wharf/remote_memory.h: RemoteMemory, one-sided access to a peer's memory
 // (RDMA through UCX; over UCX's tcp and shared memory where there is no
 // RDMA NIC). Needs an endpoint at a ucx:// address (or one that has talked
-// to a ucx:// peer); embedded hosting only for now.
+// to a ucx:// peer). Both hostings; managed (through wharfd), writes leave
+// from the shared heap and reads land there with no copy in wharfd, and
+// peers' asks are served from the heap, but Lend, LendMemory and Revoke are
+// embedded only for now (kUnimplemented through wharfd).
 //
 //   wharf::RemoteMemory memory(*endpoint);
 //   auto region = memory.Ask("ucx://198.18.0.2:4002", {.size = 1 << 20});

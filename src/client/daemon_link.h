@@ -67,6 +67,11 @@ class ReceiveArea final : public BufferOwner, public std::enable_shared_from_thi
  public:
   explicit ReceiveArea(std::shared_ptr<shm::Region> region) : region_(std::move(region)) {}
   Buffer Wrap(uint64_t heap_offset, uint64_t length);
+  // The bytes of a range wharfd keeps (a region lent from the heap): no
+  // Buffer, nothing released; empty for a range outside the heap.
+  std::span<std::byte> View(uint64_t heap_offset, uint64_t length) const {
+    return region_->HeapRange(heap_offset, length).value_or(std::span<std::byte>());
+  }
   void Release(std::span<std::byte> whole) noexcept override ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the ranges released since the last call.
   void TakeReleased(std::vector<std::pair<uint64_t, uint64_t>>* out) ABSL_LOCKS_EXCLUDED(mu_);

@@ -92,6 +92,8 @@ void ManagedEngine::Broken(const Status& why) {
   opening_.clear();
   accepting_.clear();
   accepting_streams_.clear();
+  region_reads_.clear();
+  lent_views_.clear();
   for (uint64_t op : ops) sink_->OnComplete(op, why, Buffer(), 0);
   // wharfd reads none of these any more.
   lent_.clear();
@@ -152,6 +154,12 @@ void ManagedEngine::FlushCommands(bool urgent) {
 
 Status ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
   if (payload.empty()) return OkStatus();
+  WHARF_ASSIGN_OR_RETURN(Buffer placed, PlaceInSendArea(std::move(payload), d));
+  lent_[tag] = std::move(placed);
+  return OkStatus();
+}
+
+Result<Buffer> ManagedEngine::PlaceInSendArea(Buffer payload, Descriptor* d) {
   // wharfd takes a longer descriptor for a hostile application's and ends
   // the session: an honest oversized message must fail here, alone.
   const uint64_t max = link_->welcome().max_message_bytes;
@@ -177,8 +185,7 @@ Status ManagedEngine::Lend(uint64_t tag, Buffer payload, Descriptor* d) {
   }
   d->heap_offset = range->first;
   d->length = range->second;
-  lent_[tag] = std::move(payload);
-  return OkStatus();
+  return payload;
 }
 
 void ManagedEngine::StartOp(uint64_t op_id, Descriptor d, Buffer payload) {
@@ -372,36 +379,86 @@ void ManagedEngine::Sync(uint64_t op_id) {
 
 // ------------------------------------------------------------ remote memory
 
+void ManagedEngine::AskRegion(uint64_t op_id, const engine::Uri& peer,
+                              const transport::RegionSpec& spec) {
+  if (!Usable(op_id)) return;
+  Descriptor d = Command(Opcode::kRegionAsk, op_id, PeerHandle(peer));
+  d.aux[0] = spec.size;
+  d.aux[1] = spec.alignment | uint64_t{spec.access} << 32;
+  d.aux[2] = spec.lifetime_ms;
+  StartOp(op_id, d);
+}
+
+void ManagedEngine::ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) {
+  if (!Usable(op_id)) return;
+  Descriptor d = Command(Opcode::kRegionRead, op_id, handle);
+  d.aux[0] = offset;
+  RegionRead read;
+  if (!into.empty()) {
+    const bool in_area = link_->send_area()->RangeOf(into).has_value();
+    Buffer target = in_area ? std::move(into) : Buffer();
+    if (!in_area) {
+      // wharfd writes only into the heap: a Buffer from elsewhere gets the
+      // bytes by one copy at the end.
+      std::optional<Buffer> area = link_->send_area()->Allocate(into.size());
+      if (!area) {
+        sink_->OnComplete(op_id, ResourceExhaustedError("the shared heap's send area is full"),
+                          Buffer(), 0);
+        return;
+      }
+      ++counts_.copied_sends;
+      target = std::move(*area);
+      read.copy_to = std::move(into);
+    }
+    Result<Buffer> placed = PlaceInSendArea(std::move(target), &d);
+    if (!placed.ok()) {
+      sink_->OnComplete(op_id, placed.status(), Buffer(), 0);
+      return;
+    }
+    read.area = std::move(*placed);
+  }
+  region_reads_[op_id] = std::move(read);
+  pending_.insert(op_id);
+  Push(d);
+  FlushUnlessBatching();
+}
+
+void ManagedEngine::WriteRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer from,
+                                std::optional<uint64_t> immediate) {
+  Descriptor d = Command(Opcode::kRegionWrite, op_id, handle);
+  d.aux[0] = offset;
+  if (immediate) {
+    d.flags = shm::kFlagImmediate;
+    d.aux[1] = *immediate;
+  }
+  StartOp(op_id, d, std::move(from));
+}
+
+void ManagedEngine::RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset,
+                                 transport::RegionAtomicOp op, uint64_t value, uint64_t compare) {
+  Descriptor d = Command(Opcode::kRegionAtomic, op_id, handle);
+  d.flags = op == transport::RegionAtomicOp::kCompareSwap ? shm::kFlagCompareSwap : 0;
+  d.aux[0] = offset;
+  d.aux[1] = value;
+  d.aux[2] = compare;
+  StartOp(op_id, d);
+}
+
+Status ManagedEngine::ReleaseRegion(uint64_t handle) {
+  if (!Usable(0)) return *broken_;
+  // wharfd refuses an unknown handle with a kFault (logged, counted).
+  Push(Command(Opcode::kRegionRelease, 0, handle));
+  FlushUnlessBatching(/*urgent=*/false);
+  return OkStatus();
+}
+
 namespace {
 Status NotManagedYet() {
   return UnimplementedError(
-      "remote memory is not available through wharfd yet: open the endpoint embedded "
-      "(EndpointOptions::hosting = Hosting::kEmbedded)");
+      "lending memory is not available through wharfd yet (peers' asks are served from the "
+      "heap): open the endpoint embedded (EndpointOptions::hosting = Hosting::kEmbedded)");
 }
 }  // namespace
-
-void ManagedEngine::AskRegion(uint64_t op_id, const engine::Uri& /*peer*/,
-                              const transport::RegionSpec& /*spec*/) {
-  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
-}
-
-void ManagedEngine::ReadRegion(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
-                               Buffer /*into*/) {
-  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
-}
-
-void ManagedEngine::WriteRegion(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
-                                Buffer /*from*/, std::optional<uint64_t> /*immediate*/) {
-  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
-}
-
-void ManagedEngine::RegionAtomic(uint64_t op_id, uint64_t /*handle*/, uint64_t /*offset*/,
-                                 transport::RegionAtomicOp /*op*/, uint64_t /*value*/,
-                                 uint64_t /*compare*/) {
-  sink_->OnComplete(op_id, NotManagedYet(), Buffer(), 0);
-}
-
-Status ManagedEngine::ReleaseRegion(uint64_t /*handle*/) { return NotManagedYet(); }
 
 Result<transport::LentRegion> ManagedEngine::LendRegion(const engine::Uri& /*peer*/,
                                                         const transport::RegionSpec& /*spec*/) {
@@ -415,6 +472,51 @@ Result<uint64_t> ManagedEngine::LendMemory(const engine::Uri& /*peer*/,
 }
 
 Status ManagedEngine::RevokeRegion(uint64_t /*region*/) { return NotManagedYet(); }
+
+std::span<std::byte> ManagedEngine::LentRegionBytes(uint64_t region) {
+  auto it = lent_views_.find(region);
+  return it == lent_views_.end() ? std::span<std::byte>() : it->second;
+}
+
+bool ManagedEngine::PopRegionEvent(transport::RegionEvent* out) {
+  if (region_events_.empty()) return false;
+  *out = region_events_.front();
+  region_events_.pop_front();
+  return true;
+}
+
+void ManagedEngine::TakeRegionEvent(const Descriptor& e) {
+  using Kind = transport::RegionEvent::Kind;
+  if (e.status > shm::kRegionEventReturned) return;
+  transport::RegionEvent event{.kind = static_cast<Kind>(e.status), .region = e.handle};
+  switch (event.kind) {
+    case Kind::kImmediate:
+      event.value = e.cookie;
+      event.offset = e.aux[0];
+      event.length = e.aux[1];
+      event.bytes = link_->receive_area()->View(e.heap_offset, e.length);
+      if (!event.bytes.empty()) lent_views_[e.handle] = event.bytes;
+      break;
+    case Kind::kLent:
+      event.held = {.handle = e.handle,
+                    .size = e.aux[0],
+                    .access = static_cast<uint8_t>(e.aux[1]),
+                    .expires_ns = clock_.NowNs() + static_cast<TimeNs>(e.aux[2]) * kNsPerMs};
+      break;
+    case Kind::kReturned:
+      lent_views_.erase(e.handle);
+      break;
+    case Kind::kReleased:
+      break;
+  }
+  // wharfd's own cap bounds these too; an application that never takes
+  // them must not grow ours.
+  if (region_events_.size() >= 65'536) {
+    ++counts_.region_events_dropped;
+    return;
+  }
+  region_events_.push_back(event);
+}
 
 void ManagedEngine::Cancel(uint64_t op_id) {
   if (!pending_.contains(op_id) || broken_.has_value()) return;
@@ -551,6 +653,7 @@ std::vector<std::pair<std::string, uint64_t>> ManagedEngine::Counters() const {
   all.emplace_back("managed.batched_commands", counts_.batched_commands);
   all.emplace_back("managed.faults", counts_.faults);
   all.emplace_back("managed.reattaches", counts_.reattaches);
+  all.emplace_back("managed.region_events_dropped", counts_.region_events_dropped);
   all.emplace_back("managed.doorbells_rung", counts_.doorbells_rung);
   all.emplace_back("managed.send_area_bytes_in_use",
                    link_ != nullptr ? link_->send_area()->bytes_in_use() : 0);
@@ -575,6 +678,23 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
         return;
       }
       const auto code = static_cast<StatusCode>(e.status);
+      if (!region_reads_.empty()) {
+        if (auto read = region_reads_.find(e.cookie); read != region_reads_.end()) {
+          RegionRead r = std::move(read->second);
+          region_reads_.erase(read);
+          if (code != StatusCode::kOk) {
+            sink_->OnComplete(e.cookie, Status(code, TakeText(e)), Buffer(), 0);
+            return;
+          }
+          // wharfd wrote the bytes into our send-area Buffer.
+          if (r.copy_to) {
+            std::memcpy(r.copy_to->data(), r.area.data(), r.area.size());
+            r.area = std::move(*r.copy_to);
+          }
+          sink_->OnComplete(e.cookie, OkStatus(), std::move(r.area), 0);
+          return;
+        }
+      }
       if (code != StatusCode::kOk) {
         opening_.erase(e.cookie);
         accepting_.erase(e.cookie);
@@ -640,6 +760,9 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
       peer_name_order_.push_back(e.handle);
       return;
     }
+    case Opcode::kRegionEvent:
+      TakeRegionEvent(e);
+      return;
     case Opcode::kFault: {
       ++counts_.faults;
       WHARF_LOG(kWarn, "wharf: wharfd refused a command of endpoint {}: {}", address_, TakeText(e));

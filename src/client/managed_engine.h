@@ -85,8 +85,11 @@ class ManagedEngine final : public engine::EngineApi {
   // transport's choice.
   void Respond(const engine::ServerCallRef& call, Status status, Buffer payload,
                transport::MessagePriority priority = transport::kPriorityBySize) override;
-  // Remote memory is not carried through wharfd yet (issue 29): each
-  // fails with kUnimplemented saying so.
+  // Remote memory as kRegion* commands (shm/commands.h): data moves
+  // between the send area and the region, and a holder's writes into a
+  // region this endpoint lent land in the receive area, in place. Lending
+  // (LendRegion, LendMemory, RevokeRegion) is not carried yet: those fail
+  // with kUnimplemented; peers' asks are served from the heap all the same.
   void AskRegion(uint64_t op_id, const engine::Uri& peer,
                  const transport::RegionSpec& spec) override;
   void ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) override;
@@ -100,8 +103,8 @@ class ManagedEngine final : public engine::EngineApi {
   Result<uint64_t> LendMemory(const engine::Uri& peer, std::span<std::byte> memory,
                               uint8_t access, uint32_t lifetime_ms) override;
   Status RevokeRegion(uint64_t region) override;
-  std::span<std::byte> LentRegionBytes(uint64_t /*region*/) override { return {}; }
-  bool PopRegionEvent(transport::RegionEvent* /*out*/) override { return false; }
+  std::span<std::byte> LentRegionBytes(uint64_t region) override;
+  bool PopRegionEvent(transport::RegionEvent* out) override;
   void Cancel(uint64_t op_id) override;
   void Sync(uint64_t op_id) override;
   void Shutdown(const Status& why) override;
@@ -142,6 +145,11 @@ class ManagedEngine final : public engine::EngineApi {
   // keeps it until kSendReleased for `tag`. kResourceExhausted when the
   // area is full, kInvalidArgument over wharfd's message size limit.
   Status Lend(uint64_t tag, Buffer payload, shm::Descriptor* d);
+  // The send-area Buffer for `payload`: itself, or a copy in the area
+  // (counted); its range goes into `d`.
+  Result<Buffer> PlaceInSendArea(Buffer payload, shm::Descriptor* d);
+  // A kRegionEvent, for PopRegionEvent.
+  void TakeRegionEvent(const shm::Descriptor& e);
   void StartOp(uint64_t op_id, shm::Descriptor d, Buffer payload = Buffer());
   void Dispatch(const shm::Descriptor& e);
   // The text of a completion-ring range (copied; the range is released).
@@ -184,6 +192,17 @@ class ManagedEngine final : public engine::EngineApi {
   absl::flat_hash_map<uint64_t, Buffer> lent_;     // tag -> payload wharfd reads
   uint64_t next_tag_ = 1ull << 62;                // tags of responses' payloads
   std::unordered_map<uint64_t, std::string> conn_peers_;
+  // Region reads in flight: the send-area Buffer wharfd fills, and the
+  // application's own Buffer to copy into when that was not in the area.
+  struct RegionRead {
+    Buffer area;
+    std::optional<Buffer> copy_to;
+  };
+  absl::flat_hash_map<uint64_t, RegionRead> region_reads_;
+  // Regions this endpoint lent, as the last kRegionEvent placed them in the
+  // heap (bounded by wharfd's ucx.max_regions; gone at kReturned).
+  absl::flat_hash_map<uint64_t, std::span<std::byte>> lent_views_;
+  std::deque<transport::RegionEvent> region_events_;
   // Keyed by the packed address ADD_PEER carries: no text per call.
   std::unordered_map<engine::PackedUri, uint64_t, engine::PackedUriHash> peer_handles_;
   std::unordered_map<uint64_t, std::string> peer_names_;
@@ -200,6 +219,7 @@ class ManagedEngine final : public engine::EngineApi {
     uint64_t faults = 0;        // kFault entries from wharfd
     uint64_t reattaches = 0;
     uint64_t doorbells_rung = 0;
+    uint64_t region_events_dropped = 0;  // the application did not take them
   } counts_;
 };
 

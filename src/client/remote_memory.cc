@@ -166,8 +166,13 @@ std::optional<RegionEvent> RemoteMemory::PollEvent() {
 
 Result<RegionEvent> RemoteMemory::WaitEvent(std::chrono::nanoseconds timeout) {
   std::optional<RegionEvent> event;
-  core_->AwaitUntil([&] { return (event = PollEvent()).has_value(); },
-                    core_->DeadlineAfter(timeout));
+  // The wait may ask more than once after the event came: take one, once.
+  core_->AwaitUntil(
+      [&] {
+        if (!event) event = PollEvent();
+        return event.has_value();
+      },
+      core_->DeadlineAfter(timeout));
   if (!event) return DeadlineExceededError("no region event in time");
   return *event;
 }

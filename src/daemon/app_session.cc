@@ -32,6 +32,7 @@ AppSession::~AppSession() {
   // process) tell nobody: each area detaches its owner as it goes.
   if (transport_.get() != nullptr) transport_.get()->SetReceiveAllocator(nullptr);
   for (AppEndpoint& s : secondary_) s.get()->SetReceiveAllocator(nullptr);
+  LendFromHeap(false);
   executor_.reset();
   engine_.reset();
   secondary_.clear();
@@ -84,7 +85,9 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
       .opcodes = {Opcode::kNop, Opcode::kSend, Opcode::kRecv, Opcode::kCancel, Opcode::kCall,
                   Opcode::kConnect, Opcode::kListen, Opcode::kAccept, Opcode::kDisconnect,
                   Opcode::kReleaseConn, Opcode::kBarrier, Opcode::kServe, Opcode::kRespond,
-                  Opcode::kReleaseBuffer, Opcode::kAddPeer},
+                  Opcode::kReleaseBuffer, Opcode::kAddPeer, Opcode::kRegionAsk,
+                  Opcode::kRegionRead, Opcode::kRegionWrite, Opcode::kRegionAtomic,
+                  Opcode::kRegionRelease},
       .known_flags = shm::kKnownCommandFlags,
   };
   commands_ = std::make_unique<shm::ValidatingConsumer>(region_->command_ring(), "command ring",
@@ -96,10 +99,12 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
   if (!endpoint.ok()) return refuse(endpoint.status());
   transport_ = std::move(*endpoint);
   transport_.get()->SetReceiveAllocator(receive_.get());
+  LendFromHeap(true);
   engine::TransportOpener opener =
       [this](std::string_view scheme) -> Result<transport::MessageTransport*> {
     WHARF_ASSIGN_OR_RETURN(AppEndpoint opened, host_.OpenSecondary(scheme));
     opened.get()->SetReceiveAllocator(receive_.get());
+    if (transport::RemoteMemory* m = opened.get()->remote_memory()) m->UsePool(receive_.get());
     secondary_.push_back(std::move(opened));
     return secondary_.back().get();
   };
@@ -159,6 +164,7 @@ transport::PollResult AppSession::Poll(TimeNs now, bool check_control) {
     r.work += e.work;
     r.next_deadline = e.next_deadline;
     r.now = e.now;
+    ForwardRegionEvents();
   }
   if (!closing_) r.handed_off = FlushCompletions();
   return r;
@@ -377,6 +383,9 @@ void AppSession::RingApplication() {
 // ------------------------------------------------------------ engine sink
 
 void AppSession::OnComplete(uint64_t op_id, Status status, Buffer message, uint64_t value) {
+  // A region read's bytes are in the application's send area already
+  // (REGION_READ): nothing to deliver; dropping the loan tells it so.
+  if (loans_ != nullptr && loans_->Owns(message)) message = Buffer();
   const OperationTable::Ended ended = ops_.Finish(op_id, status.ok(), value);
   if (ended == OperationTable::Ended::kUnknown) return;  // teardown's own, or already reported
   if (ended == OperationTable::Ended::kAccepted) {
@@ -474,6 +483,8 @@ void AppSession::Close(const Status& why) {
 void AppSession::Teardown() {
   if (outbox_ != nullptr) outbox_->Clear();
   if (engine_ == nullptr) return;
+  // Its regions end now (their holders told), not when the session goes.
+  LendFromHeap(false);
   // Its clients hear now rather than at their deadline.
   for (const engine::ServerCallRef& ref : served_.TakeAll()) {
     engine_->Respond(ref, UnavailableError("server application exited"));
@@ -489,6 +500,53 @@ void AppSession::Teardown() {
     engine_->Disconnect(op++, conn);
   }
   ops_.ClearConnections();
+}
+
+void AppSession::LendFromHeap(bool lend) {
+  auto use = [&](const AppEndpoint& e) {
+    if (e.get() == nullptr) return;
+    if (transport::RemoteMemory* m = e.get()->remote_memory()) {
+      m->UsePool(lend ? receive_.get() : nullptr);
+    }
+  };
+  use(transport_);
+  for (const AppEndpoint& e : secondary_) use(e);
+}
+
+void AppSession::ForwardRegionEvents() {
+  transport::RegionEvent e;
+  while (engine_->PopRegionEvent(&e)) {
+    if (closing_) continue;
+    Descriptor d{};
+    d.opcode = static_cast<uint16_t>(Opcode::kRegionEvent);
+    d.status = static_cast<uint32_t>(e.kind);
+    d.handle = e.region;
+    switch (e.kind) {
+      case transport::RegionEvent::Kind::kImmediate:
+        d.cookie = e.value;
+        d.aux[0] = e.offset;
+        d.aux[1] = e.length;
+        // The region lies in the receive area (LendFromHeap): the entry
+        // names it in place, with no payload to deliver.
+        if (receive_->HoldsRegion(e.bytes)) {
+          d.heap_offset = receive_->HeapOffsetOf(e.bytes);
+          d.length = e.bytes.size();
+        }
+        break;
+      case transport::RegionEvent::Kind::kLent: {
+        const TimeNs now = clock_.NowNs();
+        d.aux[0] = e.held.size;
+        d.aux[1] = e.held.access;
+        d.aux[2] = e.held.expires_ns > now
+                       ? static_cast<uint64_t>((e.held.expires_ns - now) / kNsPerMs)
+                       : 0;
+        break;
+      }
+      default:
+        break;
+    }
+    outbox_->Push(d);
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> AppSession::Paths() const {

@@ -220,6 +220,11 @@ class AppSession final : public engine::EngineSink {
   // if it sleeps. True if it published entries the application waits for
   // (not only kSendReleased).
   bool FlushCompletions();
+  // The application's heap becomes (true) or stops being (false) the pool
+  // its ucx:// transports lend regions from; stopping ends those regions.
+  void LendFromHeap(bool lend);
+  // What happened to the application's regions, as kRegionEvent entries.
+  void ForwardRegionEvents();
   void RingApplication();
   void Teardown();
 

@@ -86,6 +86,15 @@ void CommandExecutor::Execute(const Descriptor& d) {
         Fault(d, released);
       }
       return;
+    case Opcode::kRegionAsk:
+    case Opcode::kRegionRead:
+    case Opcode::kRegionWrite:
+    case Opcode::kRegionAtomic:
+      ExecuteRegion(d);
+      return;
+    case Opcode::kRegionRelease:
+      if (Status released = engine.ReleaseRegion(d.handle); !released.ok()) Fault(d, released);
+      return;
     case Opcode::kAddPeer:
       if (Status added = p_.peers.Add(d.handle, {{d.aux[0], d.aux[1], d.aux[2]}});
           !added.ok()) {
@@ -162,6 +171,55 @@ void CommandExecutor::ExecuteCall(const Descriptor& d) {
     return;
   }
   p_.engine.Call(d.cookie, *peer, d.status, Payload(d), deadline);
+}
+
+void CommandExecutor::ExecuteRegion(const Descriptor& d) {
+  if (!StartOp(d)) return;
+  engine::Engine& engine = p_.engine;
+  switch (static_cast<Opcode>(d.opcode)) {
+    case Opcode::kRegionAsk: {
+      const engine::Uri* peer = p_.peers.Find(d.handle);
+      if (peer == nullptr) {
+        return Refuse(d.cookie, InvalidArgumentError("REGION_ASK: unknown peer handle " +
+                                                     std::to_string(d.handle)));
+      }
+      const uint64_t alignment = d.aux[1] & 0xFFFFFFFFu;
+      const uint64_t access = d.aux[1] >> 32;
+      if (access > 0xFF || d.aux[2] > UINT32_MAX) {
+        return Refuse(d.cookie, InvalidArgumentError("REGION_ASK: access bits " +
+                                                     std::to_string(access) + ", lifetime " +
+                                                     std::to_string(d.aux[2]) + " ms"));
+      }
+      engine.AskRegion(d.cookie, *peer,
+                       {.size = d.aux[0],
+                        .alignment = static_cast<uint32_t>(alignment),
+                        .access = static_cast<uint8_t>(access),
+                        .lifetime_ms = static_cast<uint32_t>(d.aux[2])});
+      return;
+    }
+    case Opcode::kRegionRead:
+      // wharfd writes the bytes there: only into the application's own
+      // send area, never the receive area, whose ranges are wharfd's to
+      // hand out.
+      if (d.heap_offset + d.length > p_.region.layout().heap_bytes / 2) {
+        return Refuse(d.cookie, InvalidArgumentError(
+                                    "REGION_READ: the destination must lie in the send area"));
+      }
+      engine.ReadRegion(d.cookie, d.handle, d.aux[0], Payload(d));
+      return;
+    case Opcode::kRegionWrite:
+      engine.WriteRegion(d.cookie, d.handle, d.aux[0], Payload(d),
+                         (d.flags & shm::kFlagImmediate) != 0 ? std::optional<uint64_t>(d.aux[1])
+                                                              : std::nullopt);
+      return;
+    default:  // kRegionAtomic
+      engine.RegionAtomic(d.cookie, d.handle, d.aux[0],
+                          (d.flags & shm::kFlagCompareSwap) != 0
+                              ? transport::RegionAtomicOp::kCompareSwap
+                              : transport::RegionAtomicOp::kFetchAdd,
+                          d.aux[1], d.aux[2]);
+      return;
+  }
 }
 
 void CommandExecutor::ExecuteConnect(const Descriptor& d) {

@@ -270,3 +270,48 @@ TEST_F(CommandExecutorTest, Execute__AnAddPeerOverTheLimitIsAFault) {
 
 }  // namespace
 }  // namespace wharf::daemon
+
+namespace wharf::daemon {
+namespace {
+
+TEST_F(CommandExecutorTest, Execute__ARegionReadMayOnlyWriteIntoTheSendArea) {
+  Descriptor read = Command(Opcode::kRegionRead, 3);
+  read.handle = 1;
+  read.heap_offset = 65536 / 2;  // the receive area's first byte
+  read.length = 8;
+  executor_.Execute(read);
+  EXPECT_EQ(OnlyEntry(),
+            "COMPLETION 3 INVALID_ARGUMENT: REGION_READ: the destination must lie in the send "
+            "area");
+  EXPECT_EQ(ops_.size(), 0u);
+  EXPECT_EQ(executor_.bad_commands(), 1u);
+}
+
+TEST_F(CommandExecutorTest, Execute__ARegionAskNamesAKnownPeerAndSaneBits) {
+  Descriptor ask = Command(Opcode::kRegionAsk, 4);
+  ask.handle = 77;  // never added
+  ask.aux[0] = 4096;
+  executor_.Execute(ask);
+  EXPECT_EQ(OnlyEntry(), "COMPLETION 4 INVALID_ARGUMENT: REGION_ASK: unknown peer handle 77");
+  ask = Command(Opcode::kRegionAsk, 5);
+  ask.handle = kPeer;
+  ask.aux[1] = 8 | (uint64_t{0x1FF} << 32);  // access bits past a byte
+  executor_.Execute(ask);
+  EXPECT_EQ(OnlyEntry(),
+            "COMPLETION 5 INVALID_ARGUMENT: REGION_ASK: access bits 511, lifetime 0 ms");
+}
+
+TEST_F(CommandExecutorTest, Execute__ReleasingARegionThisApplicationDoesNotHoldIsAFault) {
+  Descriptor release = Command(Opcode::kRegionRelease, 0);
+  release.handle = 7;
+  executor_.Execute(release);
+  // This engine speaks homa:// only: it holds no regions at all.
+  const std::string entry = OnlyEntry();
+  EXPECT_EQ(entry.rfind("FAULT 0 UNIMPLEMENTED: REGION_RELEASE: remote memory needs a ucx://", 0),
+            0u)
+      << entry;
+  EXPECT_EQ(executor_.bad_commands(), 1u);
+}
+
+}  // namespace
+}  // namespace wharf::daemon

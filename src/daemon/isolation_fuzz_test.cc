@@ -39,7 +39,8 @@ constexpr Opcode kCommands[] = {
     Opcode::kNop,       Opcode::kSend,    Opcode::kRecv,         Opcode::kCancel,
     Opcode::kCall,      Opcode::kConnect, Opcode::kListen,       Opcode::kAccept,
     Opcode::kDisconnect, Opcode::kReleaseConn, Opcode::kBarrier, Opcode::kServe,
-    Opcode::kRespond,   Opcode::kReleaseBuffer, Opcode::kAddPeer};
+    Opcode::kRespond,   Opcode::kReleaseBuffer, Opcode::kAddPeer, Opcode::kRegionAsk,
+    Opcode::kRegionRead, Opcode::kRegionWrite, Opcode::kRegionAtomic, Opcode::kRegionRelease};
 
 // Random values leaning toward the edges a bug would live on.
 class Chooser {

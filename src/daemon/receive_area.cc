@@ -70,7 +70,39 @@ void ReceiveArea::ReleasePlaced(uint64_t block_offset, uint64_t bytes) {
   (void)area_.Free(block_offset);
 }
 
+std::span<std::byte> ReceiveArea::Take(uint64_t bytes, uint64_t alignment) {
+  if (bytes == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0) return {};
+  // The allocator aligns to a cache line: more is had by taking more.
+  const uint64_t extra = alignment > shm::HeapAllocator::kDefaultAlignment
+                             ? alignment - shm::HeapAllocator::kDefaultAlignment
+                             : 0;
+  if (region_bytes_ + bytes + extra > area_.capacity() / 2) return {};
+  Result<uint64_t> block = area_.Allocate(bytes + extra);
+  if (!block.ok()) return {};
+  const uint64_t start = (*block + alignment - 1) / alignment * alignment;
+  region_blocks_.emplace(start, *block);
+  region_block_offsets_.insert(*block);
+  region_bytes_ += bytes + extra;
+  return *region_->HeapRange(start, bytes);
+}
+
+void ReceiveArea::Give(std::span<std::byte> block) {
+  auto it = region_blocks_.find(HeapOffsetOf(block));
+  if (it == region_blocks_.end()) return;
+  const uint64_t offset = it->second;
+  region_bytes_ -= std::min<uint64_t>(region_bytes_, area_.Size(offset).value_or(0));
+  region_block_offsets_.erase(offset);
+  region_blocks_.erase(it);
+  (void)area_.Free(offset);
+}
+
 Status ReceiveArea::Release(uint64_t offset, uint64_t length, std::span<const uint64_t> more) {
+  if (region_block_offsets_.contains(offset) ||
+      std::any_of(more.begin(), more.end(),
+                  [this](uint64_t next) { return region_block_offsets_.contains(next); })) {
+    return InvalidArgumentError("offset " + std::to_string(offset) +
+                                ": a region's memory, not a buffer to release");
+  }
   Result<uint64_t> size = area_.Size(offset);
   if (!size.ok()) {
     return InvalidArgumentError("offset " + std::to_string(offset) +

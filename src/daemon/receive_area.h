@@ -18,6 +18,12 @@
 // field out before using it); a header scribbled on garbles only that
 // application's own message.
 //
+// Regions: the area is also the pool the application's ucx:// transport
+// lends regions from (transport::RegionPool), so a holder's writes land in
+// the application's heap, where it reads them in place. Regions take at
+// most half the area, and the application can never release one as if it
+// were a delivered buffer.
+//
 // Owned by the AppSession (made at Attach); single-threaded: the daemon's
 // loop thread. Buffers over the area hold the region, so the mapping
 // outlives each of them; one that outlives the ReceiveArea gives nothing
@@ -32,13 +38,16 @@
 #include "shm/heap_allocator.h"
 #include "shm/layout.h"
 #include "shm/region.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "transport/message_transport.h"
+#include "transport/remote_memory.h"
 #include "wharf/buffer.h"
 #include "wharf/result.h"
 
 namespace wharf::daemon {
 
-class ReceiveArea final : public transport::ReceiveAllocator {
+class ReceiveArea final : public transport::ReceiveAllocator, public transport::RegionPool {
  public:
   // The area [first, first + bytes) of `region`'s heap.
   static Result<std::unique_ptr<ReceiveArea>> Create(std::shared_ptr<shm::Region> region,
@@ -72,6 +81,21 @@ class ReceiveArea final : public transport::ReceiveAllocator {
   // not a delivered buffer (or of another length); the ranges before it are
   // freed.
   Status Release(uint64_t offset, uint64_t length, std::span<const uint64_t> more);
+
+  // transport::RegionPool: a block for a region (see above); empty when
+  // regions hold half the area already or there is no room.
+  std::span<std::byte> Take(uint64_t bytes, uint64_t alignment) override;
+  void Give(std::span<std::byte> block) override;
+  // Where `bytes` (a region's block) lies in the heap.
+  uint64_t HeapOffsetOf(std::span<const std::byte> bytes) const {
+    return static_cast<uint64_t>(bytes.data() - region_->heap().data());
+  }
+  // Whether `bytes` is a region Take handed out (and not given back).
+  bool HoldsRegion(std::span<const std::byte> bytes) const {
+    return !bytes.empty() && region_->heap().data() <= bytes.data() &&
+           region_blocks_.contains(HeapOffsetOf(bytes));
+  }
+  uint64_t region_bytes() const { return region_bytes_; }
 
   uint64_t capacity() const { return area_.capacity(); }
   uint64_t bytes_in_use() const { return area_.bytes_in_use(); }
@@ -115,6 +139,11 @@ class ReceiveArea final : public transport::ReceiveAllocator {
   bool handing_over_ = false;  // ReleasePlaced keeps the range (HandOver)
   uint64_t bytes_received_ = 0;
   uint64_t received_in_place_ = 0;  // messages
+  // Regions' blocks: a region's first byte -> its block (aligned regions
+  // start inside it), and the blocks, which Release refuses.
+  absl::flat_hash_map<uint64_t, uint64_t> region_blocks_;
+  absl::flat_hash_set<uint64_t> region_block_offsets_;
+  uint64_t region_bytes_ = 0;
 };
 
 }  // namespace wharf::daemon

@@ -16,6 +16,33 @@ using testing::RegionParts;
 
 constexpr uint64_t kHeap = 65536;  // a receive area of 32 KiB at offset 32 KiB
 
+TEST(ReceiveArea, Take__RegionsAreAlignedCappedAtHalfAndNeverReleasedByTheApplication) {
+  RegionParts parts(kHeap);
+  ReceiveArea& area = *parts.area;
+  std::span<std::byte> a = area.Take(4096, 4096);
+  ASSERT_EQ(a.size(), 4096u);
+  const uint64_t at = area.HeapOffsetOf(a);
+  EXPECT_EQ(at % 4096, 0u);
+  EXPECT_GE(at, kHeap / 2);
+  EXPECT_TRUE(area.HoldsRegion(a));
+  // At most half the area (16 KiB) in regions, whatever the room.
+  EXPECT_TRUE(area.Take(16384, 64).empty());
+  std::span<std::byte> b = area.Take(8192, 64);
+  ASSERT_EQ(b.size(), 8192u);
+  EXPECT_TRUE(area.Take(1, 0).empty());  // not a power of two
+  // The application cannot free a region's memory as if it were a buffer
+  // it was given, by its start or as one of the extra offsets.
+  const uint64_t b_at = area.HeapOffsetOf(b);
+  EXPECT_EQ(area.Release(b_at, 8192, {}).code(), StatusCode::kInvalidArgument);
+  const uint64_t more[3] = {b_at, 0, 0};
+  EXPECT_EQ(area.Release(kHeap / 2 + 1, 1, more).code(), StatusCode::kInvalidArgument);
+  area.Give(a);
+  area.Give(b);
+  EXPECT_FALSE(area.HoldsRegion(a));
+  EXPECT_EQ(area.region_bytes(), 0u);
+  EXPECT_EQ(area.bytes_in_use(), 0u);
+}
+
 TEST(ReceiveArea, AllocateReceive__NothingUnlessPlacing) {
   RegionParts parts(kHeap);
   ReceiveArea& area = *parts.area;

@@ -51,6 +51,9 @@ class SendLoans {
     return Buffer::Wrap(whole, owner_, headroom);
   }
 
+  // Whether `b` is one of our loans (a region read's destination).
+  bool Owns(const Buffer& b) const { return b.owner() != nullptr && b.owner() == owner_.get(); }
+
   // The range starting at `heap_offset` came back from the engine: its
   // operation's cookie waits for the application to be told (unless
   // StopTelling was called). A range lent twice is told once per lending.

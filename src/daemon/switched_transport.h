@@ -100,6 +100,9 @@ class SwitchedTransport final : public transport::MessageTransport {
   // some, so neither waits behind a stream of the other.
   bool PopEvent(transport::MessageEvent* out) override;
   int ReadableFd() const override { return inner_->ReadableFd(); }
+  // One-sided operations go straight to the network transport's (the
+  // switch carries messages only).
+  transport::RemoteMemory* remote_memory() override { return inner_->remote_memory(); }
   void AppendReadableFds(std::vector<int>* fds) const override {
     inner_->AppendReadableFds(fds);
   }

@@ -64,6 +64,7 @@ class ScriptedMemory final : public transport::RemoteMemory {
   std::span<std::byte> LentBytes(uint64_t region) override {
     return region == 3 ? std::span<std::byte>(pool) : std::span<std::byte>();
   }
+  void UsePool(transport::RegionPool* /*pool*/) override {}
   bool PopEvent(RegionEvent* out) override {
     if (events.empty()) return false;
     *out = events.front();

@@ -45,6 +45,23 @@
 //                  none), released too
 //   kAddPeer       handle = peer handle (< kMaxPeerHandles, chosen by the
 //                  application), aux[0..2] = the address (engine::PackUri)
+// Remote memory (wharf/remote_memory.h; the application's endpoint is
+// ucx://). The region handles are its engine's.
+//   kRegionAsk     cookie, handle = peer handle; aux[0] = size, aux[1] =
+//                  alignment | access bits << 32, aux[2] = lifetime (ms).
+//                  Completes with handle = the region's handle
+//   kRegionRead    cookie, handle = region handle, aux[0] = offset in the
+//                  region; range = where the bytes go, in the send area:
+//                  wharfd writes there until the completion (the one
+//                  command that does), which carries kFlagSendReleased
+//   kRegionWrite   cookie, handle = region handle, aux[0] = offset; flags
+//                  kFlagImmediate: aux[1] = the value the lender then gets
+//                  as an event; range = the bytes (a payload, as kSend's)
+//   kRegionAtomic  cookie, handle = region handle, aux[0] = offset (8-
+//                  aligned), aux[1] = the value to add, or with
+//                  kFlagCompareSwap the value to store where aux[2] is.
+//                  Completes with handle = the word as it was
+//   kRegionRelease handle = region handle (a kFault when not held)
 //
 // Completion-ring entries (wharfd -> application):
 //   kCompletion    cookie, status = StatusCode, handle = value (connection
@@ -66,6 +83,16 @@
 //   kFault         status = StatusCode, aux[0] = the opcode refused;
 //                  range = why. For commands that have no operation to fail
 //                  (kRespond to an unknown handle, a bad kReleaseBuffer...).
+//   kRegionEvent   status = what happened (kRegionEvent* below), handle =
+//                  the region: a held region's handle (lent, released), or
+//                  the id of one the application's endpoint lent (immediate,
+//                  returned). Immediate: cookie = the value, aux[0] =
+//                  offset, aux[1] = length; range = the whole region, in the
+//                  receive area: the holder's bytes, in place (the
+//                  application reads it and never releases it; wharfd takes
+//                  it back after the region's kRegionEventReturned). Lent:
+//                  aux[0] = size, aux[1] = access bits, aux[2] = its
+//                  lifetime left (ms).
 #pragma once
 
 #include <cstdint>
@@ -78,10 +105,19 @@ inline constexpr uint16_t kFlagOrdered = 1 << 1;      // kConnect
 inline constexpr uint16_t kFlagCoordinator = 1 << 2;  // kBarrier
 inline constexpr uint16_t kFlagServed = 1 << 3;       // kServe
 inline constexpr uint16_t kFlagStream = 1 << 4;       // kServe, kAccept
-inline constexpr uint16_t kKnownCommandFlags =
-    kFlagToPeer | kFlagOrdered | kFlagCoordinator | kFlagServed | kFlagStream;
+inline constexpr uint16_t kFlagImmediate = 1 << 5;    // kRegionWrite
+inline constexpr uint16_t kFlagCompareSwap = 1 << 6;  // kRegionAtomic
+inline constexpr uint16_t kKnownCommandFlags = kFlagToPeer | kFlagOrdered | kFlagCoordinator |
+                                               kFlagServed | kFlagStream | kFlagImmediate |
+                                               kFlagCompareSwap;
 // kCompletion (wharfd -> application): the payload was released as well.
 inline constexpr uint16_t kFlagSendReleased = 1 << 0;
+
+// kRegionEvent.status: what happened (transport::RegionEvent::Kind's order).
+inline constexpr uint32_t kRegionEventImmediate = 0;
+inline constexpr uint32_t kRegionEventLent = 1;
+inline constexpr uint32_t kRegionEventReleased = 2;
+inline constexpr uint32_t kRegionEventReturned = 3;
 
 // Peer handles an application may name (kAddPeer); wharfd's table of them is
 // this big at most.

@@ -54,6 +54,12 @@ std::string_view OpcodeName(Opcode opcode) {
     case Opcode::kSendReleased: return "SEND_RELEASED";
     case Opcode::kPeerName: return "PEER_NAME";
     case Opcode::kFault: return "FAULT";
+    case Opcode::kRegionAsk: return "REGION_ASK";
+    case Opcode::kRegionRead: return "REGION_READ";
+    case Opcode::kRegionWrite: return "REGION_WRITE";
+    case Opcode::kRegionAtomic: return "REGION_ATOMIC";
+    case Opcode::kRegionRelease: return "REGION_RELEASE";
+    case Opcode::kRegionEvent: return "REGION_EVENT";
   }
   return "UNKNOWN";
 }

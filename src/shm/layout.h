@@ -70,8 +70,8 @@ inline constexpr uint64_t kRegionMagic = 0x4D48534652414857ull;
 // Bumped on any change to the bytes drawn above or to what ring entries mean
 // (commands.h). 2: RingIndex.waiting. 3: batched releases (kReleaseBuffer
 // and kSendReleased aux fields, kFlagSendReleased on kCompletion). 4:
-// RingIndex.idle.
-inline constexpr uint32_t kLayoutVersion = 4;
+// RingIndex.idle. 5: remote memory (kRegion* commands, kRegionEvent).
+inline constexpr uint32_t kLayoutVersion = 5;
 
 inline constexpr size_t kCacheLineBytes = 64;
 // Sections start on page boundaries so each can be mapped, locked or
@@ -104,6 +104,11 @@ enum class Opcode : uint16_t {
   kRespond = 15,        // answer a served request
   kReleaseBuffer = 16,  // give a received heap range back to the daemon
   kAddPeer = 17,        // name a peer address by a small handle
+  kRegionAsk = 23,      // ask a peer for a region of its memory
+  kRegionRead = 24,     // read from a held region into the send area
+  kRegionWrite = 25,    // write to a held region (optionally with an immediate)
+  kRegionAtomic = 26,   // fetch-add or compare-and-swap a word of a held region
+  kRegionRelease = 27,  // give a held region back
   // Completions: daemon -> application (completion ring).
   kCompletion = 5,    // an operation finished
   kRequest = 18,      // a request for a served method arrived
@@ -111,6 +116,7 @@ enum class Opcode : uint16_t {
   kSendReleased = 20,   // the daemon no longer reads an operation's payload
   kPeerName = 21,       // the address text of a peer name id
   kFault = 22,          // a command was refused (no operation to fail)
+  kRegionEvent = 28,    // something happened to one of the application's regions
 };
 // Opcodes are below this; the validator's opcode set is sized by it.
 inline constexpr uint16_t kOpcodeLimit = 64;

@@ -65,7 +65,22 @@ struct RegionEvent {
   Kind kind = Kind::kImmediate;
   uint64_t region = 0;  // kImmediate, kReturned: our lent id; else the held handle
   uint64_t offset = 0, length = 0, value = 0;  // kImmediate
+  std::span<std::byte> bytes;                   // kImmediate: the whole lent region
   HeldRegion held;                              // kLent
+};
+
+// Where a target's regions come from: the blocks a peer's ask and
+// LendFromPool take. A transport has its own (ucx.pool_bytes); wharfd gives
+// an application's transport that application's shared heap instead, so
+// what holders write lands where the application reads it.
+class RegionPool {
+ public:
+  virtual ~RegionPool() = default;
+  // A block of `bytes`, aligned to `alignment` (a power of two up to
+  // 4096); empty when there is no room.
+  virtual std::span<std::byte> Take(uint64_t bytes, uint64_t alignment) = 0;
+  // Gives back a block Take handed out.
+  virtual void Give(std::span<std::byte> block) = 0;
 };
 
 enum class RegionAtomicOp : uint8_t { kCompareSwap, kFetchAdd };
@@ -113,6 +128,11 @@ class RemoteMemory {
   virtual std::span<std::byte> LentBytes(uint64_t region) = 0;
 
   virtual bool PopEvent(RegionEvent* out) = 0;
+
+  // From now on regions come from `pool` (borrowed; null: the transport's
+  // own). Every region lent from the pool in use so far ends first (its
+  // holder told), so no holder can write into memory that changes hands.
+  virtual void UsePool(RegionPool* pool) = 0;
 };
 
 }  // namespace wharf::transport

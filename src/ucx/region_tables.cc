@@ -63,10 +63,11 @@ std::vector<LentRegions::Region> LentRegions::TakeExpired(TimeNs now) {
   return expired;
 }
 
-std::vector<LentRegions::Region> LentRegions::TakeHolder(UcxPeer holder) {
+std::vector<LentRegions::Region> LentRegions::TakeIf(
+    const std::function<bool(const Region&)>& which) {
   std::vector<uint64_t> ids;
   for (const auto& [id, region] : regions_) {
-    if (region.holder == holder) ids.push_back(id);
+    if (which(region)) ids.push_back(id);
   }
   std::vector<Region> taken;
   for (uint64_t id : ids) taken.push_back(*Take(id));

@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -31,7 +33,7 @@ class LentRegions {
     uint64_t size = 0;
     uint8_t access = 0;                // wire::kRegion* bits
     TimeNs expires_ns = kNever;
-    std::optional<uint64_t> pool_offset;  // set when the region came from the pool
+    std::span<std::byte> pool_block;   // set when the region came from the pool
   };
 
   // Ids are drawn from `seed` onwards through a bijective mix, so a holder
@@ -47,7 +49,11 @@ class LentRegions {
   // Takes out every region whose lifetime ended by `now`.
   std::vector<Region> TakeExpired(TimeNs now);
   // Takes out every region `holder` holds (it failed or left).
-  std::vector<Region> TakeHolder(UcxPeer holder);
+  std::vector<Region> TakeHolder(UcxPeer holder) {
+    return TakeIf([holder](const Region& r) { return r.holder == holder; });
+  }
+  // Takes out every region `which` picks.
+  std::vector<Region> TakeIf(const std::function<bool(const Region&)>& which);
   TimeNs NextExpiry() const;
   bool HeldBy(UcxPeer holder) const;
   size_t size() const { return regions_.size(); }

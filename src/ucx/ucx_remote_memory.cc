@@ -12,8 +12,8 @@ static_assert(transport::kRegionRead == wire::kRegionRead);
 static_assert(transport::kRegionWrite == wire::kRegionWrite);
 static_assert(transport::kRegionAtomic == wire::kRegionAtomic);
 
-// The pool's alignment: asks may request up to this much.
-constexpr uint64_t kPoolAlignment = 4096;
+// Asks may request alignment up to this much.
+constexpr uint64_t kPoolAlignment = OwnedRegionPool::kAlignment;
 
 std::string U(uint64_t v) { return std::to_string(v); }
 
@@ -43,16 +43,8 @@ Result<std::unique_ptr<UcxRemoteMemory>> UcxRemoteMemory::Create(UcpWorker& work
   if (options.max_regions == 0) return InvalidArgumentError("ucx.max_regions: expected at least 1");
   std::unique_ptr<UcxRemoteMemory> m(
       new UcxRemoteMemory(worker, clock, std::move(connect), options));
-  const uint64_t bytes = (options.pool_bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
-  if (bytes > 0) {
-    // Aligned by hand: the block starts at the first aligned byte.
-    m->pool_.reset(new std::byte[bytes + kPoolAlignment]);
-    const auto raw = reinterpret_cast<uintptr_t>(m->pool_.get());
-    m->pool_base_ = m->pool_.get() + ((kPoolAlignment - raw % kPoolAlignment) % kPoolAlignment);
-    WHARF_ASSIGN_OR_RETURN(shm::HeapAllocator allocator,
-                           shm::HeapAllocator::Create(0, bytes, kPoolAlignment));
-    m->pool_allocator_.emplace(std::move(allocator));
-  }
+  WHARF_ASSIGN_OR_RETURN(m->own_pool_, OwnedRegionPool::Create(options.pool_bytes));
+  m->pool_ = m->own_pool_.get();
   return m;
 }
 
@@ -210,7 +202,9 @@ void UcxRemoteMemory::EndLent(const LentRegions::Region& region, bool tell, bool
   ++stats_.regions_released;
   if (returned) PushEvent({.kind = Event::Kind::kReturned, .region = region.id});
   worker_.UnmapMemory(region.mapped_id);
-  if (region.pool_offset) quarantine_.emplace_back(clock_.NowNs() + kQuarantine, *region.pool_offset);
+  if (!region.pool_block.empty()) {
+    quarantine_.emplace_back(clock_.NowNs() + kQuarantine, region.pool_block);
+  }
   if (tell) {
     Send(region.holder, wire::UcxKind::kRegionRelease, region.id,
          wire::EncodeRegionRelease(region.id));
@@ -230,6 +224,20 @@ void UcxRemoteMemory::PushEvent(Event event) {
     return;
   }
   events_.push_back(std::move(event));
+}
+
+void UcxRemoteMemory::UsePool(transport::RegionPool* pool) {
+  transport::RegionPool* next = pool != nullptr ? pool : own_pool_.get();
+  if (next == pool_) return;
+  // Every region in the old pool ends (its holder told) and its block goes
+  // back at once: the memory may change hands right after.
+  for (const LentRegions::Region& r : lent_.TakeIf(
+           [](const LentRegions::Region& region) { return !region.pool_block.empty(); })) {
+    EndLent(r, /*tell=*/true, /*returned=*/true);
+  }
+  for (const auto& [at, block] : quarantine_) pool_->Give(block);
+  quarantine_.clear();
+  pool_ = next;
 }
 
 bool UcxRemoteMemory::PopEvent(Event* out) {
@@ -274,18 +282,16 @@ Result<UcxRemoteMemory::Placed> UcxRemoteMemory::PlaceInPool(UcxPeer holder,
   if (lifetime <= 0 || lifetime > options_.max_lifetime_ns) {
     return InvalidArgumentError("ucx: a lifetime of " + U(spec.lifetime_ms) + " ms");
   }
-  if (!pool_allocator_) return ResourceExhaustedError("ucx: no pool (ucx.pool_bytes is 0)");
-  Result<uint64_t> offset = pool_allocator_->Allocate(spec.size);
-  if (!offset.ok()) {
-    return ResourceExhaustedError("ucx: the pool (ucx.pool_bytes) has no " + U(spec.size) +
-                                  " bytes free");
+  const std::span<std::byte> block = pool_->Take(spec.size, std::max<uint32_t>(spec.alignment, 8));
+  if (block.empty()) {
+    return ResourceExhaustedError("ucx: the pool has no " + U(spec.size) +
+                                  " bytes free (ucx.pool_bytes, or wharfd's limits.heap_bytes)");
   }
-  std::byte* base = pool_base_ + *offset;
-  std::memset(base, 0, spec.size);  // nothing of an earlier region shows
+  std::memset(block.data(), 0, block.size());  // nothing of an earlier region shows
   Result<UcpWorker::MappedMemory> mapped = worker_.MapMemory(
-      base, spec.size, (spec.access & (wire::kRegionWrite | wire::kRegionAtomic)) != 0);
+      block.data(), block.size(), (spec.access & (wire::kRegionWrite | wire::kRegionAtomic)) != 0);
   if (!mapped.ok()) {
-    (void)pool_allocator_->Free(*offset);
+    pool_->Give(block);
     return UnavailableError(mapped.status().message());
   }
   Result<LentRegions::Region> region = lent_.Add({.holder = holder,
@@ -294,10 +300,10 @@ Result<UcxRemoteMemory::Placed> UcxRemoteMemory::PlaceInPool(UcxPeer holder,
                                                   .size = spec.size,
                                                   .access = spec.access,
                                                   .expires_ns = clock_.NowNs() + lifetime,
-                                                  .pool_offset = *offset});
+                                                  .pool_block = block});
   if (!region.ok()) {
     worker_.UnmapMemory(mapped->id);
-    (void)pool_allocator_->Free(*offset);
+    pool_->Give(block);
     return region.status();
   }
   ++stats_.regions_lent;
@@ -388,7 +394,8 @@ void UcxRemoteMemory::OnImmediate(UcxPeer peer, const Buffer& body) {
              .region = imm->region,
              .offset = imm->offset,
              .length = imm->length,
-             .value = imm->value});
+             .value = imm->value,
+             .bytes = {reinterpret_cast<std::byte*>(region->address), region->size}});
 }
 
 void UcxRemoteMemory::Refuse(UcxPeer peer, uint64_t ask_id, StatusCode code) {
@@ -434,7 +441,7 @@ int UcxRemoteMemory::Expire(TimeNs now) {
     ++work;
   }
   while (!quarantine_.empty() && quarantine_.front().first <= now) {
-    (void)pool_allocator_->Free(quarantine_.front().second);
+    pool_->Give(quarantine_.front().second);
     quarantine_.pop_front();
     ++work;
   }

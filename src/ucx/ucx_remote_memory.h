@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "shm/heap_allocator.h"
 #include "transport/net_address.h"
 #include "transport/remote_memory.h"
+#include "ucx/owned_region_pool.h"
 #include "ucx/region_tables.h"
 #include "ucx/ucp_worker.h"
 #include "wire/ucx_header.h"
@@ -82,6 +82,7 @@ class UcxRemoteMemory final : public transport::RemoteMemory {
   Status Revoke(uint64_t region) override;
   std::span<std::byte> LentBytes(uint64_t region) override;
   bool PopEvent(Event* out) override;
+  void UsePool(transport::RegionPool* pool) override;
 
   void CompareAndSwap(uint64_t handle, uint64_t offset, uint64_t expected, uint64_t desired,
                       WordDone done) {
@@ -160,10 +161,9 @@ class UcxRemoteMemory final : public transport::RemoteMemory {
   const Clock& clock_;
   Connector connect_;
   Options options_;
-  std::unique_ptr<std::byte[]> pool_;  // what asks are served from (aligned to kPoolAlignment)
-  std::byte* pool_base_ = nullptr;
-  std::optional<shm::HeapAllocator> pool_allocator_;
-  std::deque<std::pair<TimeNs, uint64_t>> quarantine_;  // (reusable at, pool offset)
+  std::unique_ptr<OwnedRegionPool> own_pool_;  // ucx.pool_bytes of this process's memory
+  transport::RegionPool* pool_ = nullptr;      // own_pool_, or the host's (UsePool)
+  std::deque<std::pair<TimeNs, std::span<std::byte>>> quarantine_;  // (reusable at, block)
   LentRegions lent_;
   HeldRegions held_;
   std::unordered_map<uint64_t, PendingAsk> asks_;

@@ -252,6 +252,54 @@ TEST_P(UcxRemoteMemoryTest, ARegionLentFromThePoolIsReturnedWhenItsHolderRelease
   EXPECT_TRUE(target_->ucx_memory().LentBytes(lent->id).empty());
 }
 
+// A host's pool (wharfd's: the application's heap), recording its blocks.
+class RecordingPool final : public transport::RegionPool {
+ public:
+  std::span<std::byte> Take(uint64_t bytes, uint64_t /*alignment*/) override {
+    if (used + bytes > sizeof memory) return {};
+    std::span<std::byte> block(memory + used, bytes);
+    used += bytes;
+    ++taken;
+    return block;
+  }
+  void Give(std::span<std::byte> block) override {
+    EXPECT_GE(block.data(), memory);
+    EXPECT_LE(block.data() + block.size(), memory + sizeof memory);
+    ++given;
+  }
+  alignas(4096) std::byte memory[64 << 10] = {};
+  uint64_t used = 0;
+  int taken = 0, given = 0;
+};
+
+TEST_P(UcxRemoteMemoryTest, RegionsComeFromTheHostsPoolAndEndWhenItIsTakenAway) {
+  RecordingPool pool;
+  target_->ucx_memory().UsePool(&pool);
+  auto held = Ask({.size = 4096});
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(pool.taken, 1);
+  const std::vector<std::byte> data = Pattern(4096, 3);
+  ASSERT_TRUE(
+      Run([&](auto done) { holder_->ucx_memory().WriteWithImmediate(held->handle, 0, data, 5, done); })
+          .ok());
+  // The holder's bytes are in the host's memory, and the event says where.
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), pool.memory));
+  Event imm;
+  ASSERT_TRUE(Drive([&] { return TakeEvent(*target_, Event::Kind::kImmediate, &imm); }));
+  EXPECT_EQ(imm.bytes.data(), pool.memory);
+  EXPECT_EQ(imm.bytes.size(), 4096u);
+  // Taken away (wharfd's session closing): the region ends on both sides
+  // and its block goes back at once, not after the quarantine.
+  target_->ucx_memory().UsePool(nullptr);
+  EXPECT_EQ(pool.given, 1);
+  Event released;
+  ASSERT_TRUE(Drive([&] { return TakeEvent(*holder_, Event::Kind::kReleased, &released); }));
+  EXPECT_EQ(released.region, held->handle);
+  // The transport's own pool serves the next ask.
+  ASSERT_TRUE(Ask({.size = 4096}).ok());
+  EXPECT_EQ(pool.taken, 1);
+}
+
 TEST_P(UcxRemoteMemoryTest, LendingFromThePoolRefusesWhatItCannotPlace) {
   auto& rm = target_->ucx_memory();
   const NetAddress to = holder_->LocalAddress();
