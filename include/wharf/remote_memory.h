@@ -3,8 +3,7 @@
 // RDMA NIC). Needs an endpoint at a ucx:// address (or one that has talked
 // to a ucx:// peer). Both hostings; managed (through wharfd), writes leave
 // from the shared heap and reads land there with no copy in wharfd, and
-// peers' asks are served from the heap, but Lend, LendMemory and Revoke are
-// embedded only for now (kUnimplemented through wharfd).
+// every region this side lends (asked for or not) lies in the heap.
 //
 //   wharf::RemoteMemory memory(*endpoint);
 //   auto region = memory.Ask("ucx://198.18.0.2:4002", {.size = 1 << 20});
@@ -138,7 +137,9 @@ class RemoteMemory {
   // Lends the endpoint at `peer` this application's own `memory` (read and
   // written in place; it must stay valid until the region ends: Revoke it
   // before freeing it). Lending the same memory to several peers is
-  // allowed: their writes then meet in it.
+  // allowed: their writes then meet in it. Managed, the memory must come
+  // from Endpoint::AllocateBuffer (kInvalidArgument otherwise). Waits for
+  // wharfd when managed: not from inside a handler there.
   Result<LocalRegion> LendMemory(std::string_view peer, std::span<std::byte> memory,
                                  uint8_t access = kRegionAllAccess,
                                  std::chrono::milliseconds lifetime = std::chrono::seconds(60));

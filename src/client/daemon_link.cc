@@ -84,6 +84,15 @@ std::optional<std::pair<uint64_t, uint64_t>> SendArea::RangeOf(const Buffer& b) 
       static_cast<uint64_t>(b.data() - region_->heap().data()), b.size());
 }
 
+std::optional<uint64_t> SendArea::OffsetOf(std::span<const std::byte> bytes) const {
+  const std::byte* base = region_->heap().data();
+  const uint64_t area = region_->layout().heap_bytes / 2;
+  if (bytes.empty() || bytes.data() < base || bytes.data() + bytes.size() > base + area) {
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(bytes.data() - base);
+}
+
 void SendArea::Release(std::span<std::byte> whole) noexcept {
   MutexLock lock(mu_);
   (void)allocator_.Free(static_cast<uint64_t>(whole.data() - region_->heap().data()));

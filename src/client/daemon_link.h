@@ -48,6 +48,8 @@ class SendArea final : public BufferOwner, public std::enable_shared_from_this<S
   std::optional<Buffer> Allocate(size_t size) ABSL_LOCKS_EXCLUDED(mu_);
   // The heap offset and length of a Buffer this area lent; nullopt if not ours.
   std::optional<std::pair<uint64_t, uint64_t>> RangeOf(const Buffer& b) const;
+  // The heap offset of `bytes` if they lie in the send area.
+  std::optional<uint64_t> OffsetOf(std::span<const std::byte> bytes) const;
   void Release(std::span<std::byte> whole) noexcept override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes_in_use() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -94,6 +94,10 @@ void ManagedEngine::Broken(const Status& why) {
   accepting_streams_.clear();
   region_reads_.clear();
   lent_views_.clear();
+  // wharfd's transport is gone with the link: nobody writes into these.
+  lending_.clear();
+  lent_blocks_.clear();
+  quarantined_blocks_.clear();
   for (uint64_t op : ops) sink_->OnComplete(op, why, Buffer(), 0);
   // wharfd reads none of these any more.
   lent_.clear();
@@ -452,26 +456,100 @@ Status ManagedEngine::ReleaseRegion(uint64_t handle) {
   return OkStatus();
 }
 
-namespace {
-Status NotManagedYet() {
-  return UnimplementedError(
-      "lending memory is not available through wharfd yet (peers' asks are served from the "
-      "heap): open the endpoint embedded (EndpointOptions::hosting = Hosting::kEmbedded)");
+void ManagedEngine::LendRegion(uint64_t op_id, const engine::Uri& peer,
+                               const transport::RegionSpec& spec) {
+  if (!Usable(op_id)) return;
+  // The pool is the heap: a block of the send area, aligned by taking more.
+  const uint64_t alignment = std::max<uint64_t>(spec.alignment, 8);
+  if (spec.size == 0 || alignment > 4096 || (alignment & (alignment - 1)) != 0) {
+    sink_->OnComplete(op_id, InvalidArgumentError("region of " + std::to_string(spec.size) +
+                                                  " bytes aligned to " +
+                                                  std::to_string(spec.alignment)),
+                      Buffer(), 0);
+    return;
+  }
+  std::optional<Buffer> block = link_->send_area()->Allocate(spec.size + alignment);
+  if (!block) {
+    sink_->OnComplete(op_id, ResourceExhaustedError("the shared heap's send area is full"),
+                      Buffer(), 0);
+    return;
+  }
+  const auto raw = reinterpret_cast<uintptr_t>(block->data());
+  std::span<std::byte> bytes(block->data() + (alignment - raw % alignment) % alignment, spec.size);
+  std::memset(bytes.data(), 0, bytes.size());
+  const uint64_t at = link_->send_area()->RangeOf(*block)->first + (bytes.data() - block->data());
+  Descriptor d = Command(Opcode::kRegionLend, op_id, PeerHandle(peer));
+  d.heap_offset = at;
+  d.length = bytes.size();
+  d.aux[0] = spec.access;
+  d.aux[1] = spec.lifetime_ms;
+  lending_[op_id] = {std::move(*block), bytes};
+  pending_.insert(op_id);
+  Push(d);
+  FlushUnlessBatching();
 }
-}  // namespace
 
-Result<transport::LentRegion> ManagedEngine::LendRegion(const engine::Uri& /*peer*/,
-                                                        const transport::RegionSpec& /*spec*/) {
-  return NotManagedYet();
+void ManagedEngine::LendMemory(uint64_t op_id, const engine::Uri& peer,
+                               std::span<std::byte> memory, uint8_t access,
+                               uint32_t lifetime_ms) {
+  if (!Usable(op_id)) return;
+  std::optional<uint64_t> at = link_->send_area()->OffsetOf(memory);
+  if (!at) {
+    sink_->OnComplete(op_id,
+                      InvalidArgumentError("managed, lent memory must come from "
+                                           "Endpoint::AllocateBuffer (the shared heap's send "
+                                           "area), kept alive until the region ends"),
+                      Buffer(), 0);
+    return;
+  }
+  Descriptor d = Command(Opcode::kRegionLend, op_id, PeerHandle(peer));
+  d.heap_offset = *at;
+  d.length = memory.size();
+  d.aux[0] = access;
+  d.aux[1] = lifetime_ms;
+  lending_[op_id] = {std::nullopt, memory};
+  pending_.insert(op_id);
+  Push(d);
+  FlushUnlessBatching();
 }
 
-Result<uint64_t> ManagedEngine::LendMemory(const engine::Uri& /*peer*/,
-                                           std::span<std::byte> /*memory*/, uint8_t /*access*/,
-                                           uint32_t /*lifetime_ms*/) {
-  return NotManagedYet();
+Status ManagedEngine::RevokeRegion(uint64_t region) {
+  if (!Usable(0)) return *broken_;
+  // wharfd refuses an id it did not lend for us with a kFault.
+  Push(Command(Opcode::kRegionRevoke, 0, region));
+  FlushUnlessBatching(/*urgent=*/false);
+  EndLentBlock(region);
+  lent_views_.erase(region);
+  return OkStatus();
 }
 
-Status ManagedEngine::RevokeRegion(uint64_t /*region*/) { return NotManagedYet(); }
+void ManagedEngine::EndLentBlock(uint64_t region) {
+  const TimeNs now = clock_.NowNs();
+  while (!quarantined_blocks_.empty() && quarantined_blocks_.front().first <= now) {
+    quarantined_blocks_.pop_front();
+  }
+  auto it = lent_blocks_.find(region);
+  if (it == lent_blocks_.end()) return;
+  quarantined_blocks_.emplace_back(now + kNsPerSec, std::move(it->second));
+  lent_blocks_.erase(it);
+}
+
+void ManagedEngine::FinishLending(uint64_t op_id, Status status, uint64_t region) {
+  auto it = lending_.find(op_id);
+  Lending lending = std::move(it->second);
+  lending_.erase(it);
+  if (!status.ok()) {
+    sink_->OnComplete(op_id, std::move(status), Buffer(), 0);  // never lent: the block goes
+    return;
+  }
+  lent_views_[region] = lending.bytes;
+  Buffer view;
+  if (lending.block) {
+    lent_blocks_[region] = std::move(*lending.block);
+    view = Buffer::Wrap(lending.bytes, nullptr);  // the block stays ours
+  }
+  sink_->OnComplete(op_id, OkStatus(), std::move(view), region);
+}
 
 std::span<std::byte> ManagedEngine::LentRegionBytes(uint64_t region) {
   auto it = lent_views_.find(region);
@@ -505,6 +583,7 @@ void ManagedEngine::TakeRegionEvent(const Descriptor& e) {
       break;
     case Kind::kReturned:
       lent_views_.erase(e.handle);
+      EndLentBlock(e.handle);
       break;
     case Kind::kReleased:
       break;
@@ -678,6 +757,11 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
         return;
       }
       const auto code = static_cast<StatusCode>(e.status);
+      if (!lending_.empty() && lending_.contains(e.cookie)) {
+        FinishLending(e.cookie,
+                      code == StatusCode::kOk ? OkStatus() : Status(code, TakeText(e)), e.handle);
+        return;
+      }
       if (!region_reads_.empty()) {
         if (auto read = region_reads_.find(e.cookie); read != region_reads_.end()) {
           RegionRead r = std::move(read->second);

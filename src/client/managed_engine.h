@@ -86,10 +86,9 @@ class ManagedEngine final : public engine::EngineApi {
   void Respond(const engine::ServerCallRef& call, Status status, Buffer payload,
                transport::MessagePriority priority = transport::kPriorityBySize) override;
   // Remote memory as kRegion* commands (shm/commands.h): data moves
-  // between the send area and the region, and a holder's writes into a
-  // region this endpoint lent land in the receive area, in place. Lending
-  // (LendRegion, LendMemory, RevokeRegion) is not carried yet: those fail
-  // with kUnimplemented; peers' asks are served from the heap all the same.
+  // between the send area and the region; a holder's writes into a region
+  // a peer asked for land in the receive area, in place, and into one this
+  // endpoint lent in the send area, where it lent it.
   void AskRegion(uint64_t op_id, const engine::Uri& peer,
                  const transport::RegionSpec& spec) override;
   void ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset, Buffer into) override;
@@ -98,10 +97,11 @@ class ManagedEngine final : public engine::EngineApi {
   void RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset, transport::RegionAtomicOp op,
                     uint64_t value, uint64_t compare) override;
   Status ReleaseRegion(uint64_t handle) override;
-  Result<transport::LentRegion> LendRegion(const engine::Uri& peer,
-                                           const transport::RegionSpec& spec) override;
-  Result<uint64_t> LendMemory(const engine::Uri& peer, std::span<std::byte> memory,
-                              uint8_t access, uint32_t lifetime_ms) override;
+  void LendRegion(uint64_t op_id, const engine::Uri& peer,
+                  const transport::RegionSpec& spec) override;
+  // `memory` must lie in the send area (kInvalidArgument otherwise).
+  void LendMemory(uint64_t op_id, const engine::Uri& peer, std::span<std::byte> memory,
+                  uint8_t access, uint32_t lifetime_ms) override;
   Status RevokeRegion(uint64_t region) override;
   std::span<std::byte> LentRegionBytes(uint64_t region) override;
   bool PopRegionEvent(transport::RegionEvent* out) override;
@@ -202,6 +202,20 @@ class ManagedEngine final : public engine::EngineApi {
   // Regions this endpoint lent, as the last kRegionEvent placed them in the
   // heap (bounded by wharfd's ucx.max_regions; gone at kReturned).
   absl::flat_hash_map<uint64_t, std::span<std::byte>> lent_views_;
+  // Send-area blocks LendRegion lent: by op while the lend is in flight,
+  // then by region id until it ends; then kept for the quarantine, so that
+  // a write already on its way lands in nothing the application reuses.
+  struct Lending {
+    std::optional<Buffer> block;  // LendRegion's; LendMemory lends the application's own
+    std::span<std::byte> bytes;
+  };
+  absl::flat_hash_map<uint64_t, Lending> lending_;
+  absl::flat_hash_map<uint64_t, Buffer> lent_blocks_;
+  std::deque<std::pair<TimeNs, Buffer>> quarantined_blocks_;
+  // Ends a LendRegion block's loan: into quarantine. Frees what left it.
+  void EndLentBlock(uint64_t region);
+  // A kCompletion for an op in lending_ (ok: value = the region's id).
+  void FinishLending(uint64_t op_id, Status status, uint64_t region);
   std::deque<transport::RegionEvent> region_events_;
   // Keyed by the packed address ADD_PEER carries: no text per call.
   std::unordered_map<engine::PackedUri, uint64_t, engine::PackedUriHash> peer_handles_;

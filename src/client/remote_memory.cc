@@ -124,9 +124,13 @@ Status RemoteMemory::Release(const RemoteRegion& region) {
 Result<LocalRegion> RemoteMemory::Lend(std::string_view peer, const RegionOptions& options) {
   WHARF_ASSIGN_OR_RETURN(transport::RegionSpec spec, SpecOf(options));
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(peer));
-  WHARF_ASSIGN_OR_RETURN(transport::LentRegion lent,
-                         core_->WithEngine([&](engine::EngineApi& e) { return e.LendRegion(uri, spec); }));
-  return LocalRegion{.id = lent.id, .bytes = lent.bytes};
+  auto state = core_->Start(
+      [&](engine::EngineApi& e, uint64_t op) { e.LendRegion(op, uri, spec); });
+  WHARF_RETURN_IF_ERROR(core_->Await(*state, kNever));
+  // The message is a view of the region's bytes; the engine owns them.
+  Completion done = internal::PublicAccess::MakeCompletion(state);
+  Buffer view = done.TakeMessage();
+  return LocalRegion{.id = state->value, .bytes = view.span()};
 }
 
 Result<LocalRegion> RemoteMemory::LendMemory(std::string_view peer, std::span<std::byte> memory,
@@ -134,10 +138,11 @@ Result<LocalRegion> RemoteMemory::LendMemory(std::string_view peer, std::span<st
   WHARF_ASSIGN_OR_RETURN(transport::RegionSpec spec,
                          SpecOf({.size = memory.size(), .access = access, .lifetime = lifetime}));
   WHARF_ASSIGN_OR_RETURN(engine::Uri uri, core_->Resolve(peer));
-  WHARF_ASSIGN_OR_RETURN(uint64_t id, core_->WithEngine([&](engine::EngineApi& e) {
-                           return e.LendMemory(uri, memory, spec.access, spec.lifetime_ms);
-                         }));
-  return LocalRegion{.id = id, .bytes = memory};
+  auto state = core_->Start([&](engine::EngineApi& e, uint64_t op) {
+    e.LendMemory(op, uri, memory, spec.access, spec.lifetime_ms);
+  });
+  WHARF_RETURN_IF_ERROR(core_->Await(*state, kNever));
+  return LocalRegion{.id = state->value, .bytes = memory};
 }
 
 Status RemoteMemory::Revoke(uint64_t region) {

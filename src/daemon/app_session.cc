@@ -87,7 +87,7 @@ Status AppSession::Attach(const shm::HelloMsg& hello) {
                   Opcode::kReleaseConn, Opcode::kBarrier, Opcode::kServe, Opcode::kRespond,
                   Opcode::kReleaseBuffer, Opcode::kAddPeer, Opcode::kRegionAsk,
                   Opcode::kRegionRead, Opcode::kRegionWrite, Opcode::kRegionAtomic,
-                  Opcode::kRegionRelease},
+                  Opcode::kRegionRelease, Opcode::kRegionLend, Opcode::kRegionRevoke},
       .known_flags = shm::kKnownCommandFlags,
   };
   commands_ = std::make_unique<shm::ValidatingConsumer>(region_->command_ring(), "command ring",

@@ -87,6 +87,7 @@ void CommandExecutor::Execute(const Descriptor& d) {
       }
       return;
     case Opcode::kRegionAsk:
+    case Opcode::kRegionLend:
     case Opcode::kRegionRead:
     case Opcode::kRegionWrite:
     case Opcode::kRegionAtomic:
@@ -94,6 +95,9 @@ void CommandExecutor::Execute(const Descriptor& d) {
       return;
     case Opcode::kRegionRelease:
       if (Status released = engine.ReleaseRegion(d.handle); !released.ok()) Fault(d, released);
+      return;
+    case Opcode::kRegionRevoke:
+      if (Status revoked = engine.RevokeRegion(d.handle); !revoked.ok()) Fault(d, revoked);
       return;
     case Opcode::kAddPeer:
       if (Status added = p_.peers.Add(d.handle, {{d.aux[0], d.aux[1], d.aux[2]}});
@@ -207,6 +211,19 @@ void CommandExecutor::ExecuteRegion(const Descriptor& d) {
       }
       engine.ReadRegion(d.cookie, d.handle, d.aux[0], Payload(d));
       return;
+    case Opcode::kRegionLend: {
+      // The holder will write there: the send area only, as for a read.
+      const engine::Uri* peer = p_.peers.Find(d.handle);
+      if (peer == nullptr || d.length == 0 || d.aux[0] > 0xFF || d.aux[1] > UINT32_MAX ||
+          d.heap_offset + d.length > p_.region.layout().heap_bytes / 2) {
+        return Refuse(d.cookie, InvalidArgumentError(
+                                    "REGION_LEND: needs a known peer handle, a range of the "
+                                    "send area, access bits and a lifetime in ms"));
+      }
+      engine.LendMemory(d.cookie, *peer, *p_.region.HeapRange(d.heap_offset, d.length),
+                        static_cast<uint8_t>(d.aux[0]), static_cast<uint32_t>(d.aux[1]));
+      return;
+    }
     case Opcode::kRegionWrite:
       engine.WriteRegion(d.cookie, d.handle, d.aux[0], Payload(d),
                          (d.flags & shm::kFlagImmediate) != 0 ? std::optional<uint64_t>(d.aux[1])

@@ -64,7 +64,8 @@ class CommandExecutor {
   void ExecuteBarrier(const shm::Descriptor& d);
   void ExecuteServe(const shm::Descriptor& d);
   void ExecuteRespond(const shm::Descriptor& d);
-  // kRegionAsk, kRegionRead, kRegionWrite, kRegionAtomic: an operation.
+  // kRegionAsk, kRegionLend, kRegionRead, kRegionWrite, kRegionAtomic: an
+  // operation.
   void ExecuteRegion(const shm::Descriptor& d);
   // Checks a command's cookie and the in-flight limit; on failure reports
   // it and returns false, else the operation is live.

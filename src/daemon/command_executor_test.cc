@@ -301,6 +301,26 @@ TEST_F(CommandExecutorTest, Execute__ARegionAskNamesAKnownPeerAndSaneBits) {
             "COMPLETION 5 INVALID_ARGUMENT: REGION_ASK: access bits 511, lifetime 0 ms");
 }
 
+TEST_F(CommandExecutorTest, Execute__ARegionLendMayOnlyLendTheSendArea) {
+  Descriptor lend = Command(Opcode::kRegionLend, 6);
+  lend.handle = kPeer;
+  lend.heap_offset = 65536 / 2 - 8;  // runs into the receive area
+  lend.length = 16;
+  lend.aux[1] = 1000;
+  executor_.Execute(lend);
+  const std::string entry = OnlyEntry();
+  EXPECT_EQ(entry.rfind("COMPLETION 6 INVALID_ARGUMENT: REGION_LEND: needs a known peer handle, "
+                        "a range of the send area",
+                        0),
+            0u)
+      << entry;
+  Descriptor revoke = Command(Opcode::kRegionRevoke, 0);
+  revoke.handle = 3;
+  executor_.Execute(revoke);
+  EXPECT_EQ(Entries().size(), 1u);  // a fault: this engine lends nothing
+  EXPECT_EQ(executor_.bad_commands(), 2u);
+}
+
 TEST_F(CommandExecutorTest, Execute__ReleasingARegionThisApplicationDoesNotHoldIsAFault) {
   Descriptor release = Command(Opcode::kRegionRelease, 0);
   release.handle = 7;

@@ -40,7 +40,8 @@ constexpr Opcode kCommands[] = {
     Opcode::kCall,      Opcode::kConnect, Opcode::kListen,       Opcode::kAccept,
     Opcode::kDisconnect, Opcode::kReleaseConn, Opcode::kBarrier, Opcode::kServe,
     Opcode::kRespond,   Opcode::kReleaseBuffer, Opcode::kAddPeer, Opcode::kRegionAsk,
-    Opcode::kRegionRead, Opcode::kRegionWrite, Opcode::kRegionAtomic, Opcode::kRegionRelease};
+    Opcode::kRegionRead, Opcode::kRegionWrite, Opcode::kRegionAtomic, Opcode::kRegionRelease,
+    Opcode::kRegionLend, Opcode::kRegionRevoke};
 
 // Random values leaning toward the edges a bug would live on.
 class Chooser {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/testing/counter_of.h"
 #include "client/testing/server_thread.h"
@@ -117,9 +118,55 @@ TEST_F(ManagedRemoteMemoryTest, AManagedHolderMovesDataBetweenItsHeapAndTheRegio
   auto read_only = memory.Ask(lender->address(), {.size = 64, .access = kRegionRead});
   ASSERT_TRUE(read_only.ok()) << read_only.status();
   EXPECT_EQ(memory.Write(*read_only, 0, Buffer::Copy("x")).code(), StatusCode::kPermissionDenied);
-  // Lending is not carried through wharfd yet.
-  EXPECT_EQ(memory.Lend(lender->address(), {.size = 64}).status().code(),
-            StatusCode::kUnimplemented);
+}
+
+TEST_F(ManagedRemoteMemoryTest, AManagedApplicationLendsFromItsHeap) {
+  auto lender = OpenManaged();
+  ASSERT_NE(lender, nullptr);
+  RemoteMemory lender_memory(*lender);
+  auto holder = OpenEmbedded();
+  ASSERT_NE(holder, nullptr);
+  RemoteMemory memory(*holder);
+  testing::ServerThread holder_loop(*holder, 5ms);
+
+  // From the pool, which is the heap: zeroed, aligned as asked.
+  auto lent = lender_memory.Lend(holder->address(),
+                                 {.size = 8192, .alignment = 4096,
+                                  .access = kRegionRead | kRegionWrite});
+  ASSERT_TRUE(lent.ok()) << lent.status();
+  ASSERT_EQ(lent->bytes.size(), 8192u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(lent->bytes.data()) % 4096, 0u);
+  auto got = Next(memory, RegionEvent::Kind::kLent);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->lent.size, 8192u);
+  Buffer data = Pattern(Buffer::Allocate(8192), 11);
+  ASSERT_TRUE(memory.Write(got->lent, 0, Buffer::Copy(data.span())).ok());
+  EXPECT_EQ(std::memcmp(lent->bytes.data(), data.data(), 8192), 0);
+  EXPECT_EQ(lender_memory.LocalBytes(lent->id).data(), lent->bytes.data());
+  ASSERT_TRUE(lender_memory.Revoke(lent->id).ok());
+  auto released = Next(memory, RegionEvent::Kind::kReleased);
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(memory.Write(got->lent, 0, Buffer::Copy("x")).code(), StatusCode::kNotFound);
+
+  // Its own memory, in place: from the heap only.
+  Buffer mine = lender->AllocateBuffer(4096);
+  std::memset(mine.data(), 0, mine.size());
+  auto own = lender_memory.LendMemory(holder->address(), mine.span(), kRegionAtomic);
+  ASSERT_TRUE(own.ok()) << own.status();
+  auto got_own = Next(memory, RegionEvent::Kind::kLent);
+  ASSERT_TRUE(got_own.has_value());
+  EXPECT_EQ(*memory.FetchAdd(got_own->lent, 16, 7), 0u);
+  uint64_t word;
+  std::memcpy(&word, mine.data() + 16, 8);
+  EXPECT_EQ(word, 7u);
+  std::vector<std::byte> elsewhere(64);
+  EXPECT_EQ(lender_memory.LendMemory(holder->address(), elsewhere).status().code(),
+            StatusCode::kInvalidArgument);
+  // The holder gives it back: the lender hears.
+  ASSERT_TRUE(memory.Release(got_own->lent).ok());
+  auto returned = Next(lender_memory, RegionEvent::Kind::kReturned);
+  ASSERT_TRUE(returned.has_value());
+  EXPECT_EQ(returned->region, own->id);
 }
 
 TEST_F(ManagedRemoteMemoryTest, AManagedLendersRegionsComeFromItsHeap) {

@@ -147,15 +147,18 @@ class Engine final : public EngineApi {
     regions_.Atomic(op_id, handle, offset, op, value, compare);
   }
   Status ReleaseRegion(uint64_t handle) override { return regions_.Release(handle); }
-  Result<transport::LentRegion> LendRegion(const Uri& peer,
-                                           const transport::RegionSpec& spec) override {
-    if (!shutdown_status_.ok()) return shutdown_status_;
-    return regions_.Lend(peer, spec);
+  void LendRegion(uint64_t op_id, const Uri& peer, const transport::RegionSpec& spec) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    Result<transport::LentRegion> lent = regions_.Lend(peer, spec);
+    if (!lent.ok()) return Complete(op_id, lent.status());
+    Complete(op_id, OkStatus(), Buffer::Wrap(lent->bytes, nullptr), lent->id);
   }
-  Result<uint64_t> LendMemory(const Uri& peer, std::span<std::byte> memory, uint8_t access,
-                              uint32_t lifetime_ms) override {
-    if (!shutdown_status_.ok()) return shutdown_status_;
-    return regions_.LendMemory(peer, memory, access, lifetime_ms);
+  void LendMemory(uint64_t op_id, const Uri& peer, std::span<std::byte> memory, uint8_t access,
+                  uint32_t lifetime_ms) override {
+    if (!shutdown_status_.ok()) return Complete(op_id, shutdown_status_);
+    Result<uint64_t> id = regions_.LendMemory(peer, memory, access, lifetime_ms);
+    if (!id.ok()) return Complete(op_id, id.status());
+    Complete(op_id, OkStatus(), Buffer(), *id);
   }
   Status RevokeRegion(uint64_t region) override { return regions_.Revoke(region); }
   std::span<std::byte> LentRegionBytes(uint64_t region) override {

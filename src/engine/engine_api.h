@@ -88,13 +88,14 @@ class EngineApi {
   virtual void RegionAtomic(uint64_t op_id, uint64_t handle, uint64_t offset,
                             transport::RegionAtomicOp op, uint64_t value, uint64_t compare) = 0;
   virtual Status ReleaseRegion(uint64_t handle) = 0;
-  // Lends `peer` a region of this engine's pool (its bytes are the host's
-  // to read and write until it ends).
-  virtual Result<transport::LentRegion> LendRegion(const Uri& peer,
-                                                   const transport::RegionSpec& spec) = 0;
-  // Lends `peer` the host's own `memory` (valid until the region ends).
-  virtual Result<uint64_t> LendMemory(const Uri& peer, std::span<std::byte> memory,
-                                      uint8_t access, uint32_t lifetime_ms) = 0;
+  // Lends `peer` a zeroed region of this engine's pool: completes with
+  // value = its id and message = a Buffer over its bytes that does not own
+  // them (the host's to read and write until the region ends).
+  virtual void LendRegion(uint64_t op_id, const Uri& peer, const transport::RegionSpec& spec) = 0;
+  // Lends `peer` the host's own `memory` (valid until the region ends;
+  // managed, it must lie in the send area): completes with value = its id.
+  virtual void LendMemory(uint64_t op_id, const Uri& peer, std::span<std::byte> memory,
+                          uint8_t access, uint32_t lifetime_ms) = 0;
   virtual Status RevokeRegion(uint64_t region) = 0;
   // A region this engine lent (asked or not): its bytes; empty when gone.
   virtual std::span<std::byte> LentRegionBytes(uint64_t region) = 0;

@@ -62,6 +62,11 @@
 //                  kFlagCompareSwap the value to store where aux[2] is.
 //                  Completes with handle = the word as it was
 //   kRegionRelease handle = region handle (a kFault when not held)
+//   kRegionLend    cookie, handle = peer handle; range = the memory to lend,
+//                  in the send area (the holder then writes into it);
+//                  aux[0] = access bits, aux[1] = lifetime (ms). Completes
+//                  with handle = the region's id
+//   kRegionRevoke  handle = the id of a region it lent (a kFault when not)
 //
 // Completion-ring entries (wharfd -> application):
 //   kCompletion    cookie, status = StatusCode, handle = value (connection

@@ -60,6 +60,8 @@ std::string_view OpcodeName(Opcode opcode) {
     case Opcode::kRegionAtomic: return "REGION_ATOMIC";
     case Opcode::kRegionRelease: return "REGION_RELEASE";
     case Opcode::kRegionEvent: return "REGION_EVENT";
+    case Opcode::kRegionLend: return "REGION_LEND";
+    case Opcode::kRegionRevoke: return "REGION_REVOKE";
   }
   return "UNKNOWN";
 }

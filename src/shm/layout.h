@@ -109,6 +109,8 @@ enum class Opcode : uint16_t {
   kRegionWrite = 25,    // write to a held region (optionally with an immediate)
   kRegionAtomic = 26,   // fetch-add or compare-and-swap a word of a held region
   kRegionRelease = 27,  // give a held region back
+  kRegionLend = 29,     // lend a peer a range of the send area
+  kRegionRevoke = 30,   // end a region the application lent
   // Completions: daemon -> application (completion ring).
   kCompletion = 5,    // an operation finished
   kRequest = 18,      // a request for a served method arrived

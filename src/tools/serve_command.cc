@@ -202,7 +202,16 @@ int RunServe(const ServeOptions& options) {
                  options.listen.c_str());
     return 2;
   }
-  auto endpoint_options = MakeEndpointOptions(options.endpoint, options.listen);
+  EndpointFlags flags = options.endpoint;
+  if (options.lend_bytes > 0) {
+    // Its handler lends from this process's own memory, at once: embedded.
+    if (flags.mode == "managed") {
+      std::fprintf(stderr, "wharf serve: --lend-bytes runs embedded (not --mode managed)\n");
+      return 2;
+    }
+    flags.mode = "embedded";
+  }
+  auto endpoint_options = MakeEndpointOptions(flags, options.listen);
   if (!endpoint_options.ok()) {
     std::fprintf(stderr, "wharf serve: %s\n", endpoint_options.status().ToString().c_str());
     return 2;

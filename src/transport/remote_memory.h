@@ -130,8 +130,8 @@ class RemoteMemory {
   virtual bool PopEvent(RegionEvent* out) = 0;
 
   // From now on regions come from `pool` (borrowed; null: the transport's
-  // own). Every region lent from the pool in use so far ends first (its
-  // holder told), so no holder can write into memory that changes hands.
+  // own). Every region lent so far ends first (its holder told), so no
+  // holder can write into memory that changes hands.
   virtual void UsePool(RegionPool* pool) = 0;
 };
 

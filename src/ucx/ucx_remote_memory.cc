@@ -229,10 +229,11 @@ void UcxRemoteMemory::PushEvent(Event event) {
 void UcxRemoteMemory::UsePool(transport::RegionPool* pool) {
   transport::RegionPool* next = pool != nullptr ? pool : own_pool_.get();
   if (next == pool_) return;
-  // Every region in the old pool ends (its holder told) and its block goes
-  // back at once: the memory may change hands right after.
-  for (const LentRegions::Region& r : lent_.TakeIf(
-           [](const LentRegions::Region& region) { return !region.pool_block.empty(); })) {
+  // Every region lent so far ends (its holder told) and the pool's blocks
+  // go back at once: the memory (wharfd's: the application's heap, pool and
+  // lent alike) may change hands right after.
+  for (const LentRegions::Region& r :
+       lent_.TakeIf([](const LentRegions::Region&) { return true; })) {
     EndLent(r, /*tell=*/true, /*returned=*/true);
   }
   for (const auto& [at, block] : quarantine_) pool_->Give(block);
