@@ -314,6 +314,84 @@ TEST_P(UcxRemoteMemoryTest, LendingFromThePoolRefusesWhatItCannotPlace) {
             StatusCode::kResourceExhausted);
 }
 
+// A peer that speaks UCX but not honestly: a raw UcpWorker sending the
+// region messages a wharf engine would never send it.
+TEST_P(UcxRemoteMemoryTest, ForgedRegionMessagesFromAnotherPeerChangeNothing) {
+  auto held = Ask({.size = 4096});
+  ASSERT_TRUE(held.ok()) << held.status();
+  const std::vector<std::byte> data = Pattern(4096, 1);
+  ASSERT_TRUE(Run([&](auto done) {
+                holder_->ucx_memory().WriteWithImmediate(held->handle, 0, data, 1, done);
+              }).ok());
+  Event imm;
+  ASSERT_TRUE(Drive([&] { return TakeEvent(*target_, Event::Kind::kImmediate, &imm); }));
+  const uint64_t region = imm.region;  // the target's id, which the forger guessed
+
+  UcpOptions options{.tls = GetParam().config.tls,
+                     .devices = GetParam().config.devices,
+                     .detect_peer_failure = GetParam().config.detect_peer_failure};
+  std::vector<wire::UcxHeader> heard;
+  auto forger = UcpWorker::Create(
+      options, {.message = [&](UcpWorker::PeerId, std::string_view header, Buffer) {
+                  if (auto h = wire::DecodeUcxHeader(header); h.ok()) heard.push_back(*h);
+                },
+                .peer_failed = [](UcpWorker::PeerId, const Status&) {}});
+  ASSERT_TRUE(forger.ok()) << forger.status();
+  auto peer = (*forger)->Connect(target_->LocalAddress());
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  auto send = [&](wire::UcxKind kind, uint64_t id, std::string body) {
+    const wire::UcxHeaderBytes h = wire::EncodeUcxHeader({.kind = kind, .rpc_id = id});
+    (*forger)->Send(*peer, std::string_view(h.data(), h.size()), Buffer::Copy(body), nullptr);
+  };
+  auto counter = [&](std::string_view name) {
+    for (const auto& [k, v] : target_->Counters()) {
+      if (k == name) return v;
+    }
+    return uint64_t{0};
+  };
+  const uint64_t dropped_before = counter("ucx.immediates_dropped");
+  const uint64_t malformed_before = counter("ucx.region_messages_dropped");
+  // An immediate for a region it does not hold, a release of it, a grant
+  // answering an ask the target never made, and an ask it cannot parse.
+  send(wire::UcxKind::kImmediate, region,
+       wire::EncodeRegionImmediate({region, 0, 8, 666}));
+  send(wire::UcxKind::kRegionRelease, region, wire::EncodeRegionRelease(region));
+  send(wire::UcxKind::kRegionGrant, UcxRemoteMemory::kFirstAskId + 5,
+       wire::EncodeRegionGrant({77, 0x1000, 4096, wire::kRegionAllAccess, 1000, "garbage key"}));
+  send(wire::UcxKind::kRegionAsk, UcxRemoteMemory::kFirstAskId + 6, "short");
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         (counter("ucx.immediates_dropped") == dropped_before ||
+          counter("ucx.region_messages_dropped") == malformed_before ||
+          heard.size() < 2)) {
+    target_->Poll();
+    holder_->Poll();
+    (*forger)->Progress();
+  }
+  EXPECT_EQ(counter("ucx.immediates_dropped"), dropped_before + 1);
+  EXPECT_EQ(counter("ucx.region_messages_dropped"), malformed_before + 1);
+  Event e;
+  EXPECT_FALSE(target_->ucx_memory().PopEvent(&e)) << "event " << static_cast<int>(e.kind);
+  // The forger heard a refusal of its ask and the release of the grant it
+  // forged; it holds nothing.
+  ASSERT_GE(heard.size(), 2u);
+  bool refused = false, released = false;
+  for (const wire::UcxHeader& h : heard) {
+    refused = refused || (h.kind == wire::UcxKind::kRefused &&
+                          h.code == static_cast<uint16_t>(StatusCode::kInvalidArgument));
+    released = released || (h.kind == wire::UcxKind::kRegionRelease && h.rpc_id == 77);
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_TRUE(released);
+  EXPECT_EQ(target_->ucx_memory().held(), 0u);
+  // The real holder's region is untouched and still its own.
+  EXPECT_EQ(target_->ucx_memory().lent(), 1u);
+  std::span<std::byte> bytes = target_->ucx_memory().LentBytes(region);
+  ASSERT_EQ(bytes.size(), 4096u);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), bytes.begin()));
+  ASSERT_TRUE(Run([&](auto done) { holder_->ucx_memory().Write(held->handle, 0, data, done); }).ok());
+}
+
 TEST_P(UcxRemoteMemoryTest, AHolderThatDiesGivesItsRegionsBack) {
   if (!GetParam().config.detect_peer_failure) {
     GTEST_SKIP() << "UCX 1.13's shared memory does not report a peer's failure";

@@ -51,6 +51,15 @@ void CheckEverySizeRoundTrips(const std::string& server, const RmaClient& client
         << read->stdout_text;
     offset += size + 13;
   }
+  // A write with immediate: the data is in place, byte for byte, once the
+  // write returns (the server's report of the value is the CLI test's).
+  auto imm = RunRma(client, {"write", server, "--offset", "5000", "--pattern-bytes",
+                             std::to_string(1 << 20), "--immediate", "99"});
+  ASSERT_TRUE(imm.ok() && imm->exit_code == 0) << Text(imm);
+  EXPECT_NE(imm->stdout_text.find("then immediate 99"), std::string::npos) << imm->stdout_text;
+  auto back = RunRma(client, {"read", server, "--offset", "5000", "--length",
+                              std::to_string(1 << 20), "--verify"});
+  ASSERT_TRUE(back.ok() && back->exit_code == 0) << Text(back);
 }
 
 void CheckConcurrentAtomicsLoseNothing(const std::string& server, const RmaClient& client) {

@@ -26,7 +26,8 @@ inline constexpr uint64_t kRmaLendBytes = (uint64_t{64} << 20) + (uint64_t{64} <
 Result<netns::CommandOutput> RunRma(const RmaClient& client, std::vector<std::string> args);
 
 // Every size from 0 B to 64 MiB written at an unaligned offset and read
-// back, each byte checked (the pattern of `wharf rma --pattern-bytes`).
+// back, each byte checked (the pattern of `wharf rma --pattern-bytes`),
+// and a write with immediate the same way.
 void CheckEverySizeRoundTrips(const std::string& server, const RmaClient& client);
 // Two clients fetch-adding to one word at once lose no update, and
 // compare-and-swap swaps only what it expected.
