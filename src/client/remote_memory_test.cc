@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/testing/region_events.h"
 #include "client/testing/server_thread.h"
 
 namespace wharf {
@@ -64,14 +65,8 @@ class RemoteMemoryTest : public ::testing::TestWithParam<Path> {
     return ep.ok() ? std::move(*ep) : nullptr;
   }
 
-  // The next event of `kind` at `memory`, skipping others; nullopt after 10 s.
-  std::optional<RegionEvent> Next(RemoteMemory& memory, RegionEvent::Kind kind) {
-    const auto until = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < until) {
-      Result<RegionEvent> e = memory.WaitEvent(100ms);
-      if (e.ok() && e->kind == kind) return *e;
-    }
-    return std::nullopt;
+  static std::optional<RegionEvent> Next(RemoteMemory& memory, RegionEvent::Kind kind) {
+    return testing::NextRegionEvent(memory, kind);
   }
 
   std::unique_ptr<Endpoint> lender_, holder_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/testing/counter_of.h"
+#include "client/testing/region_events.h"
 #include "client/testing/server_thread.h"
 #include "daemon/testing/daemon_thread.h"
 #include "wharf/endpoint.h"
@@ -34,12 +35,7 @@ bool Same(const Buffer& a, const Buffer& b) {
 }
 
 std::optional<RegionEvent> Next(RemoteMemory& memory, RegionEvent::Kind kind) {
-  const auto until = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < until) {
-    Result<RegionEvent> e = memory.WaitEvent(100ms);
-    if (e.ok() && e->kind == kind) return *e;
-  }
-  return std::nullopt;
+  return testing::NextRegionEvent(memory, kind);
 }
 
 class ManagedRemoteMemoryTest : public ::testing::Test {
@@ -56,6 +52,16 @@ class ManagedRemoteMemoryTest : public ::testing::Test {
     EXPECT_TRUE(ep.ok()) << ep.status();
     return ep.ok() ? std::move(*ep) : nullptr;
   }
+  // A managed lender and an embedded holder driven by its own thread.
+  bool OpenManagedLenderAndHolder() {
+    lender_ = OpenManaged();
+    holder_ = OpenEmbedded();
+    if (lender_ == nullptr || holder_ == nullptr) return false;
+    lender_memory_ = std::make_unique<RemoteMemory>(*lender_);
+    holder_memory_ = std::make_unique<RemoteMemory>(*holder_);
+    holder_loop_ = std::make_unique<testing::ServerThread>(*holder_, 5ms);
+    return true;
+  }
   static std::unique_ptr<Endpoint> OpenEmbedded() {
     auto ep = Endpoint::Open({.address = "ucx://127.0.0.1:0", .hosting = Hosting::kEmbedded});
     EXPECT_TRUE(ep.ok()) << ep.status();
@@ -63,6 +69,9 @@ class ManagedRemoteMemoryTest : public ::testing::Test {
   }
 
   std::unique_ptr<daemon::testing::DaemonThread> daemon_;
+  std::unique_ptr<Endpoint> lender_, holder_;
+  std::unique_ptr<RemoteMemory> lender_memory_, holder_memory_;
+  std::unique_ptr<testing::ServerThread> holder_loop_;  // destroyed first
 };
 
 TEST_F(ManagedRemoteMemoryTest, AManagedHolderMovesDataBetweenItsHeapAndTheRegion) {
@@ -121,13 +130,11 @@ TEST_F(ManagedRemoteMemoryTest, AManagedHolderMovesDataBetweenItsHeapAndTheRegio
 }
 
 TEST_F(ManagedRemoteMemoryTest, AManagedApplicationLendsFromItsHeap) {
-  auto lender = OpenManaged();
-  ASSERT_NE(lender, nullptr);
-  RemoteMemory lender_memory(*lender);
-  auto holder = OpenEmbedded();
-  ASSERT_NE(holder, nullptr);
-  RemoteMemory memory(*holder);
-  testing::ServerThread holder_loop(*holder, 5ms);
+  ASSERT_TRUE(OpenManagedLenderAndHolder());
+  Endpoint* lender = lender_.get();
+  Endpoint* holder = holder_.get();
+  RemoteMemory& lender_memory = *lender_memory_;
+  RemoteMemory& memory = *holder_memory_;
 
   // From the pool, which is the heap: zeroed, aligned as asked.
   auto lent = lender_memory.Lend(holder->address(),
@@ -170,13 +177,10 @@ TEST_F(ManagedRemoteMemoryTest, AManagedApplicationLendsFromItsHeap) {
 }
 
 TEST_F(ManagedRemoteMemoryTest, AManagedLendersRegionsComeFromItsHeap) {
-  auto lender = OpenManaged();
-  ASSERT_NE(lender, nullptr);
-  RemoteMemory lender_memory(*lender);
-  auto holder = OpenEmbedded();
-  ASSERT_NE(holder, nullptr);
-  RemoteMemory memory(*holder);
-  testing::ServerThread holder_loop(*holder, 5ms);
+  ASSERT_TRUE(OpenManagedLenderAndHolder());
+  Endpoint* lender = lender_.get();
+  RemoteMemory& lender_memory = *lender_memory_;
+  RemoteMemory& memory = *holder_memory_;
   // The managed lender's application only waits for events: wharfd's loop
   // serves the holder's operations.
   auto region = memory.Ask(lender->address(), {.size = 1 << 20, .alignment = 4096});
@@ -209,7 +213,8 @@ TEST_F(ManagedRemoteMemoryTest, AManagedLendersRegionsComeFromItsHeap) {
   // The application exits holding nothing, lending one: its holder hears.
   auto kept = memory.Ask(lender->address(), {.size = 4096});
   ASSERT_TRUE(kept.ok()) << kept.status();
-  lender.reset();
+  lender_memory_.reset();
+  lender_.reset();
   auto released = Next(memory, RegionEvent::Kind::kReleased);
   ASSERT_TRUE(released.has_value());
   EXPECT_EQ(released->region, kept->handle);
