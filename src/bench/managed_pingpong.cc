@@ -118,4 +118,12 @@ Result<GoodputResult> RunManagedGoodput(const GoodputOptions& options, const Man
   return RunWharfGoodputOn(options, run->sides, clock);
 }
 
+Result<GoodputResult> RunManagedPutGoodput(const GoodputOptions& options, const ManagedPlan& plan,
+                                           const Clock& clock) {
+  const PinPlan apps = PlanPinning(options.pin, options.client_cpu, options.server_cpu);
+  auto run = StartManagedRun(options.scheme, options.address, /*poll=*/true, apps, plan, clock);
+  if (!run.ok()) return run.status().WithContext("wharf managed put goodput");
+  return RunWharfPutGoodputOn(options, run->sides, clock);
+}
+
 }  // namespace wharf::bench

@@ -69,5 +69,9 @@ Result<PingPongResult> RunManagedPingPong(const PingPongOptions& options, const 
 // the shared heap (zero copy). Spinning follows PlanManagedSpin(poll).
 Result<GoodputResult> RunManagedGoodput(const GoodputOptions& options, const ManagedPlan& plan,
                                         const Clock& clock);
+// One-sided put goodput (RunWharfPutGoodputOn) with both applications
+// managed: writes leave from the client's heap and land in the server's.
+Result<GoodputResult> RunManagedPutGoodput(const GoodputOptions& options, const ManagedPlan& plan,
+                                           const Clock& clock);
 
 }  // namespace wharf::bench

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -274,17 +275,27 @@ Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock
 }
 
 Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Clock& clock) {
-  if (options.scheme != "ucx") return InvalidArgumentError("put goodput: ucx:// only");
   WharfSides sides = EmbeddedSides("ucx", options.address, 0, /*spin=*/true, options.pin,
                                    options.client_cpu, options.server_cpu);
-  const uint64_t region_bytes = options.message_bytes * static_cast<uint64_t>(options.window);
-  sides.server.settings.emplace_back("ucx.pool_bytes", std::to_string(region_bytes + (1 << 20)));
+  sides.server.settings.emplace_back("ucx.pool_bytes",
+                                     std::to_string(8 * options.message_bytes + (1 << 20)));
+  return RunWharfPutGoodputOn(options, sides, clock);
+}
+
+Result<GoodputResult> RunWharfPutGoodputOn(const GoodputOptions& options, const WharfSides& sides,
+                                           const Clock& clock) {
+  if (options.scheme != "ucx") return InvalidArgumentError("put goodput: ucx:// only");
+  // Up to 8 slots: a managed server's regions live in its heap's receive
+  // area, of which they may take half (16 MiB by default).
+  const uint64_t slots = std::min<uint64_t>(static_cast<uint64_t>(options.window), 8);
+  const uint64_t region_bytes = options.message_bytes * slots;
   const TimeNs server_deadline_ns =
       clock.NowNs() + static_cast<TimeNs>((options.seconds + 10) * kNsPerSec);
   WHARF_ASSIGN_OR_RETURN(StartedServer server, StartServer(sides, server_deadline_ns, clock));
   const std::string& target = server.address;
-  WHARF_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep,
-                         Endpoint::Open(WithSpin(sides.client, sides.client_spin)));
+  WHARF_ASSIGN_OR_RETURN(
+      std::unique_ptr<Endpoint> ep,
+      Endpoint::Open(WithSpin(sides.client, sides.client_spin, sides.client_spin_yield)));
   WHARF_ASSIGN_OR_RETURN(ScopedCpuPin pin_client,
                          ScopedCpuPin::Pin(sides.pinning.pin ? sides.pinning.client_cpu : -1));
   WHARF_RETURN_IF_ERROR(WaitForServer(*ep, target, 64, clock).WithContext("put goodput warm-up"));
@@ -292,12 +303,13 @@ Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Cl
   WHARF_ASSIGN_OR_RETURN(RemoteRegion region, memory.Ask(target, {.size = region_bytes}));
   // One write to each slot first: the region's pages are touched and UCX's
   // path is set up before the clock starts.
-  for (int i = 0; i < options.window; ++i) {
+  for (uint64_t i = 0; i < slots; ++i) {
     WHARF_RETURN_IF_ERROR(memory.Write(region, i * options.message_bytes,
                                        ep->AllocateBuffer(options.message_bytes))
                               .WithContext("put goodput warm-up"));
   }
   std::vector<pid_t> cpu_pids = {0, server.process.pid()};
+  cpu_pids.insert(cpu_pids.end(), sides.other_pids.begin(), sides.other_pids.end());
   CpuMeter cpu(cpu_pids);
   std::deque<Completion> flight;
   GoodputResult out;
@@ -308,7 +320,7 @@ Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Cl
   while (true) {
     const TimeNs now = clock.NowNs();
     while (now < end && static_cast<int>(flight.size()) < options.window) {
-      const uint64_t slot = issued++ % static_cast<uint64_t>(options.window);
+      const uint64_t slot = issued++ % slots;
       flight.push_back(memory.IWrite(region, slot * options.message_bytes,
                                      ep->AllocateBuffer(options.message_bytes)));
     }
@@ -320,6 +332,7 @@ Result<GoodputResult> RunWharfPutGoodput(const GoodputOptions& options, const Cl
   out.seconds = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
   out.cpu_ns = cpu.Stop();
   out.cpu_processes = static_cast<int>(cpu_pids.size());
+  out.hosting_note = sides.hosting_note;
   out.bits_per_second =
       static_cast<double>(out.messages) * static_cast<double>(options.message_bytes) * 8 / out.seconds;
   (void)memory.Release(region);

@@ -53,9 +53,9 @@ struct GoodputResult {
 Result<GoodputResult> RunWharfGoodput(const GoodputOptions& options, const Clock& clock);
 
 // One-sided put goodput over ucx:// (wharf/remote_memory.h), embedded, both
-// sides spinning: the client asks the server for a region of
-// message_bytes x window and keeps `window` writes of message_bytes in
-// flight into it, each complete once its data is in the server's memory
+// sides spinning: the client asks the server for a region of up to 8
+// messages and keeps `window` writes of message_bytes in flight into it
+// (slot after slot), each complete once its data is in the server's memory
 // (UCX's flush), for `seconds`. The server's application does nothing: its
 // endpoint's loop serves the puts. What `ucx_perftest -t ucp_put_bw` is
 // compared with.
@@ -89,6 +89,9 @@ Result<PingPongResult> RunWharfPingPongOn(const PingPongOptions& options, const 
 // managed). options.scheme/address/pin/cpus are not used.
 Result<GoodputResult> RunWharfGoodputOn(const GoodputOptions& options, const WharfSides& sides,
                                         const Clock& clock);
+// The same as RunWharfPutGoodput between `sides` (managed: through wharfd).
+Result<GoodputResult> RunWharfPutGoodputOn(const GoodputOptions& options, const WharfSides& sides,
+                                           const Clock& clock);
 
 // "homa://127.0.0.1:4000" (IPv6 in brackets).
 std::string WharfUri(const std::string& scheme, const std::string& address, uint16_t port);

@@ -78,8 +78,7 @@ std::string PinUcxTransport() {
 // ucx_perftest's rows (--ucx-perftest) and the wharf-ucx rows' ratios to
 // them: round trip (2 x ucx_perftest's one-way p50) and 1 MiB bandwidth.
 int RunUcxPerftestRows(const BenchBaselineOptions& o, const bench::BaselineReport& report,
-                       const WharfGoodputs& goodputs,
-                       const std::optional<bench::GoodputResult>& put_goodput,
+                       const WharfGoodputs& goodputs, const WharfGoodputs& put_goodputs,
                        const std::string& ucx_env, const Clock& clock) {
   int failures = 0;
   auto run = [&](const std::string& test, uint64_t size, uint64_t iterations)
@@ -130,9 +129,10 @@ int RunUcxPerftestRows(const BenchBaselineOptions& o, const bench::BaselineRepor
       std::printf("ratio %s goodput / ucx_perftest %s: %.2fx\n", proto.c_str(), test + 4,
                   goodput.bits_per_second / 1e9 / gbits);
     }
-    if (put_goodput && gbits > 0 && std::string(test) == "ucp_put_bw") {
-      std::printf("ratio wharf-ucx put / ucx_perftest put_bw: %.2fx (target >= 0.9x)\n",
-                  put_goodput->bits_per_second / 1e9 / gbits);
+    for (const auto& [proto, put] : put_goodputs) {
+      if (gbits <= 0 || std::string(test) != "ucp_put_bw") continue;
+      std::printf("ratio %s put / ucx_perftest put_bw: %.2fx (target >= 0.9x)\n", proto.c_str(),
+                  put.bits_per_second / 1e9 / gbits);
     }
   }
   return failures;
@@ -356,9 +356,11 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     }
   }
 
-  // One-sided puts (wharf/remote_memory.h) beside the ucx:// RPC goodput.
-  std::optional<bench::GoodputResult> put_goodput;
-  if (o.goodput && std::find(row_protos.begin(), row_protos.end(), "wharf-ucx") != row_protos.end()) {
+  // One-sided puts (wharf/remote_memory.h) beside the ucx:// RPC goodput,
+  // embedded and managed (a managed run has both applications on wharfd).
+  WharfGoodputs put_goodputs;
+  for (const std::string& proto : row_protos) {
+    if (!o.goodput || (proto != "wharf-ucx" && proto != "wharf-ucx-managed")) continue;
     bench::GoodputOptions g;
     g.scheme = "ucx";
     g.address = o.address;
@@ -368,24 +370,33 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
     g.client_cpu = o.client_cpu;
     g.server_cpu = o.server_cpu;
     if (!o.no_progress) {
-      std::fprintf(stderr, "wharf-ucx put: 1 MiB one-sided writes, %d in flight, for %d s...\n",
-                   kPutWindow, o.goodput_seconds);
+      std::fprintf(stderr, "%s put: 1 MiB one-sided writes, %d in flight, for %d s...\n",
+                   proto.c_str(), kPutWindow, o.goodput_seconds);
     }
-    auto result = bench::RunWharfPutGoodput(g, clock);
+    auto result = IsManaged(proto) ? bench::RunManagedPutGoodput(g, managed_plan(proto), clock)
+                                   : bench::RunWharfPutGoodput(g, clock);
     if (result.ok()) {
-      put_goodput = *result;
+      put_goodputs.emplace_back(proto, *result);
     } else {
-      std::fprintf(stderr, "wharf bench: wharf-ucx put goodput: %s\n",
+      std::fprintf(stderr, "wharf bench: %s put goodput: %s\n", proto.c_str(),
                    result.status().ToString().c_str());
       ++failures;
     }
   }
 
   std::fputs(bench::FormatTable(report).c_str(), stdout);
-  if (put_goodput) {
+  for (const auto& [proto, put] : put_goodputs) {
     std::printf("%-24s goodput %.2f Gbit/s (1 MiB one-sided writes, %d in flight, %.0f s, %llu writes)\n",
-                "wharf-ucx put", put_goodput->bits_per_second / 1e9, kPutWindow,
-                put_goodput->seconds, static_cast<unsigned long long>(put_goodput->messages));
+                (proto + " put").c_str(), put.bits_per_second / 1e9, kPutWindow, put.seconds,
+                static_cast<unsigned long long>(put.messages));
+    if (!put.hosting_note.empty()) {
+      std::printf("  note: %s put goodput: %s\n", proto.c_str(), put.hosting_note.c_str());
+    }
+  }
+  if (put_goodputs.size() == 2 && put_goodputs[0].second.bits_per_second > 0) {
+    std::printf("ratio %s put / %s put goodput: %.2fx\n", put_goodputs[1].first.c_str(),
+                put_goodputs[0].first.c_str(),
+                put_goodputs[1].second.bits_per_second / put_goodputs[0].second.bits_per_second);
   }
   for (const auto& [proto, goodput] : wharf_goodputs) {
     const std::string cpu =
@@ -403,7 +414,7 @@ int RunBaseline(const BenchBaselineOptions& o, bool iperf3_port_explicit) {
   }
   std::fputs(RatioLines(report, wharf_goodputs).c_str(), stdout);
   if (o.ucx_perftest) {
-    failures += RunUcxPerftestRows(o, report, wharf_goodputs, put_goodput, ucx_env, clock);
+    failures += RunUcxPerftestRows(o, report, wharf_goodputs, put_goodputs, ucx_env, clock);
   }
   std::fflush(stdout);
   if (!o.json_path.empty()) {
