@@ -460,11 +460,15 @@ void ManagedEngine::LendRegion(uint64_t op_id, const engine::Uri& peer,
                                const transport::RegionSpec& spec) {
   if (!Usable(op_id)) return;
   // The pool is the heap: a block of the send area, aligned by taking more.
+  // (wharfd ends the session of an application whose command names a range
+  // over its message limit: refused here instead.)
   const uint64_t alignment = std::max<uint64_t>(spec.alignment, 8);
-  if (spec.size == 0 || alignment > 4096 || (alignment & (alignment - 1)) != 0) {
+  if (spec.size == 0 || spec.size > link_->welcome().max_message_bytes || alignment > 4096 ||
+      (alignment & (alignment - 1)) != 0) {
     sink_->OnComplete(op_id, InvalidArgumentError("region of " + std::to_string(spec.size) +
                                                   " bytes aligned to " +
-                                                  std::to_string(spec.alignment)),
+                                                  std::to_string(spec.alignment) +
+                                                  " (managed: at most homa.max_message_bytes)"),
                       Buffer(), 0);
     return;
   }
@@ -494,6 +498,15 @@ void ManagedEngine::LendMemory(uint64_t op_id, const engine::Uri& peer,
                                uint32_t lifetime_ms) {
   if (!Usable(op_id)) return;
   std::optional<uint64_t> at = link_->send_area()->OffsetOf(memory);
+  if (at && memory.size() > link_->welcome().max_message_bytes) {
+    sink_->OnComplete(op_id,
+                      InvalidArgumentError("managed, a region lent is at most wharfd's "
+                                           "homa.max_message_bytes (" +
+                                           std::to_string(link_->welcome().max_message_bytes) +
+                                           " bytes)"),
+                      Buffer(), 0);
+    return;
+  }
   if (!at) {
     sink_->OnComplete(op_id,
                       InvalidArgumentError("managed, lent memory must come from "

@@ -166,6 +166,9 @@ TEST_F(ManagedRemoteMemoryTest, AManagedApplicationLendsFromItsHeap) {
   uint64_t word;
   std::memcpy(&word, mine.data() + 16, 8);
   EXPECT_EQ(word, 7u);
+  // Over wharfd's message limit: refused here, the session intact.
+  EXPECT_EQ(lender_memory.Lend(holder->address(), {.size = (64 << 20) + 1}).status().code(),
+            StatusCode::kInvalidArgument);
   std::vector<std::byte> elsewhere(64);
   EXPECT_EQ(lender_memory.LendMemory(holder->address(), elsewhere).status().code(),
             StatusCode::kInvalidArgument);
