@@ -47,7 +47,13 @@ Result<std::unique_ptr<UcxMessageTransport>> UcxMessageTransport::Open(const Ucx
       .oversized = [self](UcxPeer peer, std::string_view header,
                           uint64_t bytes) { self->OnOversized(peer, header, bytes); },
       .allocate = [self](size_t bytes) {
-        return self->allocator_ != nullptr ? self->allocator_->AllocateReceive(bytes) : Buffer();
+        if (self->allocator_ != nullptr) {
+          if (Buffer placed = self->allocator_->AllocateReceive(bytes); !placed.empty()) {
+            return placed;
+          }
+        }
+        return bytes >= transport::LargeBufferPool::kMinBytes ? self->receive_pool_->Take(bytes)
+                                                              : Buffer();
       }};
   WHARF_ASSIGN_OR_RETURN(t->worker_, UcpWorker::Create(options, std::move(handlers)));
   Result<transport::NetAddress> bound = t->worker_->Listen(config.bind);
@@ -126,22 +132,29 @@ transport::PollResult UcxMessageTransport::Poll() {
   r.work = static_cast<int>(worker_->Progress());
   if (r.now >= next_idle_check_) r.work += CloseIdlePeers(r.now);
   if (r.now >= remote_memory_->NextDeadline()) r.work += remote_memory_->Expire(r.now);
+  if (r.now >= next_pool_check_) {
+    // Received-message blocks nobody took for a while go back to the system.
+    (void)receive_pool_->ReleaseIdle(r.now);
+    next_pool_check_ = r.now + transport::LargeBufferPool::kIdleIntervalNs;
+  }
   // Spin, then block: arm the event fd only once progress has found
   // nothing kPollsBeforeArm times in a row (arming costs system calls, and
   // a busy peer answers within a few polls); UCX refuses (busy) while work
   // is still pending.
   idle_polls_ = r.work > 0 ? 0 : idle_polls_ + 1;
   need_progress_ = idle_polls_ < kPollsBeforeArm || !worker_->Arm();
-  r.next_deadline = need_progress_ || !events_.empty()
-                        ? r.now
-                        : std::min(next_idle_check_, remote_memory_->NextDeadline());
+  r.next_deadline = need_progress_ || !events_.empty() ? r.now : TimerDeadline();
   return r;
 }
 
+TimeNs UcxMessageTransport::TimerDeadline() const {
+  TimeNs next = std::min(next_idle_check_, remote_memory_->NextDeadline());
+  if (receive_pool_->HasKeptBlocks()) next = std::min(next, next_pool_check_);
+  return next;
+}
+
 TimeNs UcxMessageTransport::NextDeadline() const {
-  return need_progress_ || !events_.empty()
-             ? 0
-             : std::min(next_idle_check_, remote_memory_->NextDeadline());
+  return need_progress_ || !events_.empty() ? 0 : TimerDeadline();
 }
 
 bool UcxMessageTransport::PopEvent(transport::MessageEvent* out) {
@@ -163,6 +176,7 @@ std::vector<std::pair<std::string, uint64_t>> UcxMessageTransport::Counters() co
           {"ucx.cancels_received", stats_.cancels_received},
           {"ucx.calls_failed", stats_.calls_failed},
           {"ucx.peer_failures", stats_.peer_failures},
+          {"ucx.receive_pool_bytes", receive_pool_->stats().kept_bytes},
           {"ucx.peers", worker_->peers()},
           {"ucx.peers_refused", w.peers_refused},
           {"ucx.oversized_dropped", w.oversized_dropped},

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "transport/large_buffer_pool.h"
 #include "transport/message_transport.h"
 #include "ucx/ucp_worker.h"
 #include "ucx/ucx_calls.h"
@@ -129,6 +130,14 @@ class UcxMessageTransport final : public transport::MessageTransport {
   std::unordered_map<UcxPeer, OutgoingPeer> outgoing_peers_;
   std::deque<transport::MessageEvent> events_;
   transport::ReceiveAllocator* allocator_ = nullptr;
+  // Where messages of LargeBufferPool::kMinBytes or more are received when
+  // no allocator_ places them (embedded): kept blocks, not a fresh malloc
+  // that glibc gives back to the kernel and faults in again per message.
+  std::shared_ptr<transport::LargeBufferPool> receive_pool_ =
+      transport::LargeBufferPool::Create({});
+  TimeNs next_pool_check_ = 0;
+  // The next idle check, region expiry or pool check.
+  TimeNs TimerDeadline() const;
   // A send or receive may be under way that only progress moves on.
   bool need_progress_ = false;
   int idle_polls_ = 0;  // polls in a row that found no work
