@@ -1,6 +1,6 @@
 // transport/large_buffer_pool.h: LargeBufferPool, memory for messages of 64 KiB
 // or more, kept for the next message once whoever holds one drops it. The
-// message transports (tcp:// and homa://) receive large messages into it; the
+// message transports (tcp://, homa://, ucx://) receive large messages into it; the
 // embedded engine's AllocateBuffer hands large send buffers out of it.
 //
 // Why: a fresh 1 MiB buffer per message is 256 page faults when the kernel
