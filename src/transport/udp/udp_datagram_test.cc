@@ -98,6 +98,20 @@ TEST_P(UdpDatagramTest, ReceiveTimestampsAreTheKernelsOnTheMonotonicClock) {
   auto receiver = MustOpen(stamped);
   auto plain = MustOpen(OptionsFor(family()));
   ASSERT_TRUE(sender && receiver && plain);
+  // The first socket on the host to ask for receive stamps switches the
+  // kernel's stamping on through deferred work: until that has run,
+  // datagrams come unstamped (received_ns 0, "not known"). Wait for it
+  // (bounded) so that what follows tests the stamps, not the switch.
+  bool stamping = false;
+  for (int i = 0; i < 200 && !stamping; ++i) {
+    Outgoing probe = MakeOutgoing(receiver->LocalAddress(), {10});
+    ASSERT_TRUE(sender->Send(probe.datagrams).ok());
+    ASSERT_TRUE(Readable(*receiver, 1000));
+    const std::vector<Received> got = ReceiveUpTo(*receiver, 1);
+    stamping = !got.empty() && got[0].received_ns != 0;
+    if (!stamping) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(stamping) << "the kernel never stamped a datagram";
   const TimeNs before = SystemClock::Get().NowNs();
   Outgoing out = MakeOutgoing(receiver->LocalAddress(), {100, 200, 1400});
   ASSERT_TRUE(sender->Send(out.datagrams).ok());
