@@ -3,7 +3,8 @@
 # them: a write read back byte for byte (as text and as a hex dump),
 # compare-and-swap that does and does not swap, fetch-add, a write with
 # immediate that the server reports, and the errors a user can make (past
-# the end, a misaligned word, a server that lends nothing). Over UCX's tcp
+# the end, a misaligned word, a server that lends nothing), then the same
+# client through a wharfd (--mode managed). Over UCX's tcp
 # on loopback (src/client/remote_memory_test.cc covers shared memory: both
 # sides must agree on ucx.detect_peer_failure, or UCX refuses the pair).
 # Usage: rma_cli_test.sh WHARF WORKDIR
@@ -12,7 +13,12 @@ wharf=$1
 work=$2
 rm -rf "$work" && mkdir -p "$work"
 serve_pid=
-cleanup() { [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; wait 2>/dev/null; }
+daemon_pid=
+cleanup() {
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
+  wait 2>/dev/null
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- server log:"; cat "$work/serve.log"; exit 1; }
 
@@ -55,4 +61,16 @@ grep -q "not 8-aligned" <<<"$out" || fail "misaligned add said: $out"
 out=$(timeout 20 "$wharf" rma read ucx://127.0.0.1:1 --timeout 2 "${tcp[@]::4}" 2>&1) && fail "no server succeeded"
 grep -q "is it a .wharf serve --lend-bytes N" <<<"$out" || fail "no server said: $out"
 
+# Through a wharfd of the test's own: the client's bytes move between its
+# shared heap and the server's block.
+timeout 60 "$wharf" daemon --socket "$work/wharfd.sock" "${tcp[@]::4}" >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [ -S "$work/wharfd.sock" ] && break; sleep 0.1; done
+[ -S "$work/wharfd.sock" ] || fail "wharfd did not start: $(cat "$work/daemon.log")"
+managed=(--mode managed --socket "$work/wharfd.sock")
+out=$(rma write "$addr" --offset 256 --data "through wharfd" "${managed[@]}") || fail "managed write: $out"
+out=$(rma read "$addr" --offset 256 --length 14 "${managed[@]}") || fail "managed read: $out"
+grep -qx "through wharfd" <<<"$out" || fail "managed read back: $out"
+out=$(rma add "$addr" --offset 64 --value 1 "${managed[@]}") || fail "managed add: $out"
+grep -q "was 12: now 13" <<<"$out" || fail "managed add said: $out"
 echo "rma cli ok"

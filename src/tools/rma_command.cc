@@ -115,12 +115,10 @@ void AddRmaFlags(CLI::App& app, RmaOptions& options) {
 }
 
 int RunRma(const RmaOptions& options) {
-  if (options.endpoint.mode == "managed") {
-    return Fail("--mode managed", UnimplementedError("remote memory runs embedded only, for now"));
-  }
-  EndpointFlags flags = options.endpoint;
-  flags.mode = "embedded";
-  auto endpoint_options = MakeEndpointOptions(flags, options.bind);
+  // Either hosting: through wharfd (--mode managed, or auto with a wharfd
+  // running) the bytes move between this process's shared heap and the
+  // region.
+  auto endpoint_options = MakeEndpointOptions(options.endpoint, options.bind);
   if (!endpoint_options.ok()) return Fail("options", endpoint_options.status());
   auto ep = Endpoint::Open(*endpoint_options);
   if (!ep.ok()) return Fail("opening " + options.bind, ep.status());

@@ -1,6 +1,6 @@
 // `wharf rma read|write|cas|add ADDRESS`: one one-sided operation on the
 // region a `wharf serve --lend-bytes N` lends, for trying remote memory by
-// hand. It asks the server for a loan of its region (RPC method kLendMethod),
+// hand, embedded or through wharfd (--mode). It asks the server for a loan of its region (RPC method kLendMethod),
 // waits for the grant, does the operation, prints what it found, and gives
 // the region back.
 #pragma once
