@@ -63,7 +63,9 @@ grep -q "is it a .wharf serve --lend-bytes N" <<<"$out" || fail "no server said:
 
 # Through a wharfd of the test's own: the client's bytes move between its
 # shared heap and the server's block.
-timeout 60 "$wharf" daemon --socket "$work/wharfd.sock" "${tcp[@]::4}" >"$work/daemon.log" 2>&1 &
+# Its own ports are any free ones (other tests run beside this one).
+timeout 60 "$wharf" daemon --socket "$work/wharfd.sock" --set listen.homa=127.0.0.1:0 \
+  --set listen.tcp= --set http.listen= "${tcp[@]::4}" >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$work/wharfd.sock" ] && break; sleep 0.1; done
 [ -S "$work/wharfd.sock" ] || fail "wharfd did not start: $(cat "$work/daemon.log")"
