@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -154,6 +155,30 @@ Status WaitForServer(Endpoint& ep, const std::string& target, size_t bytes, cons
   }
 }
 
+// Keeps `options.window` operations that `issue` starts in flight for
+// `options.seconds`, then waits for the last; each of message_bytes.
+// Fills `out`'s messages, seconds and bits per second.
+Status KeepInFlight(const GoodputOptions& options, const Clock& clock, std::string_view what,
+                    GoodputResult* out, const std::function<Completion()>& issue) {
+  std::deque<Completion> flight;
+  const TimeNs start = clock.NowNs();
+  const TimeNs end = start + static_cast<TimeNs>(options.seconds * kNsPerSec);
+  while (true) {
+    const TimeNs now = clock.NowNs();
+    while (now < end && static_cast<int>(flight.size()) < options.window) {
+      flight.push_back(issue());
+    }
+    if (flight.empty()) break;
+    WHARF_RETURN_IF_ERROR(flight.front().Wait().WithContext(std::string(what)));
+    flight.pop_front();
+    ++out->messages;
+  }
+  out->seconds = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
+  out->bits_per_second = static_cast<double>(out->messages) *
+                         static_cast<double>(options.message_bytes) * 8 / out->seconds;
+  return OkStatus();
+}
+
 // A forked echo server on `sides.server`, and its reported address.
 struct StartedServer {
   ChildProcess process;
@@ -240,29 +265,16 @@ Result<GoodputResult> RunWharfGoodputOn(const GoodputOptions& options, const Wha
   std::vector<pid_t> cpu_pids = {0, server.process.pid()};
   cpu_pids.insert(cpu_pids.end(), sides.other_pids.begin(), sides.other_pids.end());
   CpuMeter cpu(cpu_pids);
-  std::deque<Completion> flight;
   GoodputResult out;
   cpu.Start();
-  const TimeNs start = clock.NowNs();
-  const TimeNs end = start + static_cast<TimeNs>(options.seconds * kNsPerSec);
-  while (true) {
-    TimeNs now = clock.NowNs();
-    while (now < end && static_cast<int>(flight.size()) < options.window) {
-      // Managed: the request is written straight into the shared heap.
-      flight.push_back(ep->ICall(target, kSink, ep->AllocateBuffer(options.message_bytes),
-                                 {.deadline = std::chrono::seconds(10)}));
-    }
-    if (flight.empty()) break;
-    WHARF_RETURN_IF_ERROR(flight.front().Wait().WithContext("wharf goodput"));
-    flight.pop_front();
-    ++out.messages;
-  }
-  out.seconds = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
+  WHARF_RETURN_IF_ERROR(KeepInFlight(options, clock, "wharf goodput", &out, [&] {
+    // Managed: the request is written straight into the shared heap.
+    return ep->ICall(target, kSink, ep->AllocateBuffer(options.message_bytes),
+                     {.deadline = std::chrono::seconds(10)});
+  }));
   out.cpu_ns = cpu.Stop();
   out.cpu_processes = static_cast<int>(cpu_pids.size());
   out.hosting_note = sides.hosting_note;
-  out.bits_per_second =
-      static_cast<double>(out.messages) * static_cast<double>(options.message_bytes) * 8 / out.seconds;
   (void)ep->Call(target, kStop, Buffer(), {.deadline = std::chrono::seconds(1)});
   (void)server.process.Wait(5 * kNsPerSec);
   return out;
@@ -311,30 +323,17 @@ Result<GoodputResult> RunWharfPutGoodputOn(const GoodputOptions& options, const 
   std::vector<pid_t> cpu_pids = {0, server.process.pid()};
   cpu_pids.insert(cpu_pids.end(), sides.other_pids.begin(), sides.other_pids.end());
   CpuMeter cpu(cpu_pids);
-  std::deque<Completion> flight;
   GoodputResult out;
   uint64_t issued = 0;
   cpu.Start();
-  const TimeNs start = clock.NowNs();
-  const TimeNs end = start + static_cast<TimeNs>(options.seconds * kNsPerSec);
-  while (true) {
-    const TimeNs now = clock.NowNs();
-    while (now < end && static_cast<int>(flight.size()) < options.window) {
-      const uint64_t slot = issued++ % slots;
-      flight.push_back(memory.IWrite(region, slot * options.message_bytes,
-                                     ep->AllocateBuffer(options.message_bytes)));
-    }
-    if (flight.empty()) break;
-    WHARF_RETURN_IF_ERROR(flight.front().Wait().WithContext("put goodput"));
-    flight.pop_front();
-    ++out.messages;
-  }
-  out.seconds = static_cast<double>(clock.NowNs() - start) / kNsPerSec;
+  WHARF_RETURN_IF_ERROR(KeepInFlight(options, clock, "put goodput", &out, [&] {
+    const uint64_t slot = issued++ % slots;
+    return memory.IWrite(region, slot * options.message_bytes,
+                         ep->AllocateBuffer(options.message_bytes));
+  }));
   out.cpu_ns = cpu.Stop();
   out.cpu_processes = static_cast<int>(cpu_pids.size());
   out.hosting_note = sides.hosting_note;
-  out.bits_per_second =
-      static_cast<double>(out.messages) * static_cast<double>(options.message_bytes) * 8 / out.seconds;
   (void)memory.Release(region);
   (void)ep->Call(target, kStop, Buffer(), {.deadline = std::chrono::seconds(1)});
   (void)server.process.Wait(5 * kNsPerSec);
