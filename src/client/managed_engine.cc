@@ -92,12 +92,7 @@ void ManagedEngine::Broken(const Status& why) {
   opening_.clear();
   accepting_.clear();
   accepting_streams_.clear();
-  region_reads_.clear();
-  lent_views_.clear();
-  // wharfd's transport is gone with the link: nobody writes into these.
-  lending_.clear();
-  lent_blocks_.clear();
-  quarantined_blocks_.clear();
+  regions_.Clear();
   for (uint64_t op : ops) sink_->OnComplete(op, why, Buffer(), 0);
   // wharfd reads none of these any more.
   lent_.clear();
@@ -397,31 +392,32 @@ void ManagedEngine::ReadRegion(uint64_t op_id, uint64_t handle, uint64_t offset,
   if (!Usable(op_id)) return;
   Descriptor d = Command(Opcode::kRegionRead, op_id, handle);
   d.aux[0] = offset;
-  RegionRead read;
+  Buffer area;
+  std::optional<Buffer> copy_to;
   if (!into.empty()) {
     const bool in_area = link_->send_area()->RangeOf(into).has_value();
     Buffer target = in_area ? std::move(into) : Buffer();
     if (!in_area) {
       // wharfd writes only into the heap: a Buffer from elsewhere gets the
       // bytes by one copy at the end.
-      std::optional<Buffer> area = link_->send_area()->Allocate(into.size());
-      if (!area) {
+      std::optional<Buffer> copy = link_->send_area()->Allocate(into.size());
+      if (!copy) {
         sink_->OnComplete(op_id, ResourceExhaustedError("the shared heap's send area is full"),
                           Buffer(), 0);
         return;
       }
       ++counts_.copied_sends;
-      target = std::move(*area);
-      read.copy_to = std::move(into);
+      target = std::move(*copy);
+      copy_to = std::move(into);
     }
     Result<Buffer> placed = PlaceInSendArea(std::move(target), &d);
     if (!placed.ok()) {
       sink_->OnComplete(op_id, placed.status(), Buffer(), 0);
       return;
     }
-    read.area = std::move(*placed);
+    area = std::move(*placed);
   }
-  region_reads_[op_id] = std::move(read);
+  regions_.StartRead(op_id, std::move(area), std::move(copy_to));
   pending_.insert(op_id);
   Push(d);
   FlushUnlessBatching();
@@ -487,7 +483,7 @@ void ManagedEngine::LendRegion(uint64_t op_id, const engine::Uri& peer,
   d.length = bytes.size();
   d.aux[0] = spec.access;
   d.aux[1] = spec.lifetime_ms;
-  lending_[op_id] = {std::move(*block), bytes};
+  regions_.StartLending(op_id, std::move(*block), bytes);
   pending_.insert(op_id);
   Push(d);
   FlushUnlessBatching();
@@ -520,7 +516,7 @@ void ManagedEngine::LendMemory(uint64_t op_id, const engine::Uri& peer,
   d.length = memory.size();
   d.aux[0] = access;
   d.aux[1] = lifetime_ms;
-  lending_[op_id] = {std::nullopt, memory};
+  regions_.StartLending(op_id, std::nullopt, memory);
   pending_.insert(op_id);
   Push(d);
   FlushUnlessBatching();
@@ -531,84 +527,15 @@ Status ManagedEngine::RevokeRegion(uint64_t region) {
   // wharfd refuses an id it did not lend for us with a kFault.
   Push(Command(Opcode::kRegionRevoke, 0, region));
   FlushUnlessBatching(/*urgent=*/false);
-  EndLentBlock(region);
-  lent_views_.erase(region);
+  regions_.Revoked(region, clock_.NowNs());
   return OkStatus();
 }
 
-void ManagedEngine::EndLentBlock(uint64_t region) {
-  const TimeNs now = clock_.NowNs();
-  while (!quarantined_blocks_.empty() && quarantined_blocks_.front().first <= now) {
-    quarantined_blocks_.pop_front();
-  }
-  auto it = lent_blocks_.find(region);
-  if (it == lent_blocks_.end()) return;
-  quarantined_blocks_.emplace_back(now + kNsPerSec, std::move(it->second));
-  lent_blocks_.erase(it);
-}
-
-void ManagedEngine::FinishLending(uint64_t op_id, Status status, uint64_t region) {
-  auto it = lending_.find(op_id);
-  Lending lending = std::move(it->second);
-  lending_.erase(it);
-  if (!status.ok()) {
-    sink_->OnComplete(op_id, std::move(status), Buffer(), 0);  // never lent: the block goes
-    return;
-  }
-  lent_views_[region] = lending.bytes;
-  Buffer view;
-  if (lending.block) {
-    lent_blocks_[region] = std::move(*lending.block);
-    view = Buffer::Wrap(lending.bytes, nullptr);  // the block stays ours
-  }
-  sink_->OnComplete(op_id, OkStatus(), std::move(view), region);
-}
-
 std::span<std::byte> ManagedEngine::LentRegionBytes(uint64_t region) {
-  auto it = lent_views_.find(region);
-  return it == lent_views_.end() ? std::span<std::byte>() : it->second;
+  return regions_.LentBytes(region);
 }
 
-bool ManagedEngine::PopRegionEvent(transport::RegionEvent* out) {
-  if (region_events_.empty()) return false;
-  *out = region_events_.front();
-  region_events_.pop_front();
-  return true;
-}
-
-void ManagedEngine::TakeRegionEvent(const Descriptor& e) {
-  using Kind = transport::RegionEvent::Kind;
-  if (e.status > shm::kRegionEventReturned) return;
-  transport::RegionEvent event{.kind = static_cast<Kind>(e.status), .region = e.handle};
-  switch (event.kind) {
-    case Kind::kImmediate:
-      event.value = e.cookie;
-      event.offset = e.aux[0];
-      event.length = e.aux[1];
-      event.bytes = link_->receive_area()->View(e.heap_offset, e.length);
-      if (!event.bytes.empty()) lent_views_[e.handle] = event.bytes;
-      break;
-    case Kind::kLent:
-      event.held = {.handle = e.handle,
-                    .size = e.aux[0],
-                    .access = static_cast<uint8_t>(e.aux[1]),
-                    .expires_ns = clock_.NowNs() + static_cast<TimeNs>(e.aux[2]) * kNsPerMs};
-      break;
-    case Kind::kReturned:
-      lent_views_.erase(e.handle);
-      EndLentBlock(e.handle);
-      break;
-    case Kind::kReleased:
-      break;
-  }
-  // wharfd's own cap bounds these too; an application that never takes
-  // them must not grow ours.
-  if (region_events_.size() >= 65'536) {
-    ++counts_.region_events_dropped;
-    return;
-  }
-  region_events_.push_back(event);
-}
+bool ManagedEngine::PopRegionEvent(transport::RegionEvent* out) { return regions_.PopEvent(out); }
 
 void ManagedEngine::Cancel(uint64_t op_id) {
   if (!pending_.contains(op_id) || broken_.has_value()) return;
@@ -745,7 +672,7 @@ std::vector<std::pair<std::string, uint64_t>> ManagedEngine::Counters() const {
   all.emplace_back("managed.batched_commands", counts_.batched_commands);
   all.emplace_back("managed.faults", counts_.faults);
   all.emplace_back("managed.reattaches", counts_.reattaches);
-  all.emplace_back("managed.region_events_dropped", counts_.region_events_dropped);
+  all.emplace_back("managed.region_events_dropped", regions_.events_dropped());
   all.emplace_back("managed.doorbells_rung", counts_.doorbells_rung);
   all.emplace_back("managed.send_area_bytes_in_use",
                    link_ != nullptr ? link_->send_area()->bytes_in_use() : 0);
@@ -770,27 +697,11 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
         return;
       }
       const auto code = static_cast<StatusCode>(e.status);
-      if (!lending_.empty() && lending_.contains(e.cookie)) {
-        FinishLending(e.cookie,
-                      code == StatusCode::kOk ? OkStatus() : Status(code, TakeText(e)), e.handle);
+      if (regions_.Owns(e.cookie)) {
+        ManagedRegions::Outcome done = regions_.Finish(
+            e.cookie, code == StatusCode::kOk ? OkStatus() : Status(code, TakeText(e)), e.handle);
+        sink_->OnComplete(e.cookie, std::move(done.status), std::move(done.message), done.value);
         return;
-      }
-      if (!region_reads_.empty()) {
-        if (auto read = region_reads_.find(e.cookie); read != region_reads_.end()) {
-          RegionRead r = std::move(read->second);
-          region_reads_.erase(read);
-          if (code != StatusCode::kOk) {
-            sink_->OnComplete(e.cookie, Status(code, TakeText(e)), Buffer(), 0);
-            return;
-          }
-          // wharfd wrote the bytes into our send-area Buffer.
-          if (r.copy_to) {
-            std::memcpy(r.copy_to->data(), r.area.data(), r.area.size());
-            r.area = std::move(*r.copy_to);
-          }
-          sink_->OnComplete(e.cookie, OkStatus(), std::move(r.area), 0);
-          return;
-        }
       }
       if (code != StatusCode::kOk) {
         opening_.erase(e.cookie);
@@ -858,7 +769,7 @@ void ManagedEngine::Dispatch(const Descriptor& e) {
       return;
     }
     case Opcode::kRegionEvent:
-      TakeRegionEvent(e);
+      regions_.OnEvent(e, link_->receive_area()->View(e.heap_offset, e.length), clock_.NowNs());
       return;
     case Opcode::kFault: {
       ++counts_.faults;

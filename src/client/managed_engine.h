@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "client/daemon_link.h"
+#include "client/managed_regions.h"
 #include "engine/engine_api.h"
 
 namespace wharf::internal {
@@ -148,8 +149,6 @@ class ManagedEngine final : public engine::EngineApi {
   // The send-area Buffer for `payload`: itself, or a copy in the area
   // (counted); its range goes into `d`.
   Result<Buffer> PlaceInSendArea(Buffer payload, shm::Descriptor* d);
-  // A kRegionEvent, for PopRegionEvent.
-  void TakeRegionEvent(const shm::Descriptor& e);
   void StartOp(uint64_t op_id, shm::Descriptor d, Buffer payload = Buffer());
   void Dispatch(const shm::Descriptor& e);
   // The text of a completion-ring range (copied; the range is released).
@@ -192,31 +191,8 @@ class ManagedEngine final : public engine::EngineApi {
   absl::flat_hash_map<uint64_t, Buffer> lent_;     // tag -> payload wharfd reads
   uint64_t next_tag_ = 1ull << 62;                // tags of responses' payloads
   std::unordered_map<uint64_t, std::string> conn_peers_;
-  // Region reads in flight: the send-area Buffer wharfd fills, and the
-  // application's own Buffer to copy into when that was not in the area.
-  struct RegionRead {
-    Buffer area;
-    std::optional<Buffer> copy_to;
-  };
-  absl::flat_hash_map<uint64_t, RegionRead> region_reads_;
-  // Regions this endpoint lent, as the last kRegionEvent placed them in the
-  // heap (bounded by wharfd's ucx.max_regions; gone at kReturned).
-  absl::flat_hash_map<uint64_t, std::span<std::byte>> lent_views_;
-  // Send-area blocks LendRegion lent: by op while the lend is in flight,
-  // then by region id until it ends; then kept for the quarantine, so that
-  // a write already on its way lands in nothing the application reuses.
-  struct Lending {
-    std::optional<Buffer> block;  // LendRegion's; LendMemory lends the application's own
-    std::span<std::byte> bytes;
-  };
-  absl::flat_hash_map<uint64_t, Lending> lending_;
-  absl::flat_hash_map<uint64_t, Buffer> lent_blocks_;
-  std::deque<std::pair<TimeNs, Buffer>> quarantined_blocks_;
-  // Ends a LendRegion block's loan: into quarantine. Frees what left it.
-  void EndLentBlock(uint64_t region);
-  // A kCompletion for an op in lending_ (ok: value = the region's id).
-  void FinishLending(uint64_t op_id, Status status, uint64_t region);
-  std::deque<transport::RegionEvent> region_events_;
+  // Region reads and lendings in flight, lent blocks, region events.
+  ManagedRegions regions_;
   // Keyed by the packed address ADD_PEER carries: no text per call.
   std::unordered_map<engine::PackedUri, uint64_t, engine::PackedUriHash> peer_handles_;
   std::unordered_map<uint64_t, std::string> peer_names_;
@@ -233,7 +209,6 @@ class ManagedEngine final : public engine::EngineApi {
     uint64_t faults = 0;        // kFault entries from wharfd
     uint64_t reattaches = 0;
     uint64_t doorbells_rung = 0;
-    uint64_t region_events_dropped = 0;  // the application did not take them
   } counts_;
 };
 
