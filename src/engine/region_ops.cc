@@ -27,10 +27,17 @@ std::shared_ptr<RegionOps::Shared> RegionOps::Track(uint64_t op_id) {
   return shared_;
 }
 
-Result<transport::RemoteMemory*> RegionOps::Memory() const {
-  for (transport::MessageTransport* t : transports_) {
-    if (transport::RemoteMemory* m = t->remote_memory()) return m;
+transport::RemoteMemory* RegionOps::Find() const {
+  // wharfd asks on every pass (PopEvent): only transports opened since the
+  // last look are looked at; a transport's remote memory never changes.
+  for (; memory_ == nullptr && scanned_ < transports_.size(); ++scanned_) {
+    memory_ = transports_[scanned_]->remote_memory();
   }
+  return memory_;
+}
+
+Result<transport::RemoteMemory*> RegionOps::Memory() const {
+  if (transport::RemoteMemory* memory = Find()) return memory;
   return UnimplementedError("remote memory needs a ucx:// transport: open the endpoint at "
                             "ucx://HOST:PORT, or ask a ucx:// peer for a region first");
 }
@@ -115,13 +122,13 @@ Status RegionOps::Revoke(uint64_t region) {
 }
 
 std::span<std::byte> RegionOps::LentBytes(uint64_t region) {
-  Result<transport::RemoteMemory*> memory = Memory();
-  return memory.ok() ? (*memory)->LentBytes(region) : std::span<std::byte>();
+  transport::RemoteMemory* memory = Find();
+  return memory != nullptr ? memory->LentBytes(region) : std::span<std::byte>();
 }
 
 bool RegionOps::PopEvent(transport::RegionEvent* out) {
-  Result<transport::RemoteMemory*> memory = Memory();
-  return memory.ok() && (*memory)->PopEvent(out);
+  transport::RemoteMemory* memory = Find();
+  return memory != nullptr && memory->PopEvent(out);
 }
 
 void RegionOps::Shutdown(const Status& why) {

@@ -78,7 +78,9 @@ class RegionOps {
     void Finish(uint64_t op_id, Status status, Buffer message = Buffer(), uint64_t value = 0);
   };
 
-  // The transport that holds regions: the first with remote memory.
+  // The transport that holds regions: the first with remote memory (null:
+  // none; Memory() says so as a Status).
+  transport::RemoteMemory* Find() const;
   Result<transport::RemoteMemory*> Memory() const;
   // The remote memory of `peer`'s transport (opened on first use).
   Result<transport::RemoteMemory*> MemoryFor(const Uri& peer) const;
@@ -88,6 +90,10 @@ class RegionOps {
 
   const std::vector<transport::MessageTransport*>& transports_;
   PeerFinder find_;
+  // Memory()'s: the first transport with remote memory, once found, and
+  // how many transports it looked at so far.
+  mutable transport::RemoteMemory* memory_ = nullptr;
+  mutable size_t scanned_ = 0;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
